@@ -1,0 +1,43 @@
+// Starts `kith hub` as a real subprocess and resolves once it prints its listening line.
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { createInterface } from 'node:readline'
+
+export const kithBin = fileURLToPath(new URL('../bin/kith.js', import.meta.url))
+
+/**
+ * @param {string[]} args extra `kith hub` arguments
+ * @param {{ env?: NodeJS.ProcessEnv }} [opts]
+ * @returns {Promise<{ url: string, port: number, child: import('node:child_process').ChildProcess, stderr: () => string, stop: () => Promise<number | null> }>}
+ */
+export function spawnHub(args, opts = {}) {
+  // Run the bin itself (not `node bin`) so its shebang's V8 flags apply, as for a user.
+  const child = spawn(kithBin, [ 'hub', '--port', '0', '--json', ...args], {
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let stderr = ''
+  child.stderr.on('data', (d) => {
+    stderr += d
+    if (process.env.KITH_HUB_STDERR) process.stderr.write(d)
+  })
+  const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
+  return new Promise((resolve, reject) => {
+    const lines = createInterface({ input: child.stdout })
+    child.on('exit', (code) => reject(new Error(`hub exited (${code}) before listening: ${stderr}`)))
+    lines.on('line', (line) => {
+      const msg = JSON.parse(line)
+      if (msg.event !== 'listening') return
+      resolve({
+        url: msg.url,
+        port: msg.port,
+        child,
+        stderr: () => stderr,
+        stop: async () => {
+          if (child.exitCode === null) child.kill('SIGTERM')
+          return exited
+        },
+      })
+    })
+  })
+}

@@ -1,0 +1,62 @@
+import { KithError } from '../../errors.js'
+import { normalizeRelayUrl } from '../../events/nip42.js'
+import { readConfig, writeConfig } from '../../identity/config.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+
+export const hubConfigHelp = `Usage:
+  kith hub add URL        add a hub this machine connects to (ws://… or wss://…)
+  kith hub list [--json]  list the configured hubs
+  kith hub rm URL         remove a hub
+
+Hubs are kept in KITH_HOME/config.json. With none configured, kith up embeds a hub on
+127.0.0.1:7447.`
+
+function loadConfig() {
+  const home = resolveKithHome()
+  const config = readConfig(home)
+  if (config === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}; run: kith init`)
+  }
+  return { home, config }
+}
+
+export function runHubConfig(sub: 'add' | 'list' | 'rm', argv: string[], out: Out): number {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    hubConfigHelp,
+  )
+  if (values.help) {
+    out.line(hubConfigHelp)
+    return 0
+  }
+  const { home, config } = loadConfig()
+  if (sub === 'list') {
+    if (positionals.length > 0) throw new KithError('usage', `kith hub list takes no arguments`)
+    if (values.json) out.json({ hubs: config.hubs })
+    else if (config.hubs.length === 0) out.line('no hubs configured (kith up embeds one)')
+    else for (const h of config.hubs) out.line(h)
+    return 0
+  }
+  if (positionals.length !== 1) {
+    throw new KithError('usage', `kith hub ${sub} takes exactly one URL\n\n${hubConfigHelp}`)
+  }
+  const url = normalizeRelayUrl(positionals[0]!)
+  if (sub === 'add') {
+    if (config.hubs.includes(url)) {
+      out.line(`${url} is already configured`)
+      return 0
+    }
+    writeConfig(home, { ...config, hubs: [...config.hubs, url] })
+    out.line(`added ${url}`)
+    return 0
+  }
+  if (!config.hubs.includes(url)) {
+    throw new KithError('usage', `${url} is not configured; see kith hub list`)
+  }
+  writeConfig(home, { ...config, hubs: config.hubs.filter((h) => h !== url) })
+  out.line(`removed ${url}`)
+  return 0
+}

@@ -1,0 +1,135 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { KithError } from '../../errors.js'
+import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { ownerOnlyMembership } from '../../hub/policy.js'
+import { startHub } from '../../hub/server.js'
+import { parseCommandArgs, parseCount, parsePort } from '../args.js'
+import type { Out } from '../io.js'
+import { npub, parsePubkeyText } from '../key-text.js'
+
+export const hubServeHelp = `Usage: kith hub [options]
+
+Runs a standalone hub: a Nostr relay (NIP-01, NIP-11, NIP-42) over sqlite that only fleet
+members may read or write. Stops cleanly on Ctrl-C / SIGTERM.
+
+Options:
+  --host HOST        address to bind (default 127.0.0.1). A non-loopback address needs
+                     --tls-cert/--tls-key, or --plain on an already-encrypted network
+  --port PORT        port (default 7447; 0 picks a free one)
+  --db PATH          sqlite file (default KITH_HOME/hub.db)
+  --owner NPUB       the fleet owner (default: the owner of KITH_HOME)
+  --url URL          a URL clients reach this hub by (tunnel, proxy); repeatable. AUTH must
+                     name one of these or the bound address
+  --tls-cert FILE    serve wss:// with this certificate (PEM)
+  --tls-key FILE     ...and this private key (PEM)
+  --plain            allow plain ws:// on a non-loopback address
+  --rate N           events per second per key (default 100; 0 = unlimited)
+  --workers N        signature-verification threads (default: one per core)
+  --sync MODE        full (default: OK after fsync) or normal (OK survives a crash, not power loss)
+  --json             print the listening line as JSON
+  -h, --help         show this help`
+
+export async function runHubServe(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      host: { type: 'string' },
+      port: { type: 'string' },
+      db: { type: 'string' },
+      owner: { type: 'string' },
+      url: { type: 'string', multiple: true },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      plain: { type: 'boolean' },
+      rate: { type: 'string' },
+      workers: { type: 'string' },
+      sync: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    hubServeHelp,
+  )
+  if (values.help) {
+    out.line(hubServeHelp)
+    return 0
+  }
+  if (positionals.length > 0) {
+    throw new KithError('usage', `unknown hub command: ${positionals[0]}\n\n${hubServeHelp}`)
+  }
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
+    throw new KithError('usage', '--tls-cert and --tls-key go together')
+  }
+  if (values.sync !== undefined && values.sync !== 'full' && values.sync !== 'normal') {
+    throw new KithError('usage', `--sync is full or normal, got ${values.sync}`)
+  }
+  const home = resolveKithHome()
+  let owner: string
+  if (values.owner !== undefined) owner = parsePubkeyText(values.owner, '--owner')
+  else {
+    const id = loadIdentity(home)
+    if (id.ownerPubkey === undefined) {
+      throw new KithError('not-initialized', 'this machine has no fleet owner; pass --owner NPUB')
+    }
+    owner = id.ownerPubkey
+  }
+  const readPem = (path: string) => {
+    try {
+      return readFileSync(path)
+    } catch (cause) {
+      throw new KithError('io', `cannot read ${path}`, { cause })
+    }
+  }
+  const tls =
+    values['tls-cert'] !== undefined && values['tls-key'] !== undefined
+      ? { cert: readPem(values['tls-cert']), key: readPem(values['tls-key']) }
+      : undefined
+  let dbPath = values.db
+  if (dbPath === undefined) {
+    ensureKithHome(home)
+    dbPath = join(home, homeFiles.hubDb)
+  }
+  const hub = await startHub({
+    host: values.host ?? '127.0.0.1',
+    port: parsePort(values.port, 7447),
+    dbPath,
+    isMember: ownerOnlyMembership([owner]),
+    owner,
+    publicUrls: values.url ?? [],
+    ...(tls ? { tls } : {}),
+    plain: values.plain ?? false,
+    limits: { eventsPerSecond: parseCount('--rate', values.rate, 100) },
+    ...(values.workers === undefined ? {} : { verifyWorkers: parseCount('--workers', values.workers, 1) }),
+    synchronous: values.sync ?? 'full',
+    log: (line) => out.err(`kith hub: ${line}`),
+  })
+  if (values.json) {
+    process.stdout.write(
+      `${JSON.stringify({ event: 'listening', url: hub.url, port: hub.port, urls: hub.relayUrls, db: dbPath, owner: npub(owner) })}\n`,
+    )
+  } else {
+    out.line(`kith hub listening on ${hub.url}`)
+    out.line(`  owner ${npub(owner)}`)
+    out.line(`  db    ${dbPath}`)
+    out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
+  }
+  await new Promise<void>((resolve) => {
+    let stopping = false
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // A second signal means "now": skip the graceful path.
+        process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
+      }
+      stopping = true
+      out.err(`kith hub: ${signal}, shutting down`)
+      hub.close().then(resolve, (err: unknown) => {
+        out.err(`kith hub: error while closing: ${String(err)}`)
+        resolve()
+      })
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+  return 0
+}

@@ -1,0 +1,72 @@
+import { resolveKithHome } from '../../identity/home.js'
+import { initIdentity } from '../../identity/keys.js'
+import { parseCommandArgs } from '../args.js'
+import { readSecretFromStdin, type Out } from '../io.js'
+import { npub, parseSecretText } from '../key-text.js'
+
+export const initHelp = `Usage: kith init [--name NAME] [--owner-key-stdin] [--json]
+
+Creates this machine's identity in KITH_HOME (default ~/.kith):
+  - a device key, made here and never exported;
+  - on a person's first machine, an owner key (the person's identity).
+Running it again never overwrites a key: it says what already exists.
+
+Options:
+  --name NAME          this machine's name in the fleet (default: the hostname)
+  --owner-key-stdin    use an existing Nostr identity as owner: read its nsec or 64-hex secret
+                       from stdin (not echoed on a terminal) instead of creating one
+  --json               print the result as JSON
+  -h, --help           show this help`
+
+export async function runInit(argv: string[], out: Out): Promise<number> {
+  const { values } = parseCommandArgs(
+    argv,
+    {
+      name: { type: 'string' },
+      'owner-key-stdin': { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    initHelp,
+  )
+  if (values.help) {
+    out.line(initHelp)
+    return 0
+  }
+  const home = resolveKithHome()
+  const ownerSecret = values['owner-key-stdin']
+    ? parseSecretText(await readSecretFromStdin('owner secret (nsec or hex, not shown): '))
+    : undefined
+  const result = initIdentity({
+    home,
+    ...(values.name === undefined ? {} : { name: values.name }),
+    ...(ownerSecret === undefined ? {} : { ownerSecret }),
+  })
+  ownerSecret?.fill(0)
+  const ownerNpub = result.ownerPubkey === undefined ? undefined : npub(result.ownerPubkey)
+  if (values.json) {
+    out.json({
+      home: result.home,
+      name: result.name,
+      owner: ownerNpub ?? null,
+      ownerKeyHere: result.ownerKeyHere,
+      device: npub(result.devicePubkey),
+      created: result.created,
+    })
+    return 0
+  }
+  const state = (created: boolean) => (created ? 'created' : 'exists, kept')
+  out.line(`KITH_HOME  ${result.home}`)
+  out.line(`name       ${result.name}`)
+  if (ownerNpub !== undefined) {
+    const where = result.ownerKeyHere ? state(result.created.owner) : 'held on another machine'
+    out.line(`owner      ${ownerNpub}  (${where})`)
+  } else {
+    out.line('owner      none yet: join a fleet with kith join CODE')
+  }
+  out.line(`device     ${npub(result.devicePubkey)}  (${state(result.created.device)})`)
+  if (!result.created.owner && !result.created.device) {
+    out.line('Nothing to do: this machine is already initialised.')
+  }
+  return 0
+}

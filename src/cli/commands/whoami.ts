@@ -1,0 +1,49 @@
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { npub } from '../key-text.js'
+
+export const whoamiHelp = `Usage: kith whoami [--json]
+
+Shows this machine's identity: the owner it belongs to, its device key, its name and the hubs it
+uses. Public keys only; secrets are never printed.
+
+Options:
+  --json      print as JSON
+  -h, --help  show this help`
+
+export function runWhoami(argv: string[], out: Out): number {
+  const { values } = parseCommandArgs(
+    argv,
+    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    whoamiHelp,
+  )
+  if (values.help) {
+    out.line(whoamiHelp)
+    return 0
+  }
+  const id = loadIdentity(resolveKithHome())
+  const owner = id.ownerPubkey === undefined ? null : npub(id.ownerPubkey)
+  if (values.json) {
+    out.json({
+      home: id.home,
+      name: id.config.name,
+      owner,
+      ownerHex: id.ownerPubkey ?? null,
+      ownerKeyHere: id.ownerSecret !== undefined,
+      device: npub(id.devicePubkey),
+      deviceHex: id.devicePubkey,
+      hubs: id.config.hubs,
+    })
+    return 0
+  }
+  out.line(`name    ${id.config.name}`)
+  out.line(
+    `owner   ${owner ?? 'none'}${id.ownerSecret !== undefined ? '  (owner key on this machine)' : ''}`,
+  )
+  out.line(`device  ${npub(id.devicePubkey)}`)
+  out.line(`hubs    ${id.config.hubs.length === 0 ? 'none (kith up embeds one)' : id.config.hubs.join(', ')}`)
+  out.line(`home    ${id.home}`)
+  return 0
+}

@@ -1,0 +1,71 @@
+/**
+ * The one error type of Kith. `code` is stable: tests, scripts and the wire mapping depend on it.
+ * Edges map codes to NIP-01 prefixes (`toNostrPrefix`) and to CLI exit codes (`toExitCode`).
+ */
+export type KithErrorCode =
+  // Wire-level refusals (NIP-01 machine-readable prefixes).
+  | 'invalid'
+  | 'auth-required'
+  | 'restricted'
+  | 'rate-limited'
+  | 'duplicate'
+  | 'blocked'
+  | 'error'
+  // Local, CLI-level failures.
+  | 'usage'
+  | 'not-initialized'
+  | 'key-exists'
+  | 'key-mismatch'
+  | 'insecure-key-file'
+  | 'bad-key'
+  | 'bad-url'
+  | 'config'
+  | 'io'
+  | 'unsafe-bind'
+
+export class KithError extends Error {
+  override readonly name = 'KithError'
+  readonly code: KithErrorCode
+
+  constructor(code: KithErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options)
+    this.code = code
+  }
+}
+
+export function isKithError(err: unknown, code?: KithErrorCode): err is KithError {
+  return err instanceof KithError && (code === undefined || err.code === code)
+}
+
+const nostrPrefixes: ReadonlySet<KithErrorCode> = new Set([
+  'invalid',
+  'auth-required',
+  'restricted',
+  'rate-limited',
+  'duplicate',
+  'blocked',
+  'error',
+])
+
+/** `invalid: bad signature` — the NIP-01 OK/CLOSED message for an error. */
+export function toNostrMessage(err: unknown): string {
+  if (err instanceof KithError && nostrPrefixes.has(err.code)) return `${err.code}: ${err.message}`
+  return 'error: internal error'
+}
+
+/** Stable process exit codes: 0 ok, 1 failure, 2 usage, 3 not initialized, 4 insecure key file. */
+export function toExitCode(err: unknown): number {
+  if (!(err instanceof KithError)) return 1
+  switch (err.code) {
+    case 'usage':
+    case 'bad-url':
+    case 'unsafe-bind':
+      return 2
+    case 'not-initialized':
+      return 3
+    case 'insecure-key-file':
+      return 4
+    default:
+      return 1
+  }
+}

@@ -1,0 +1,42 @@
+/** Event kinds Kith uses. Numbers are specified in nips/ and change there, never silently. */
+export const Kind = {
+  Profile: 0,
+  ChatMessage: 9,
+  Grant: 4140,
+  Revocation: 4141,
+  PermissionRequest: 4142,
+  PermissionDecision: 4143,
+  AgentControl: 4144,
+  ClientAuth: 22242,
+  Pairing: 24140,
+  Presence: 24141,
+  ObserverFrame: 24142,
+} as const
+
+export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'
+
+/** NIP-01: 0, 3 and 10000–19999 keep only the newest per (pubkey, kind). */
+export function isReplaceableKind(kind: number): boolean {
+  return kind === 0 || kind === 3 || (kind >= 10000 && kind < 20000)
+}
+
+/** NIP-01: 20000–29999 are relayed to live subscribers and never stored. */
+export function isEphemeralKind(kind: number): boolean {
+  return kind >= 20000 && kind < 30000
+}
+
+/** NIP-01: 30000–39999 keep only the newest per (pubkey, kind, d tag). */
+export function isAddressableKind(kind: number): boolean {
+  return kind >= 30000 && kind < 40000
+}
+
+export function isRegularKind(kind: number): boolean {
+  return classifyKind(kind) === 'regular'
+}
+
+export function classifyKind(kind: number): KindClass {
+  if (isReplaceableKind(kind)) return 'replaceable'
+  if (isEphemeralKind(kind)) return 'ephemeral'
+  if (isAddressableKind(kind)) return 'addressable'
+  return 'regular'
+}

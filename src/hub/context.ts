@@ -1,0 +1,24 @@
+import type { GroupCommit } from './group-commit.js'
+import type { HubLimits } from './limits.js'
+import type { MembershipPolicy, RateLimiter } from './policy.js'
+import type { SubscriptionIndex } from './subscriptions.js'
+import type { VerifyPool } from './verify-pool.js'
+import type { EventStore } from '../store/event-store.js'
+
+/** What every connection of one hub shares. */
+export interface HubContext<C> {
+  store: EventStore
+  commit: GroupCommit
+  verifier: VerifyPool
+  subs: SubscriptionIndex<C>
+  limits: HubLimits
+  isMember: MembershipPolicy
+  rate: RateLimiter
+  /** Normalised URLs a client may name in its AUTH relay tag. */
+  relayUrls: ReadonlySet<string>
+  /** Unix seconds. */
+  now: () => number
+  /** Delivers a stored or ephemeral event to every live subscription that matches. */
+  fanOut: (raw: string, event: import('../events/event.js').NostrEvent) => void
+  log: (line: string) => void
+}

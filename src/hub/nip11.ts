@@ -1,0 +1,37 @@
+import type { HubLimits } from './limits.js'
+
+export const supportedNips = [1, 11, 42] as const
+
+/** The NIP-11 relay information document, limits included. */
+export function relayInformation(opts: { limits: HubLimits; owner?: string; version: string }) {
+  const { limits } = opts
+  return {
+    name: 'kith hub',
+    description: 'A Kith fleet hub: members authenticate with NIP-42; events are signed NIP-01.',
+    ...(opts.owner === undefined ? {} : { pubkey: opts.owner }),
+    software: 'kith',
+    version: opts.version,
+    supported_nips: [...supportedNips],
+    limitation: {
+      max_message_length: limits.maxFrameBytes,
+      max_subscriptions: limits.maxSubscriptions,
+      max_filters: limits.maxFilters,
+      max_limit: limits.maxLimit,
+      default_limit: limits.defaultLimit,
+      max_subid_length: limits.maxSubIdLength,
+      max_event_tags: limits.maxTags,
+      max_content_length: limits.maxContentBytes,
+      created_at_upper_limit: limits.maxFutureSeconds,
+      auth_required: true,
+      restricted_writes: true,
+      payment_required: false,
+    },
+    kith: {
+      events_per_second_per_key: limits.eventsPerSecond,
+      event_burst_per_key: limits.eventBurst,
+      max_filter_values: limits.maxFilterValues,
+      max_tag_item_length: limits.maxTagItemLength,
+      hard_frame_bytes: limits.hardFrameBytes,
+    },
+  }
+}

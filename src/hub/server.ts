@@ -1,0 +1,203 @@
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import type { AddressInfo } from 'node:net'
+import { WebSocketServer, type WebSocket } from 'ws'
+import { KithError } from '../errors.js'
+import type { NostrEvent } from '../events/event.js'
+import { EventStore } from '../store/event-store.js'
+import { Connection } from './connection.js'
+import type { HubContext } from './context.js'
+import { GroupCommit } from './group-commit.js'
+import { defaultHubLimits, type HubLimits } from './limits.js'
+import { relayInformation } from './nip11.js'
+import { RateLimiter, type MembershipPolicy } from './policy.js'
+import { SubscriptionIndex } from './subscriptions.js'
+import { allowedRelayUrls, isLoopbackHost } from './urls.js'
+import { VerifyPool } from './verify-pool.js'
+import { kithVersion } from '../version.js'
+
+export interface HubOptions {
+  host?: string
+  /** 0 picks a free port. */
+  port?: number
+  dbPath: string
+  isMember: MembershipPolicy
+  /** The fleet owner, published in NIP-11. */
+  owner?: string
+  /** Extra URLs clients reach this hub by (tunnels, proxies), accepted in AUTH relay tags. */
+  publicUrls?: string[]
+  tls?: { cert: string | Buffer; key: string | Buffer }
+  /** Allow a non-loopback bind without TLS (the network is already encrypted). */
+  plain?: boolean
+  limits?: Partial<HubLimits>
+  /** Signature-verification worker threads; 0 verifies on the main thread. */
+  verifyWorkers?: number
+  synchronous?: 'full' | 'normal'
+  now?: () => number
+  log?: (line: string) => void
+}
+
+export interface Hub {
+  /** The primary URL, e.g. ws://127.0.0.1:7447. */
+  url: string
+  port: number
+  relayUrls: string[]
+  store: EventStore
+  connections(): number
+  close(): Promise<void>
+}
+
+/** Starts a hub: a NIP-01/11/42 relay over sqlite. Refuses unsafe binds before opening anything. */
+export async function startHub(opts: HubOptions): Promise<Hub> {
+  const host = opts.host ?? '127.0.0.1'
+  if (!isLoopbackHost(host) && opts.tls === undefined && opts.plain !== true) {
+    throw new KithError(
+      'unsafe-bind',
+      `refusing to serve plain ws:// on ${host}: anyone on that network could read the fleet's ` +
+        'traffic. Give --tls-cert and --tls-key, or --plain if the network already encrypts ' +
+        '(a tailnet, an SSH tunnel).',
+    )
+  }
+  const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
+  const log = opts.log ?? (() => undefined)
+  const store = new EventStore(opts.dbPath, { synchronous: opts.synchronous ?? 'full' })
+  let verifier: VerifyPool
+  try {
+    verifier = await VerifyPool.create(opts.verifyWorkers)
+  } catch (err) {
+    store.close()
+    throw err
+  }
+  const info = JSON.stringify(
+    relayInformation({ limits, version: kithVersion, ...(opts.owner ? { owner: opts.owner } : {}) }),
+  )
+  const onHttp = (req: IncomingMessage, res: ServerResponse) => {
+    const cors = {
+      'access-control-allow-origin': '*',
+      'access-control-allow-headers': '*',
+      'access-control-allow-methods': 'GET',
+    }
+    if ((req.headers.accept ?? '').includes('application/nostr+json')) {
+      res.writeHead(200, { 'content-type': 'application/nostr+json', ...cors })
+      res.end(info)
+      return
+    }
+    res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', ...cors })
+    res.end('This is a Kith hub. Connect over WebSocket with a Nostr client (NIP-01, NIP-42).\n')
+  }
+  const http = opts.tls ? createHttpsServer({ ...opts.tls }, onHttp) : createHttpServer(onHttp)
+  const wss = new WebSocketServer({ server: http, maxPayload: limits.hardFrameBytes })
+  const subs = new SubscriptionIndex<Connection>()
+  const conns = new Set<Connection>()
+  const relayUrls = new Set<string>()
+  const ctx: HubContext<Connection> = {
+    store,
+    commit: new GroupCommit(store, {
+      maxBatch: 512,
+      maxDelayMs: 4,
+      moreComing: () => verifier.inFlight > 0,
+    }),
+    verifier,
+    subs,
+    limits,
+    isMember: opts.isMember,
+    rate: new RateLimiter(limits.eventsPerSecond, limits.eventBurst),
+    relayUrls,
+    now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
+    log,
+    fanOut: (raw: string, event: NostrEvent) => {
+      subs.fanOut(event, (conn, subId) => conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`))
+    },
+  }
+
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    const remote = `${req.socket.remoteAddress}:${req.socket.remotePort}`
+    const conn = new Connection(ws, ctx, req.socket, remote)
+    conns.add(conn)
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      if (isBinary) {
+        conn.send(['NOTICE', 'invalid: binary frames are not NIP-01; send text'])
+        return
+      }
+      conn.handle(data)
+    })
+    ws.on('pong', () => {
+      conn.alive = true
+    })
+    ws.on('error', (err) => log(`connection ${conn.remote}: ${err.message}`))
+    ws.on('close', () => {
+      conns.delete(conn)
+      subs.dropConnection(conn)
+    })
+  })
+
+  const heartbeat = setInterval(() => {
+    for (const conn of conns) {
+      if (!conn.alive) {
+        log(`reaping dead connection ${conn.remote}`)
+        conn.ws.terminate()
+        continue
+      }
+      conn.alive = false
+      conn.ws.ping()
+    }
+  }, limits.heartbeatMs)
+  heartbeat.unref()
+
+  try {
+    await new Promise<void>((resolve, reject) => {
+      http.once('error', reject)
+      http.listen(opts.port ?? 7447, host, () => {
+        http.off('error', reject)
+        resolve()
+      })
+    })
+  } catch (err) {
+    clearInterval(heartbeat)
+    await verifier.close()
+    store.close()
+    const code = (err as NodeJS.ErrnoException).code
+    throw new KithError(
+      'io',
+      code === 'EADDRINUSE'
+        ? `port ${opts.port} on ${host} is in use; pick another with --port (0 picks a free one)`
+        : `cannot listen on ${host}:${opts.port}: ${String(err)}`,
+      { cause: err },
+    )
+  }
+  const port = (http.address() as AddressInfo).port
+  const urls = allowedRelayUrls({ host, port, tls: opts.tls !== undefined, publicUrls: [] })
+  for (const u of allowedRelayUrls({
+    host,
+    port,
+    tls: opts.tls !== undefined,
+    publicUrls: opts.publicUrls ?? [],
+  })) {
+    relayUrls.add(u)
+  }
+
+  let closing: Promise<void> | undefined
+  const close = () =>
+    (closing ??= (async () => {
+      clearInterval(heartbeat)
+      for (const conn of conns) conn.ws.close(1001, 'hub shutting down')
+      // Events already accepted for commit are written before the store closes.
+      ctx.commit.flush()
+      await new Promise<void>((resolve) => {
+        wss.close(() => resolve())
+        for (const conn of conns) conn.ws.terminate()
+      })
+      await new Promise<void>((resolve) => http.close(() => resolve()))
+      await verifier.close()
+      store.close()
+    })())
+
+  return {
+    url: urls[0]!,
+    port,
+    relayUrls: [...relayUrls],
+    store,
+    connections: () => conns.size,
+    close,
+  }
+}

@@ -1,0 +1,18 @@
+import { parentPort } from 'node:worker_threads'
+import type { NostrEvent } from '../events/event.js'
+import { loadWasmVerifier, verifyWithWasm } from '../events/verify-wasm.js'
+
+/** Verifies batches of events off the hub's main thread. */
+interface Batch {
+  batch: number
+  /** Canonical JSON of each event, already shape-checked by the main thread. */
+  events: string[]
+}
+
+if (parentPort === null) throw new Error('verify-worker must run as a worker thread')
+const port = parentPort
+await loadWasmVerifier()
+port.on('message', (msg: Batch) => {
+  port.postMessage({ batch: msg.batch, results: msg.events.map((raw) => verifyWithWasm(JSON.parse(raw) as NostrEvent)) })
+})
+port.postMessage({ ready: true })

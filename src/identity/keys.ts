@@ -1,0 +1,121 @@
+import { existsSync } from 'node:fs'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { KithError } from '../errors.js'
+import { publicKeyOf } from '../events/event.js'
+import { readConfig, writeConfig, type KithConfig } from './config.js'
+import { ensureKithHome, homeFiles } from './home.js'
+import { readKeyFile, writeKeyFile } from './key-file.js'
+
+export interface Identity {
+  home: string
+  config: KithConfig
+  deviceSecret: Uint8Array
+  devicePubkey: string
+  /** Present only on the machine that holds the owner key. */
+  ownerSecret?: Uint8Array
+  ownerPubkey: string | undefined
+}
+
+export interface InitResult {
+  home: string
+  name: string
+  ownerPubkey: string | undefined
+  devicePubkey: string
+  ownerKeyHere: boolean
+  created: { owner: boolean; device: boolean; config: boolean }
+}
+
+function sameKey(a: Uint8Array, b: Uint8Array): boolean {
+  return bytesToHex(a) === bytesToHex(b)
+}
+
+/**
+ * `kith init`: creates what is missing and never overwrites a key. On a person's first machine
+ * that means a device key and an owner key; with `ownerSecret` the person brings an existing
+ * Nostr identity as owner instead.
+ */
+export function initIdentity(opts: {
+  home: string
+  name?: string
+  ownerSecret?: Uint8Array
+}): InitResult {
+  const { home } = opts
+  ensureKithHome(home)
+  const config = readConfig(home)
+  const ownerPath = join(home, homeFiles.ownerKey)
+  const devicePath = join(home, homeFiles.deviceKey)
+  const created = { owner: false, device: false, config: config === undefined }
+
+  let ownerSecret = readKeyFile(ownerPath)
+  if (opts.ownerSecret !== undefined) {
+    const given = publicKeyOf(opts.ownerSecret)
+    if (ownerSecret !== undefined && !sameKey(ownerSecret, opts.ownerSecret)) {
+      throw new KithError(
+        'key-mismatch',
+        `${ownerPath} already holds a different owner key; it is never overwritten`,
+      )
+    }
+    if (config?.owner !== undefined && config.owner !== given) {
+      throw new KithError(
+        'key-mismatch',
+        'this machine already belongs to another owner; use a fresh KITH_HOME to change owner',
+      )
+    }
+    if (ownerSecret === undefined) {
+      writeKeyFile(ownerPath, opts.ownerSecret)
+      ownerSecret = opts.ownerSecret
+      created.owner = true
+    }
+  } else if (ownerSecret === undefined && config?.owner === undefined) {
+    ownerSecret = generateSecretKey()
+    writeKeyFile(ownerPath, ownerSecret)
+    created.owner = true
+  }
+
+  let deviceSecret = readKeyFile(devicePath)
+  if (deviceSecret === undefined) {
+    deviceSecret = generateSecretKey()
+    writeKeyFile(devicePath, deviceSecret)
+    created.device = true
+  }
+
+  const ownerPubkey = ownerSecret !== undefined ? publicKeyOf(ownerSecret) : config?.owner
+  const name = opts.name ?? config?.name ?? hostname()
+  const next: KithConfig = {
+    version: 1,
+    name,
+    hubs: config?.hubs ?? [],
+    ...(ownerPubkey === undefined ? {} : { owner: ownerPubkey }),
+  }
+  if (JSON.stringify(next) !== JSON.stringify(config)) writeConfig(home, next)
+  return {
+    home,
+    name,
+    ownerPubkey,
+    devicePubkey: publicKeyOf(deviceSecret),
+    ownerKeyHere: ownerSecret !== undefined,
+    created,
+  }
+}
+
+/** Loads this machine's keys; refuses insecure key files and an uninitialised KITH_HOME. */
+export function loadIdentity(home: string): Identity {
+  const config = readConfig(home)
+  const deviceSecret = existsSync(home) ? readKeyFile(join(home, homeFiles.deviceKey)) : undefined
+  if (config === undefined || deviceSecret === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}; run: kith init`)
+  }
+  const ownerSecret = readKeyFile(join(home, homeFiles.ownerKey))
+  const ownerPubkey = ownerSecret !== undefined ? publicKeyOf(ownerSecret) : config.owner
+  return {
+    home,
+    config,
+    deviceSecret,
+    devicePubkey: publicKeyOf(deviceSecret),
+    ...(ownerSecret === undefined ? {} : { ownerSecret }),
+    ownerPubkey,
+  }
+}

@@ -1,0 +1,170 @@
+import type { Statement } from 'better-sqlite3'
+import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event.js'
+import type { Filter } from '../events/filter.js'
+import { openDatabase, type Db, type OpenOptions } from './db.js'
+import { eventStoreMigrations } from './event-schema.js'
+
+/** What happened to one event of a batch. */
+export type StoreOutcome = 'stored' | 'duplicate' | 'superseded'
+
+/** A stored match: the canonical JSON plus the fields needed to merge and sort results. */
+export interface StoredRow {
+  id: string
+  created_at: number
+  raw: string
+}
+
+interface ExistingRow {
+  seq: number
+  id: string
+  created_at: number
+}
+
+const maxTagValueIndexed = 1024
+
+/** The sqlite event store of a hub: batch inserts in one transaction, NIP-01 queries. */
+export class EventStore {
+  readonly db: Db
+  private readonly insertEvent: Statement<[string, string, number, number, string | null, string]>
+  private readonly insertTag: Statement<[number | bigint, string, string, number]>
+  private readonly findByRkey: Statement<[string], ExistingRow>
+  private readonly hasId: Statement<[string], { one: number }>
+  private readonly deleteEvent: Statement<[number]>
+  private readonly deleteTags: Statement<[number]>
+  private readonly queries = new Map<string, Statement<unknown[], StoredRow>>()
+  private readonly insertBatchTx: (
+    events: readonly NostrEvent[],
+    raws: readonly string[] | undefined,
+  ) => StoreOutcome[]
+
+  constructor(path: string, opts: OpenOptions = {}) {
+    this.db = openDatabase(path, eventStoreMigrations, opts)
+    this.insertEvent = this.db.prepare(
+      'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
+    )
+    this.insertTag = this.db.prepare(
+      'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
+    )
+    this.findByRkey = this.db.prepare('SELECT seq, id, created_at FROM events WHERE rkey = ?')
+    this.hasId = this.db.prepare('SELECT 1 AS one FROM events WHERE id = ?')
+    this.deleteEvent = this.db.prepare('DELETE FROM events WHERE seq = ?')
+    this.deleteTags = this.db.prepare('DELETE FROM tags WHERE seq = ?')
+    this.insertBatchTx = this.db.transaction(
+      (events: readonly NostrEvent[], raws: readonly string[] | undefined) =>
+        events.map((e, i) => this.insertOne(e, raws?.[i] ?? JSON.stringify(e))),
+    )
+  }
+
+  /**
+   * Stores events in a single transaction (group commit). When this returns, the transaction
+   * has committed and, with synchronous=full, is on disk. `raws`, when given, holds each
+   * event's JSON.stringify (the hub has it already).
+   */
+  insertBatch(events: readonly NostrEvent[], raws?: readonly string[]): StoreOutcome[] {
+    return this.insertBatchTx(events, raws)
+  }
+
+  private insertOne(event: NostrEvent, raw: string): StoreOutcome {
+    const rkey = replaceKey(event) ?? null
+    if (rkey !== null) {
+      if (this.hasId.get(event.id) !== undefined) return 'duplicate'
+      const existing = this.findByRkey.get(rkey)
+      if (existing !== undefined) {
+        if (compareNewestFirst(existing, event) <= 0) return 'superseded'
+        this.deleteEvent.run(existing.seq)
+        this.deleteTags.run(existing.seq)
+      }
+    }
+    const info = this.insertEvent.run(
+      event.id,
+      event.pubkey,
+      event.kind,
+      event.created_at,
+      rkey,
+      raw,
+    )
+    if (info.changes === 0) return 'duplicate'
+    for (const tag of event.tags) {
+      const [name, value] = tag
+      if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
+        this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
+      }
+    }
+    return 'stored'
+  }
+
+  /**
+   * Events matching any of the filters, newest first, each filter capped by its own limit (or
+   * `defaultLimit`, and never above `maxLimit`); duplicates across filters are merged.
+   */
+  query(filters: readonly Filter[], limits: { defaultLimit: number; maxLimit: number }): StoredRow[] {
+    const seen = new Set<string>()
+    const rows: StoredRow[] = []
+    for (const filter of filters) {
+      const limit = Math.min(filter.limit ?? limits.defaultLimit, limits.maxLimit)
+      for (const row of this.queryOne(filter, limit)) {
+        if (seen.has(row.id)) continue
+        seen.add(row.id)
+        rows.push(row)
+      }
+    }
+    if (filters.length > 1) rows.sort(compareNewestFirst)
+    return rows
+  }
+
+  private queryOne(filter: Filter, limit: number): StoredRow[] {
+    if (limit === 0) return []
+    for (const list of [filter.ids, filter.authors, filter.kinds]) {
+      if (list?.length === 0) return []
+    }
+    const where: string[] = []
+    const params: unknown[] = []
+    const inList = (column: string, values: readonly unknown[]) => {
+      where.push(`${column} IN (${values.map(() => '?').join(',')})`)
+      params.push(...values)
+    }
+    if (filter.ids) inList('id', filter.ids)
+    if (filter.authors) inList('pubkey', filter.authors)
+    if (filter.kinds) inList('kind', filter.kinds)
+    if (filter.since !== undefined) {
+      where.push('created_at >= ?')
+      params.push(filter.since)
+    }
+    if (filter.until !== undefined) {
+      where.push('created_at <= ?')
+      params.push(filter.until)
+    }
+    for (const [name, values] of Object.entries(filter.tags ?? {})) {
+      if (values.length === 0) return []
+      where.push(
+        `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${values.map(() => '?').join(',')}))`,
+      )
+      params.push(name, ...values)
+    }
+    const sql =
+      'SELECT id, created_at, raw FROM events' +
+      (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
+      ' ORDER BY created_at DESC, id ASC LIMIT ?'
+    params.push(limit)
+    return this.statement(sql).all(...params)
+  }
+
+  private statement(sql: string): Statement<unknown[], StoredRow> {
+    let stmt = this.queries.get(sql)
+    if (stmt === undefined) {
+      // Filters with list lengths vary; bound the cache so odd shapes cannot grow it forever.
+      if (this.queries.size >= 512) this.queries.clear()
+      stmt = this.db.prepare<unknown[], StoredRow>(sql)
+      this.queries.set(sql, stmt)
+    }
+    return stmt
+  }
+
+  count(): number {
+    return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n
+  }
+
+  close(): void {
+    this.db.close()
+  }
+}
