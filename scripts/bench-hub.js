@@ -29,7 +29,8 @@ const Q = Number(values.queries)
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:hub ${s}\n`)
 
-const pct = (sorted, p) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+const pct = (sorted, p) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 const round = (x, d = 3) => Math.round(x * 10 ** d) / 10 ** d
 const summary = (samples) => {
   const s = [...samples].sort((a, b) => a - b)
@@ -70,7 +71,16 @@ for (let i = 0; i < N; i++) {
 const frames = events.map((e) => JSON.stringify(['EVENT', e]))
 const verifyPerSec = verifyRate(events)
 
-const hubArgs = ['--db', join(dir, 'hub.db'), '--owner', owner, '--rate', '0', '--sync', values.sync]
+const hubArgs = [
+  '--db',
+  join(dir, 'hub.db'),
+  '--owner',
+  owner,
+  '--rate',
+  '0',
+  '--sync',
+  values.sync,
+]
 if (values.workers !== undefined) hubArgs.push('--workers', values.workers)
 const hub = await spawnHub(hubArgs, { env: { KITH_HOME: join(dir, 'home') } })
 

@@ -12,19 +12,30 @@ export const kithBin = fileURLToPath(new URL('../bin/kith.js', import.meta.url))
  */
 export function spawnHub(args, opts = {}) {
   // Run the bin itself (not `node bin`) so its shebang's V8 flags apply, as for a user.
-  const child = spawn(kithBin, [ 'hub', '--port', '0', '--json', ...args], {
-    env: { ...process.env, ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  // KITH_HUB_NODE_ARGS (e.g. "--max-semi-space-size=4 --cpu-prof") runs it under node with
+  // those flags instead, for profiling.
+  const nodeArgs = process.env.KITH_HUB_NODE_ARGS?.split(' ').filter(Boolean)
+  const hubArgs = ['hub', '--port', '0', '--json', ...args]
+  const child = spawn(
+    nodeArgs ? process.execPath : kithBin,
+    nodeArgs ? [...nodeArgs, kithBin, ...hubArgs] : hubArgs,
+    {
+      env: { ...process.env, ...opts.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   let stderr = ''
   child.stderr.on('data', (d) => {
     stderr += d
+    // KITH_HUB_STDERR=1 shows the hub's own log lines while a bench or demo runs.
     if (process.env.KITH_HUB_STDERR) process.stderr.write(d)
   })
   const exited = new Promise((resolve) => child.on('exit', (code) => resolve(code)))
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: child.stdout })
-    child.on('exit', (code) => reject(new Error(`hub exited (${code}) before listening: ${stderr}`)))
+    child.on('exit', (code) =>
+      reject(new Error(`hub exited (${code}) before listening: ${stderr}`)),
+    )
     lines.on('line', (line) => {
       const msg = JSON.parse(line)
       if (msg.event !== 'listening') return

@@ -39,7 +39,8 @@ export async function main(argv: string[], out: Out = stdio): Promise<number> {
         return runWhoami(rest, out)
       case 'hub': {
         const sub = rest[0]
-        if (sub === 'add' || sub === 'list' || sub === 'rm') return runHubConfig(sub, rest.slice(1), out)
+        if (sub === 'add' || sub === 'list' || sub === 'rm')
+          return runHubConfig(sub, rest.slice(1), out)
         return await runHubServe(rest, out)
       }
       default:
@@ -47,7 +48,10 @@ export async function main(argv: string[], out: Out = stdio): Promise<number> {
     }
   } catch (err) {
     if (err instanceof KithError) out.err(`kith: ${err.message}`)
-    else out.err(`kith: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`)
+    else
+      out.err(
+        `kith: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      )
     return toExitCode(err)
   }
 }

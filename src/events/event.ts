@@ -133,7 +133,9 @@ export function tagValue(event: Pick<NostrEvent, 'tags'>, name: string): string 
  * The key under which only the newest event is kept, or undefined for kinds that keep all:
  * `kind:pubkey` for replaceable kinds, `kind:pubkey:d` for addressable ones.
  */
-export function replaceKey(event: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>): string | undefined {
+export function replaceKey(
+  event: Pick<NostrEvent, 'kind' | 'pubkey' | 'tags'>,
+): string | undefined {
   if (isReplaceableKind(event.kind)) return `${event.kind}:${event.pubkey}`
   if (isAddressableKind(event.kind)) {
     return `${event.kind}:${event.pubkey}:${tagValue(event, 'd') ?? ''}`

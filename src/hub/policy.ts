@@ -52,10 +52,16 @@ export class RateLimiter {
       bucket = { tokens: this.burst, at: nowMs }
       this.buckets.set(key, bucket)
     }
-    bucket.tokens = Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond)
+    bucket.tokens = Math.min(
+      this.burst,
+      bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
+    )
     bucket.at = nowMs
     if (bucket.tokens < 1) {
-      throw new KithError('rate-limited', `more than ${this.perSecond} events/s from this key; slow down`)
+      throw new KithError(
+        'rate-limited',
+        `more than ${this.perSecond} events/s from this key; slow down`,
+      )
     }
     bucket.tokens -= 1
   }
@@ -63,7 +69,8 @@ export class RateLimiter {
   /** Forgets keys whose bucket has refilled; they would start full again anyway. */
   private prune(nowMs: number): void {
     for (const [key, b] of this.buckets) {
-      if (b.tokens + ((nowMs - b.at) / 1000) * this.perSecond >= this.burst) this.buckets.delete(key)
+      if (b.tokens + ((nowMs - b.at) / 1000) * this.perSecond >= this.burst)
+        this.buckets.delete(key)
     }
   }
 }

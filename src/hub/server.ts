@@ -1,4 +1,8 @@
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer, type WebSocket } from 'ws'
@@ -69,7 +73,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     throw err
   }
   const info = JSON.stringify(
-    relayInformation({ limits, version: kithVersion, ...(opts.owner ? { owner: opts.owner } : {}) }),
+    relayInformation({
+      limits,
+      version: kithVersion,
+      ...(opts.owner ? { owner: opts.owner } : {}),
+    }),
   )
   const onHttp = (req: IncomingMessage, res: ServerResponse) => {
     const cors = {
@@ -87,6 +95,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   }
   const http = opts.tls ? createHttpsServer({ ...opts.tls }, onHttp) : createHttpServer(onHttp)
   const wss = new WebSocketServer({ server: http, maxPayload: limits.hardFrameBytes })
+  // ws re-emits the HTTP server's errors; listen errors are handled below, later ones logged.
+  wss.on('error', (err) => log(`server: ${err.message}`))
   const subs = new SubscriptionIndex<Connection>()
   const conns = new Set<Connection>()
   const relayUrls = new Set<string>()

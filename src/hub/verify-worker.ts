@@ -13,6 +13,9 @@ if (parentPort === null) throw new Error('verify-worker must run as a worker thr
 const port = parentPort
 await loadWasmVerifier()
 port.on('message', (msg: Batch) => {
-  port.postMessage({ batch: msg.batch, results: msg.events.map((raw) => verifyWithWasm(JSON.parse(raw) as NostrEvent)) })
+  port.postMessage({
+    batch: msg.batch,
+    results: msg.events.map((raw) => verifyWithWasm(JSON.parse(raw) as NostrEvent)),
+  })
 })
 port.postMessage({ ready: true })

@@ -15,7 +15,11 @@ export interface OpenOptions {
 }
 
 /** Opens a sqlite file in WAL mode and brings its schema up to date inside one transaction. */
-export function openDatabase(path: string, migrations: readonly Migration[], opts: OpenOptions = {}): Db {
+export function openDatabase(
+  path: string,
+  migrations: readonly Migration[],
+  opts: OpenOptions = {},
+): Db {
   let db: Db
   try {
     db = new Database(path)

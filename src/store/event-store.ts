@@ -97,7 +97,10 @@ export class EventStore {
    * Events matching any of the filters, newest first, each filter capped by its own limit (or
    * `defaultLimit`, and never above `maxLimit`); duplicates across filters are merged.
    */
-  query(filters: readonly Filter[], limits: { defaultLimit: number; maxLimit: number }): StoredRow[] {
+  query(
+    filters: readonly Filter[],
+    limits: { defaultLimit: number; maxLimit: number },
+  ): StoredRow[] {
     const seen = new Set<string>()
     const rows: StoredRow[] = []
     for (const filter of filters) {

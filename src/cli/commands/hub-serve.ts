@@ -100,7 +100,9 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     ...(tls ? { tls } : {}),
     plain: values.plain ?? false,
     limits: { eventsPerSecond: parseCount('--rate', values.rate, 100) },
-    ...(values.workers === undefined ? {} : { verifyWorkers: parseCount('--workers', values.workers, 1) }),
+    ...(values.workers === undefined
+      ? {}
+      : { verifyWorkers: parseCount('--workers', values.workers, 1) }),
     synchronous: values.sync ?? 'full',
     log: (line) => out.err(`kith hub: ${line}`),
   })

@@ -43,7 +43,9 @@ export function runWhoami(argv: string[], out: Out): number {
     `owner   ${owner ?? 'none'}${id.ownerSecret !== undefined ? '  (owner key on this machine)' : ''}`,
   )
   out.line(`device  ${npub(id.devicePubkey)}`)
-  out.line(`hubs    ${id.config.hubs.length === 0 ? 'none (kith up embeds one)' : id.config.hubs.join(', ')}`)
+  out.line(
+    `hubs    ${id.config.hubs.length === 0 ? 'none (kith up embeds one)' : id.config.hubs.join(', ')}`,
+  )
   out.line(`home    ${id.home}`)
   return 0
 }

@@ -1,0 +1,74 @@
+import { join } from 'node:path'
+import { onTestFinished } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import {
+  publicKeyOf,
+  signEvent,
+  type EventTemplate,
+  type NostrEvent,
+} from '../../src/events/event.js'
+import { ownerOnlyMembership } from '../../src/hub/policy.js'
+import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
+import { RawClient } from './raw-client.js'
+import { tempDir } from './tmp.js'
+
+export interface TestHub {
+  hub: Hub
+  url: string
+  dir: string
+  ownerSk: Uint8Array
+  owner: string
+  /** A connected client already authenticated as the owner. */
+  member: () => Promise<RawClient>
+  sign: (t: Partial<EventTemplate>, sk?: Uint8Array) => NostrEvent
+}
+
+/** A real hub on 127.0.0.1, port 0, with a real sqlite file in a temp dir; closed after the test. */
+export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<TestHub> {
+  const dir = tempDir('kith-hub-')
+  const ownerSk = generateSecretKey()
+  const owner = publicKeyOf(ownerSk)
+  const hub = await startHub({
+    port: 0,
+    dbPath: join(dir, 'hub.db'),
+    isMember: ownerOnlyMembership([owner]),
+    verifyWorkers: 0,
+    ...opts,
+  })
+  const clients: RawClient[] = []
+  onTestFinished(async () => {
+    for (const c of clients) c.close()
+    await hub.close()
+  })
+  return {
+    hub,
+    url: hub.url,
+    dir,
+    ownerSk,
+    owner,
+    member: async () => {
+      const c = await RawClient.connect(hub.url)
+      clients.push(c)
+      const ok = await c.auth(hub.url, ownerSk)
+      if (ok[2] !== true) throw new Error(`AUTH refused: ${String(ok[3])}`)
+      return c
+    },
+    sign: (t, sk = ownerSk) =>
+      signEvent(
+        {
+          kind: t.kind ?? 9,
+          created_at: t.created_at ?? Math.floor(Date.now() / 1000),
+          tags: t.tags ?? [],
+          content: t.content ?? 'hello',
+        },
+        sk,
+      ),
+  }
+}
+
+/** Connects a raw client to be closed after the test. */
+export async function connectRaw(url: string): Promise<RawClient> {
+  const c = await RawClient.connect(url)
+  onTestFinished(() => c.close())
+  return c
+}

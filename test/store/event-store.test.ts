@@ -1,0 +1,117 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { signEvent, type EventTemplate, type NostrEvent } from '../../src/events/event.js'
+import { EventStore } from '../../src/store/event-store.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const sk = generateSecretKey()
+const sk2 = generateSecretKey()
+const limits = { defaultLimit: 500, maxLimit: 5000 }
+const ev = (t: Partial<EventTemplate>, key = sk): NostrEvent =>
+  signEvent({ kind: 9, created_at: 100, tags: [], content: 'x', ...t }, key)
+const ids = (rows: { id: string }[]) => rows.map((r) => r.id)
+
+function openStore(): EventStore {
+  return new EventStore(join(tempDir(), 'events.db'))
+}
+
+describe('EventStore', () => {
+  it('stores a batch, reports duplicates, and survives reopening', () => {
+    const dir = tempDir()
+    const path = join(dir, 'events.db')
+    const a = ev({ content: 'a' })
+    const b = ev({ content: 'b' })
+    const store = new EventStore(path)
+    expect(store.insertBatch([a, b, a])).toEqual(['stored', 'stored', 'duplicate'])
+    expect(store.insertBatch([b])).toEqual(['duplicate'])
+    store.close()
+    const again = new EventStore(path)
+    expect(again.count()).toBe(2)
+    expect(again.query([{ ids: [a.id] }], limits).map((r) => JSON.parse(r.raw) as unknown)).toEqual(
+      [a],
+    )
+    again.close()
+  })
+
+  it('returns newest first, ties by lowest id, capped by limit and maxLimit', () => {
+    const store = openStore()
+    const events = [1, 2, 3, 3, 4].map((t, i) => ev({ created_at: t, content: `m${i}` }))
+    store.insertBatch(events)
+    const rows = store.query([{}], limits)
+    const expected = [...events].sort(
+      (x, y) => y.created_at - x.created_at || (x.id < y.id ? -1 : 1),
+    )
+    expect(ids(rows)).toEqual(ids(expected))
+    expect(ids(store.query([{ limit: 2 }], limits))).toEqual(ids(expected).slice(0, 2))
+    expect(store.query([{ limit: 10 }], { defaultLimit: 1, maxLimit: 3 })).toHaveLength(3)
+    expect(store.query([{}], { defaultLimit: 1, maxLimit: 3 })).toHaveLength(1)
+    expect(store.query([{ limit: 0 }], limits)).toHaveLength(0)
+    store.close()
+  })
+
+  it('answers every filter field, since: 0 included, and ORs filters', () => {
+    const store = openStore()
+    const a = ev({ created_at: 0, kind: 1, tags: [['h', 'ops']] })
+    const b = ev({
+      created_at: 10,
+      kind: 9,
+      tags: [
+        ['h', 'dev'],
+        ['p', 'a'.repeat(64)],
+      ],
+    })
+    const c = ev({ created_at: 20, kind: 9, tags: [['h', 'ops']] }, sk2)
+    store.insertBatch([a, b, c])
+    const q = (...f: Parameters<EventStore['query']>[0]) => ids(store.query(f, limits)).sort()
+    expect(q({ since: 0 })).toEqual(ids([a, b, c]).sort())
+    expect(q({ until: 0 })).toEqual([a.id])
+    expect(q({ since: 10, until: 10 })).toEqual([b.id])
+    expect(q({ kinds: [9] })).toEqual(ids([b, c]).sort())
+    expect(q({ authors: [c.pubkey] })).toEqual([c.id])
+    expect(q({ tags: { h: ['ops'] } })).toEqual(ids([a, c]).sort())
+    expect(q({ tags: { h: ['dev', 'ops'], p: ['a'.repeat(64)] } })).toEqual([b.id])
+    expect(q({ tags: { h: ['ops'] }, kinds: [9] })).toEqual([c.id])
+    expect(q({ ids: [] })).toEqual([])
+    expect(q({ kinds: [1] }, { authors: [c.pubkey] })).toEqual(ids([a, c]).sort())
+    expect(q({ kinds: [9] }, { kinds: [9] })).toEqual(ids([b, c]).sort())
+    store.close()
+  })
+
+  it('keeps only the newest replaceable and addressable events', () => {
+    const store = openStore()
+    const old = ev({ kind: 0, created_at: 1, content: 'old' })
+    const newer = ev({ kind: 0, created_at: 2, content: 'new' })
+    expect(store.insertBatch([old, newer])).toEqual(['stored', 'stored'])
+    expect(store.insertBatch([newer])).toEqual(['duplicate'])
+    expect(store.insertBatch([old])).toEqual(['superseded'])
+    const older = ev({ kind: 0, created_at: 0, content: 'older' })
+    expect(store.insertBatch([older])).toEqual(['superseded'])
+    expect(ids(store.query([{ kinds: [0] }], limits))).toEqual([newer.id])
+
+    const d1 = ev({ kind: 30000, created_at: 5, tags: [['d', 'x']] })
+    const d2 = ev({ kind: 30000, created_at: 6, tags: [['d', 'x']] })
+    const other = ev({ kind: 30000, created_at: 1, tags: [['d', 'y']] })
+    store.insertBatch([d1, other, d2])
+    expect(ids(store.query([{ kinds: [30000] }], limits)).sort()).toEqual(ids([d2, other]).sort())
+    // The replaced event's tags are gone too.
+    expect(ids(store.query([{ tags: { d: ['x'] } }], limits))).toEqual([d2.id])
+
+    // Same created_at: the lower id wins, whatever the arrival order.
+    const t1 = ev({ kind: 10002, created_at: 9, content: '1' })
+    const t2 = ev({ kind: 10002, created_at: 9, content: '2' })
+    const [low, high] = t1.id < t2.id ? [t1, t2] : [t2, t1]
+    store.insertBatch([high, low])
+    expect(ids(store.query([{ kinds: [10002] }], limits))).toEqual([low.id])
+    store.close()
+  })
+
+  it('rolls a failed batch back whole', () => {
+    const store = openStore()
+    const a = ev({ content: 'a' })
+    const broken = { ...ev({ content: 'b' }), tags: null } as unknown as NostrEvent
+    expect(() => store.insertBatch([a, broken])).toThrow()
+    expect(store.count()).toBe(0)
+    store.close()
+  })
+})
