@@ -1,5 +1,9 @@
 import { defineConfig } from 'vitest/config'
 
+// KITH_TEST_SUMMARY=FILE also writes vitest's JSON report there (.ci/run prints a plain
+// "N passed, N failed" line from it).
+const summary = process.env.KITH_TEST_SUMMARY
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -7,5 +11,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Hub tests spawn real processes; two cores, so keep parallelism modest.
     maxWorkers: 2,
+    reporters: summary ? ['default', ['json', { outputFile: summary }]] : ['default'],
   },
 })
