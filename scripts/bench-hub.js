@@ -1,7 +1,11 @@
-// npm run bench:hub [-- --events N --connections C --inflight F --sync full|normal]
+// npm run bench:hub [-- --events N --connections C --inflight F --queries Q --sync full|normal
+//                      --workers W --only owner|agents --agents A]
 // Ingest throughput and query latency of a real `kith hub` subprocess; prints JSON.
+// Two ingest runs, each on a fresh hub: events authored by the founder (owner), and events
+// authored by A agents (default 10) two grants below the founder (founder → device(deleg) → agent), to
+// measure what grant-chain authorization costs. Queries are timed on the owner run's hub.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
@@ -9,6 +13,7 @@ import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm, finalizeEvent, verifyEvent } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { signAuthEvent } from '../dist/events/nip42.js'
+import { makeGrant } from '../dist/grants/grant.js'
 import { spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({
@@ -19,6 +24,8 @@ const { values } = parseArgs({
     queries: { type: 'string', default: '200' },
     sync: { type: 'string', default: 'full' },
     workers: { type: 'string' },
+    only: { type: 'string' },
+    agents: { type: 'string', default: '10' },
   },
 })
 const N = Number(values.events)
@@ -28,7 +35,6 @@ const Q = Number(values.queries)
 
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:hub ${s}\n`)
-
 const pct = (sorted, p) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
 const round = (x, d = 3) => Math.round(x * 10 ** d) / 10 ** d
@@ -45,55 +51,71 @@ function verifyRate(events) {
   return sample.length / ((performance.now() - t0) / 1000)
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'kith-bench-'))
-const sk = generateSecretKey()
-const owner = getPublicKey(sk)
-const topics = Array.from({ length: 50 }, (_, i) => `topic${i}`)
-const base = Math.floor(Date.now() / 1000) - N
-progress(`signing ${N} events`)
-const events = []
-for (let i = 0; i < N; i++) {
-  events.push(
-    finalizeEvent(
-      {
-        kind: i % 10 === 0 ? 7 : 9,
-        created_at: base + i,
-        tags: [
-          ['h', topics[i % topics.length]],
-          ['t', `tag${i % 200}`],
-        ],
-        content: `bench message ${i} ${'x'.repeat(i % 120)}`,
-      },
-      sk,
-    ),
-  )
+// CPU seconds per hub thread (Linux /proc), to show where ingest time goes.
+function threadCpu(pid) {
+  const ticks = {}
+  try {
+    for (const t of readdirSync(`/proc/${pid}/task`)) {
+      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ')
+      ticks[t] = Number(f[11]) + Number(f[12])
+    }
+  } catch {
+    // Not Linux: the breakdown is optional.
+  }
+  return ticks
 }
-const frames = events.map((e) => JSON.stringify(['EVENT', e]))
-const verifyPerSec = verifyRate(events)
 
-const hubArgs = [
-  '--db',
-  join(dir, 'hub.db'),
-  '--owner',
-  owner,
-  '--rate',
-  '0',
-  '--sync',
-  values.sync,
-]
-if (values.workers !== undefined) hubArgs.push('--workers', values.workers)
-const hub = await spawnHub(hubArgs, { env: { KITH_HOME: join(dir, 'home') } })
+const dir = mkdtempSync(join(tmpdir(), 'kith-bench-'))
+const founderSk = generateSecretKey()
+const founder = getPublicKey(founderSk)
+const deviceSk = generateSecretKey()
+const agentSks = Array.from({ length: Number(values.agents) }, () => generateSecretKey())
+const now = Math.floor(Date.now() / 1000)
+const deviceGrant = finalizeEvent(
+  makeGrant({ subject: getPublicKey(deviceSk), role: 'device', fleet: founder, deleg: true }, now),
+  founderSk,
+)
+const agentGrants = agentSks.map((sk) =>
+  finalizeEvent(
+    makeGrant(
+      { subject: getPublicKey(sk), role: 'agent', fleet: founder, parent: deviceGrant.id },
+      now,
+    ),
+    deviceSk,
+  ),
+)
+const topics = Array.from({ length: 50 }, (_, i) => `topic${i}`)
+const base = now - N
 
-function connect() {
+function signAll(authorOf) {
+  const events = []
+  for (let i = 0; i < N; i++) {
+    events.push(
+      finalizeEvent(
+        {
+          kind: i % 10 === 0 ? 7 : 9,
+          created_at: base + i,
+          tags: [
+            ['h', topics[i % topics.length]],
+            ['t', `tag${i % 200}`],
+          ],
+          content: `bench message ${i} ${'x'.repeat(i % 120)}`,
+        },
+        authorOf(i),
+      ),
+    )
+  }
+  return events
+}
+
+function connect(url, sk) {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(hub.url)
+    const ws = new WebSocket(url)
     ws.once('error', reject)
     ws.on('message', function first(data) {
       const msg = JSON.parse(data.toString())
-      if (msg[0] === 'AUTH') {
-        const auth = signAuthEvent(hub.url, msg[1], sk)
-        ws.send(JSON.stringify(['AUTH', auth]))
-      } else if (msg[0] === 'OK') {
+      if (msg[0] === 'AUTH') ws.send(JSON.stringify(['AUTH', signAuthEvent(url, msg[1], sk)]))
+      else if (msg[0] === 'OK') {
         ws.off('message', first)
         if (!msg[2]) reject(new Error(`AUTH refused: ${msg[3]}`))
         else resolve(ws)
@@ -101,144 +123,190 @@ function connect() {
     })
   })
 }
-const conns = await Promise.all(Array.from({ length: C }, connect))
 
-// CPU seconds per hub thread (Linux /proc), to show where ingest time goes.
-function threadCpu(pid) {
-  const ticks = {}
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`)) {
-      const name = readFileSync(`/proc/${pid}/task/${t}/comm`, 'utf8').trim()
-      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ')
-      ticks[`${name}-${t}`] = Number(f[11]) + Number(f[12])
-    }
-  } catch {
-    // Not Linux: the breakdown is optional.
-  }
-  return ticks
-}
-const cpuBefore = threadCpu(hub.child.pid)
-const selfBefore = process.cpuUsage()
-progress(`ingesting over ${C} connections, ${F} in flight each`)
-const latencies = new Float64Array(N)
-const sentAt = new Map()
-let next = 0
-let acked = 0
-let refused = 0
-const t0 = performance.now()
-await new Promise((resolve) => {
-  const sendOne = (ws) => {
-    if (next >= N) return
-    const i = next++
-    sentAt.set(events[i].id, [i, performance.now()])
-    ws.send(frames[i])
-  }
-  for (const ws of conns) {
-    ws.on('message', (data) => {
-      const msg = JSON.parse(data.toString())
-      if (msg[0] !== 'OK') return
-      const entry = sentAt.get(msg[1])
-      if (!entry) return
-      sentAt.delete(msg[1])
-      latencies[entry[0]] = performance.now() - entry[1]
-      if (!msg[2]) refused++
-      if (++acked === N) resolve()
-      else sendOne(ws)
-    })
-    for (let k = 0; k < F; k++) sendOne(ws)
-  }
-})
-const ingestSeconds = (performance.now() - t0) / 1000
-const eventsPerSec = N / ingestSeconds
-const cpuAfter = threadCpu(hub.child.pid)
-const selfCpu = process.cpuUsage(selfBefore)
-const hubCpu = {}
-for (const [name, t] of Object.entries(cpuAfter)) {
-  const d = (t - (cpuBefore[name] ?? 0)) / 100
-  if (d > 0.01) hubCpu[name] = round(d, 2)
-}
-if (refused > 0) throw new Error(`${refused} events refused during ingest`)
-
-// Query shapes, timed from REQ to EOSE on one connection.
-const ws = conns[0]
-let subN = 0
-function timeReq(filter) {
-  return new Promise((resolve) => {
-    const sub = `q${subN++}`
-    let count = 0
-    const t = performance.now()
+function publishOne(ws, event) {
+  return new Promise((resolve, reject) => {
     const onMsg = (data) => {
       const msg = JSON.parse(data.toString())
-      if (msg[1] !== sub) return
-      if (msg[0] === 'EVENT') count++
-      else if (msg[0] === 'EOSE' || msg[0] === 'CLOSED') {
-        ws.off('message', onMsg)
-        ws.send(JSON.stringify(['CLOSE', sub]))
-        resolve({ ms: performance.now() - t, count })
-      }
+      if (msg[0] !== 'OK' || msg[1] !== event.id) return
+      ws.off('message', onMsg)
+      if (msg[2]) resolve()
+      else reject(new Error(`refused: ${msg[3]}`))
     }
     ws.on('message', onMsg)
-    ws.send(JSON.stringify(['REQ', sub, filter]))
+    ws.send(JSON.stringify(['EVENT', event]))
   })
 }
-const pick = (i) => events[(i * 7919) % N]
-const shapes = {
-  id: (i) => ({ ids: [pick(i).id] }),
-  author_limit20: () => ({ authors: [owner], limit: 20 }),
-  kind_limit100: () => ({ kinds: [7], limit: 100 }),
-  tag_limit50: (i) => ({ '#h': [topics[i % topics.length]], limit: 50 }),
-  window_limit500: (i) => {
-    const since = base + ((i * 104729) % Math.max(1, N - 2000))
-    return { since, until: since + 1000, limit: 500 }
-  },
-}
-progress('timing queries')
-const queries = {}
-for (const [name, make] of Object.entries(shapes)) {
-  const samples = []
-  let results = 0
-  for (let i = 0; i < Q; i++) {
-    const r = await timeReq(make(i))
-    samples.push(r.ms)
-    results = r.count
-  }
-  const s = summary(samples)
-  queries[name] = { p50_ms: s.p50, p95_ms: s.p95, results_last: results }
-}
 
-const status = readFileSync(`/proc/${hub.child.pid}/status`, 'utf8')
-const peakRssMb = Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024
-for (const c of conns) c.close()
-await hub.stop()
-rmSync(dir, { recursive: true, force: true })
-
-const lat = summary(Array.from(latencies))
-console.log(
-  JSON.stringify(
-    {
-      bench: 'hub',
-      node: process.version,
-      cores: (await import('node:os')).availableParallelism(),
-      events: N,
-      connections: C,
-      in_flight_per_connection: F,
-      sync: values.sync,
-      ingest: {
-        events_per_s: Math.round(eventsPerSec),
-        seconds: round(ingestSeconds, 2),
-        ok_latency_ms: lat,
-        hub_cpu_s_by_thread: hubCpu,
-        client_cpu_s: round((selfCpu.user + selfCpu.system) / 1e6, 2),
-      },
-      queries,
-      peak_rss_mb: round(peakRssMb, 1),
-      baseline: {
-        verify_per_s_single_core: Math.round(verifyPerSec),
-        verifier: 'nostr-tools/wasm (libsecp256k1)',
-        ingest_over_verify: round(eventsPerSec / verifyPerSec, 2),
-      },
+async function ingest(label, events) {
+  const hubArgs = [
+    '--db',
+    join(dir, `${label}.db`),
+    '--owner',
+    founder,
+    '--rate',
+    '0',
+    '--sync',
+    values.sync,
+  ]
+  if (values.workers !== undefined) hubArgs.push('--workers', values.workers)
+  const hub = await spawnHub(hubArgs, { env: { KITH_HOME: join(dir, 'home') } })
+  const conns = await Promise.all(Array.from({ length: C }, () => connect(hub.url, founderSk)))
+  for (const g of [deviceGrant, ...agentGrants]) await publishOne(conns[0], g)
+  const frames = events.map((e) => JSON.stringify(['EVENT', e]))
+  progress(`${label}: ingesting ${N} events over ${C} connections, ${F} in flight each`)
+  const cpuBefore = threadCpu(hub.child.pid)
+  const selfBefore = process.cpuUsage()
+  const latencies = new Float64Array(N)
+  const sentAt = new Map()
+  let next = 0
+  let acked = 0
+  let refused = 0
+  let firstRefusal = ''
+  const t0 = performance.now()
+  await new Promise((resolve) => {
+    const sendOne = (ws) => {
+      if (next >= N) return
+      const i = next++
+      sentAt.set(events[i].id, [i, performance.now()])
+      ws.send(frames[i])
+    }
+    for (const ws of conns) {
+      ws.on('message', (data) => {
+        const msg = JSON.parse(data.toString())
+        if (msg[0] !== 'OK') return
+        const entry = sentAt.get(msg[1])
+        if (!entry) return
+        sentAt.delete(msg[1])
+        latencies[entry[0]] = performance.now() - entry[1]
+        if (!msg[2]) {
+          refused++
+          firstRefusal ||= msg[3]
+        }
+        if (++acked === N) resolve()
+        else sendOne(ws)
+      })
+      for (let k = 0; k < F; k++) sendOne(ws)
+    }
+  })
+  const seconds = (performance.now() - t0) / 1000
+  if (refused > 0)
+    throw new Error(`${label}: ${refused} events refused during ingest: ${firstRefusal}`)
+  const cpuAfter = threadCpu(hub.child.pid)
+  const selfCpu = process.cpuUsage(selfBefore)
+  const hubCpu = Object.entries(cpuAfter)
+    .map(([t, v]) => round((v - (cpuBefore[t] ?? 0)) / 100, 2))
+    .filter((d) => d > 0.01)
+    .sort((a, b) => b - a)
+  for (const ws of conns) ws.removeAllListeners('message')
+  return {
+    hub,
+    conns,
+    result: {
+      events_per_s: Math.round(N / seconds),
+      seconds: round(seconds, 2),
+      ok_latency_ms: summary(Array.from(latencies)),
+      hub_cpu_s_by_thread: hubCpu,
+      client_cpu_s: round((selfCpu.user + selfCpu.system) / 1e6, 2),
     },
-    null,
+  }
+}
+
+async function timeQueries(ws, events) {
+  let subN = 0
+  const timeReq = (filter) =>
+    new Promise((resolve) => {
+      const sub = `q${subN++}`
+      let count = 0
+      const t = performance.now()
+      const onMsg = (data) => {
+        const msg = JSON.parse(data.toString())
+        if (msg[1] !== sub) return
+        if (msg[0] === 'EVENT') count++
+        else if (msg[0] === 'EOSE' || msg[0] === 'CLOSED') {
+          ws.off('message', onMsg)
+          ws.send(JSON.stringify(['CLOSE', sub]))
+          resolve({ ms: performance.now() - t, count })
+        }
+      }
+      ws.on('message', onMsg)
+      ws.send(JSON.stringify(['REQ', sub, filter]))
+    })
+  const pick = (i) => events[(i * 7919) % N]
+  const shapes = {
+    id: (i) => ({ ids: [pick(i).id] }),
+    author_limit20: () => ({ authors: [founder], limit: 20 }),
+    kind_limit100: () => ({ kinds: [7], limit: 100 }),
+    tag_limit50: (i) => ({ '#h': [topics[i % topics.length]], limit: 50 }),
+    window_limit500: (i) => {
+      const since = base + ((i * 104729) % Math.max(1, N - 2000))
+      return { since, until: since + 1000, limit: 500 }
+    },
+  }
+  progress('timing queries')
+  const queries = {}
+  for (const [name, make] of Object.entries(shapes)) {
+    const samples = []
+    let results = 0
+    for (let i = 0; i < Q; i++) {
+      const r = await timeReq(make(i))
+      samples.push(r.ms)
+      results = r.count
+    }
+    const s = summary(samples)
+    queries[name] = { p50_ms: s.p50, p95_ms: s.p95, results_last: results }
+  }
+  return queries
+}
+
+async function stop(run) {
+  for (const c of run.conns) c.close()
+  await run.hub.stop()
+}
+
+const report = {
+  bench: 'hub',
+  node: process.version,
+  cores: availableParallelism(),
+  events: N,
+  connections: C,
+  in_flight_per_connection: F,
+  sync: values.sync,
+}
+let verifyPerSec
+let ownerRate
+if (values.only !== 'agents') {
+  progress(`signing ${N} owner events`)
+  const ownerEvents = signAll(() => founderSk)
+  verifyPerSec = verifyRate(ownerEvents)
+  const run = await ingest('owner', ownerEvents)
+  report.ingest = run.result
+  ownerRate = run.result.events_per_s
+  report.queries = await timeQueries(run.conns[0], ownerEvents)
+  const status = readFileSync(`/proc/${run.hub.child.pid}/status`, 'utf8')
+  report.peak_rss_mb = round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024, 1)
+  await stop(run)
+}
+if (values.only !== 'owner') {
+  progress(`signing ${N} events by ${agentSks.length} agents (founder → device → agent)`)
+  const agentEvents = signAll((i) => agentSks[i % agentSks.length])
+  verifyPerSec ??= verifyRate(agentEvents)
+  const run = await ingest('agents', agentEvents)
+  report.ingest_by_agents = {
+    ...run.result,
+    chain: 'founder → device (deleg) → agent',
+    agents: agentSks.length,
+    ...(ownerRate ? { ratio_to_owner: round(run.result.events_per_s / ownerRate, 3) } : {}),
+  }
+  await stop(run)
+}
+report.baseline = {
+  verify_per_s_single_core: Math.round(verifyPerSec),
+  verifier: 'nostr-tools/wasm (libsecp256k1)',
+  ingest_over_verify: round(
+    (report.ingest?.events_per_s ?? report.ingest_by_agents.events_per_s) / verifyPerSec,
     2,
   ),
-)
+}
+rmSync(dir, { recursive: true, force: true })
+console.log(JSON.stringify(report, null, 2))

@@ -2,7 +2,8 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { WebSocket } from 'ws'
 import { KithError, toNostrMessage } from '../errors.js'
-import { parseEvent, type NostrEvent } from '../events/event.js'
+import { parseEvent, tagValue, type NostrEvent } from '../events/event.js'
+import { grantCodePrefix } from '../grants/codes.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
@@ -67,9 +68,34 @@ export class Connection {
     this.send(['NOTICE', message])
   }
 
-  private get isMemberConnection(): boolean {
-    for (const key of this.authed) if (this.ctx.isMember(key)) return true
+  /** True while at least one key this connection proved is a member now. */
+  get isMemberConnection(): boolean {
+    const now = this.ctx.now()
+    for (const key of this.authed) if (this.ctx.grants.isMember(key, now).ok) return true
     return false
+  }
+
+  /**
+   * Forgets keys that are no longer members; when none is left, ends every subscription with
+   * `restricted: revoked` and closes the connection (1008). Returns true when it closed.
+   */
+  enforceMembership(): boolean {
+    const now = this.ctx.now()
+    let reason = ''
+    for (const key of this.authed) {
+      const d = this.ctx.grants.isMember(key, now)
+      if (!d.ok) {
+        this.authed.delete(key)
+        reason = `${d.code}: ${d.reason}`
+      }
+    }
+    if (reason === '' || this.authed.size > 0) return false
+    for (const subId of this.ctx.subs.ids(this)) {
+      this.send(['CLOSED', subId, `restricted: ${reason}`])
+    }
+    this.ctx.subs.dropConnection(this)
+    this.ws.close(1008, reason.slice(0, 120))
+    return true
   }
 
   handle(data: Buffer): void {
@@ -125,9 +151,18 @@ export class Connection {
       this.ok(event.id, false, 'invalid: AUTH events are sent with AUTH, not EVENT')
       return
     }
+    const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
     if (!this.isMemberConnection) {
-      this.ok(event.id, false, 'auth-required: authenticate (NIP-42) as a fleet member first')
-      return
+      // Grants and revocations carry their own authority, so a device may publish its chain
+      // before it can authenticate; only issuers authorized right now may use this lane, which
+      // keeps strangers from spending the hub's signature checks.
+      const issuer = isGrantEvent
+        ? this.ctx.grants.authorize(event.pubkey, { now: this.ctx.now(), kind: event.kind })
+        : undefined
+      if (issuer?.ok !== true) {
+        this.ok(event.id, false, 'auth-required: authenticate (NIP-42) as a fleet member first')
+        return
+      }
     }
     const raw = JSON.stringify(event)
     this.ctx.verifier.verify(event, raw).then(
@@ -145,12 +180,28 @@ export class Connection {
       return
     }
     const ctx = this.ctx
+    const now = ctx.now()
+    const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
     try {
-      if (!ctx.isMember(event.pubkey)) {
-        throw new KithError('restricted', 'the author is not a member of this fleet')
+      if (!isGrantEvent) {
+        const d = ctx.grants.authorize(event.pubkey, {
+          now,
+          kind: event.kind,
+          channel: tagValue(event, 'h'),
+        })
+        if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
       }
       ctx.rate.take(event.pubkey, Date.now())
-      checkEventPolicy(event, ctx.limits, ctx.now())
+      checkEventPolicy(event, ctx.limits, now)
+      if (isGrantEvent) {
+        // The verifier checks the issuer's authority at `now` and the chain's structure; a
+        // revocation takes effect here, before it is stored, so no event slips in meanwhile.
+        const r = ctx.grants.add(event, { verified: true, now })
+        if (r.status !== 'accepted') {
+          throw new KithError(grantCodePrefix(r.code), `${r.code}: ${r.reason}`)
+        }
+        if (event.kind === Kind.Revocation) ctx.enforce()
+      }
     } catch (err) {
       this.ok(event.id, false, toNostrMessage(err))
       return
@@ -253,9 +304,8 @@ export class Connection {
             relayUrls: this.ctx.relayUrls,
             now: this.ctx.now(),
           })
-          if (!this.ctx.isMember(event.pubkey)) {
-            throw new KithError('restricted', 'this key is not a member of this fleet')
-          }
+          const d = this.ctx.grants.isMember(event.pubkey, this.ctx.now())
+          if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
         } catch (err) {
           this.ok(event.id, false, toNostrMessage(err))
           return

@@ -1,6 +1,7 @@
 import type { GroupCommit } from './group-commit.js'
 import type { HubLimits } from './limits.js'
-import type { MembershipPolicy, RateLimiter } from './policy.js'
+import type { GrantVerifier } from '../grants/verifier.js'
+import type { RateLimiter } from './policy.js'
 import type { SubscriptionIndex } from './subscriptions.js'
 import type { VerifyPool } from './verify-pool.js'
 import type { EventStore } from '../store/event-store.js'
@@ -12,7 +13,10 @@ export interface HubContext<C> {
   verifier: VerifyPool
   subs: SubscriptionIndex<C>
   limits: HubLimits
-  isMember: MembershipPolicy
+  /** Membership and write permission: the grant chains of the fleet. */
+  grants: GrantVerifier
+  /** Re-checks every live connection after a revocation; drops those no longer members. */
+  enforce: () => void
   rate: RateLimiter
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>

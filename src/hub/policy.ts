@@ -2,15 +2,6 @@ import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import type { HubLimits } from './limits.js'
 
-/** Decides who belongs to the fleet. Issue 3 replaces the owner-only policy with grant chains. */
-export type MembershipPolicy = (pubkey: string) => boolean
-
-/** The interim policy: the fleet owner is the only member. */
-export function ownerOnlyMembership(owners: readonly string[]): MembershipPolicy {
-  const set = new Set(owners)
-  return (pubkey) => set.has(pubkey)
-}
-
 /** Size and time checks on an event whose signature and author are already accepted. */
 export function checkEventPolicy(event: NostrEvent, limits: HubLimits, now: number): void {
   if (event.created_at > now + limits.maxFutureSeconds) {

@@ -14,20 +14,22 @@ import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
 import { defaultHubLimits, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
-import { RateLimiter, type MembershipPolicy } from './policy.js'
+import { RateLimiter } from './policy.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
 import { VerifyPool } from './verify-pool.js'
 import { kithVersion } from '../version.js'
+import { verifyEventSignature } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { GrantVerifier } from '../grants/verifier.js'
 
 export interface HubOptions {
   host?: string
   /** 0 picks a free port. */
   port?: number
   dbPath: string
-  isMember: MembershipPolicy
-  /** The fleet owner, published in NIP-11. */
-  owner?: string
+  /** The fleet's founder (its owner key): the pinned root of every grant chain. */
+  founder: string
   /** Extra URLs clients reach this hub by (tunnels, proxies), accepted in AUTH relay tags. */
   publicUrls?: string[]
   tls?: { cert: string | Buffer; key: string | Buffer }
@@ -47,6 +49,7 @@ export interface Hub {
   port: number
   relayUrls: string[]
   store: EventStore
+  grants: GrantVerifier
   connections(): number
   close(): Promise<void>
 }
@@ -65,6 +68,13 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
   const log = opts.log ?? (() => undefined)
   const store = new EventStore(opts.dbPath, { synchronous: opts.synchronous ?? 'full' })
+  const grants = new GrantVerifier({ founder: opts.founder, verifySignature: verifyEventSignature })
+  // Stored grants and revocations were verified on the way in; replay them (grants first, each
+  // oldest first) to rebuild who is a member.
+  for (const kind of [Kind.Grant, Kind.Revocation]) {
+    for (const event of store.eventsOfKind(kind))
+      grants.add(event, { verified: true, keepPending: true })
+  }
   let verifier: VerifyPool
   try {
     verifier = await VerifyPool.create(opts.verifyWorkers)
@@ -76,7 +86,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     relayInformation({
       limits,
       version: kithVersion,
-      ...(opts.owner ? { owner: opts.owner } : {}),
+      owner: opts.founder,
     }),
   )
   const onHttp = (req: IncomingMessage, res: ServerResponse) => {
@@ -110,7 +120,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     verifier,
     subs,
     limits,
-    isMember: opts.isMember,
+    grants,
+    enforce: () => {
+      for (const conn of conns) conn.enforceMembership()
+    },
     rate: new RateLimiter(limits.eventsPerSecond, limits.eventBurst),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
@@ -143,6 +156,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
 
   const heartbeat = setInterval(() => {
     for (const conn of conns) {
+      // Grants expire with time as well as by revocation.
+      if (conn.enforceMembership()) continue
       if (!conn.alive) {
         log(`reaping dead connection ${conn.remote}`)
         conn.ws.terminate()
@@ -207,6 +222,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     port,
     relayUrls: [...relayUrls],
     store,
+    grants,
     connections: () => conns.size,
     close,
   }

@@ -23,6 +23,10 @@ export class SubscriptionIndex<C> {
     return this.byConnection.get(conn)?.size ?? 0
   }
 
+  ids(conn: C): string[] {
+    return [...(this.byConnection.get(conn)?.keys() ?? [])]
+  }
+
   delete(conn: C, subId: string): void {
     this.byConnection.get(conn)?.delete(subId)
   }

@@ -12,6 +12,8 @@ export interface KithConfig {
   name: string
   /** The owner pubkey (hex) this device belongs to, also on devices without the owner key. */
   owner?: string
+  /** The fleet (its founder's pubkey) whose grants this node follows. */
+  fleet?: string
   /** Hub URLs, normalised, in the order added. */
   hubs: string[]
 }
@@ -27,11 +29,20 @@ export function parseConfig(value: unknown, path: string): KithConfig {
   if (v.owner !== undefined && !isHex64(v.owner)) {
     throw new KithError('config', `${path}: owner must be a hex pubkey`)
   }
+  if (v.fleet !== undefined && !isHex64(v.fleet)) {
+    throw new KithError('config', `${path}: fleet must be a hex pubkey`)
+  }
   const hubs = v.hubs.map((h) => {
     if (typeof h !== 'string') throw new KithError('config', `${path}: hubs must be URLs`)
     return normalizeRelayUrl(h)
   })
-  return { version: 1, name: v.name, hubs, ...(v.owner === undefined ? {} : { owner: v.owner }) }
+  return {
+    version: 1,
+    name: v.name,
+    hubs,
+    ...(v.owner === undefined ? {} : { owner: v.owner }),
+    ...(v.fleet === undefined ? {} : { fleet: v.fleet }),
+  }
 }
 
 export function readConfig(home: string): KithConfig | undefined {

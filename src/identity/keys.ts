@@ -22,6 +22,7 @@ export interface Identity {
 export interface InitResult {
   home: string
   name: string
+  fleet: string | undefined
   ownerPubkey: string | undefined
   devicePubkey: string
   ownerKeyHere: boolean
@@ -84,16 +85,20 @@ export function initIdentity(opts: {
 
   const ownerPubkey = ownerSecret !== undefined ? publicKeyOf(ownerSecret) : config?.owner
   const name = opts.name ?? config?.name ?? hostname()
+  // A person's first machine founds their own fleet; joining another fleet sets it later.
+  const fleet = config?.fleet ?? (ownerSecret !== undefined ? ownerPubkey : undefined)
   const next: KithConfig = {
     version: 1,
     name,
     hubs: config?.hubs ?? [],
     ...(ownerPubkey === undefined ? {} : { owner: ownerPubkey }),
+    ...(fleet === undefined ? {} : { fleet }),
   }
   if (JSON.stringify(next) !== JSON.stringify(config)) writeConfig(home, next)
   return {
     home,
     name,
+    fleet,
     ownerPubkey,
     devicePubkey: publicKeyOf(deviceSecret),
     ownerKeyHere: ownerSecret !== undefined,

@@ -163,6 +163,14 @@ export class EventStore {
     return stmt
   }
 
+  /** Every stored event of one kind, oldest first (for replaying grants at start-up). */
+  *eventsOfKind(kind: number): Generator<NostrEvent> {
+    const stmt = this.db.prepare<[number], { raw: string }>(
+      'SELECT raw FROM events WHERE kind = ? ORDER BY created_at ASC, seq ASC',
+    )
+    for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
   count(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n
   }

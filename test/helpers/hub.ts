@@ -7,7 +7,6 @@ import {
   type EventTemplate,
   type NostrEvent,
 } from '../../src/events/event.js'
-import { ownerOnlyMembership } from '../../src/hub/policy.js'
 import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
 import { RawClient } from './raw-client.js'
 import { tempDir } from './tmp.js'
@@ -20,6 +19,8 @@ export interface TestHub {
   owner: string
   /** A connected client already authenticated as the owner. */
   member: () => Promise<RawClient>
+  /** A connected, unauthenticated client closed after the test. */
+  connect: () => Promise<RawClient>
   sign: (t: Partial<EventTemplate>, sk?: Uint8Array) => NostrEvent
 }
 
@@ -31,7 +32,7 @@ export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<Test
   const hub = await startHub({
     port: 0,
     dbPath: join(dir, 'hub.db'),
-    isMember: ownerOnlyMembership([owner]),
+    founder: owner,
     verifyWorkers: 0,
     ...opts,
   })
@@ -46,6 +47,11 @@ export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<Test
     dir,
     ownerSk,
     owner,
+    connect: async () => {
+      const c = await RawClient.connect(hub.url)
+      clients.push(c)
+      return c
+    },
     member: async () => {
       const c = await RawClient.connect(hub.url)
       clients.push(c)

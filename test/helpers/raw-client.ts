@@ -77,8 +77,8 @@ export class RawClient {
   }
 
   /** Sends AUTH for `url` and returns the OK frame. */
-  async auth(url: string, sk: Uint8Array): Promise<Frame> {
-    const event = signAuthEvent(url, this.challenge, sk)
+  async auth(url: string, sk: Uint8Array, now?: number): Promise<Frame> {
+    const event = signAuthEvent(url, this.challenge, sk, now)
     this.send(['AUTH', event])
     return this.ok(event.id)
   }

@@ -27,7 +27,13 @@ describe('initIdentity', () => {
     expect(mode(home)).toBe(0o700)
     expect(mode(join(home, 'owner.key'))).toBe(0o600)
     expect(mode(join(home, 'device.key'))).toBe(0o600)
-    expect(readConfig(home)).toEqual({ version: 1, name: 'laptop', owner: r.ownerPubkey, hubs: [] })
+    expect(readConfig(home)).toEqual({
+      version: 1,
+      name: 'laptop',
+      owner: r.ownerPubkey,
+      fleet: r.ownerPubkey,
+      hubs: [],
+    })
     expect(r.ownerPubkey).not.toBe(r.devicePubkey)
   })
 

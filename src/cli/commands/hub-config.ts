@@ -4,6 +4,8 @@ import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
 
 export const hubConfigHelp = `Usage:
   kith hub add URL        add a hub this machine connects to (ws://… or wss://…)
@@ -22,7 +24,11 @@ function loadConfig() {
   return { home, config }
 }
 
-export function runHubConfig(sub: 'add' | 'list' | 'rm', argv: string[], out: Out): number {
+export async function runHubConfig(
+  sub: 'add' | 'list' | 'rm',
+  argv: string[],
+  out: Out,
+): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
     { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
@@ -51,6 +57,18 @@ export function runHubConfig(sub: 'add' | 'list' | 'rm', argv: string[], out: Ou
     }
     writeConfig(home, { ...config, hubs: [...config.hubs, url] })
     out.line(`added ${url}`)
+    if (config.fleet === undefined) return 0
+    // Publish this node's grants to the new hub right away so it admits this device.
+    const node = openFleetNode(loadIdentity(home))
+    try {
+      const reports = await syncHubs(
+        { ...node, id: { ...node.id, config: { ...node.id.config, hubs: [url] } } },
+        Math.floor(Date.now() / 1000),
+      )
+      for (const l of describeReports(reports)) out.line(l)
+    } finally {
+      node.book.close()
+    }
     return 0
   }
   if (!config.hubs.includes(url)) {

@@ -3,7 +3,6 @@ import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { ownerOnlyMembership } from '../../hub/policy.js'
 import { startHub } from '../../hub/server.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
@@ -19,7 +18,8 @@ Options:
                      --tls-cert/--tls-key, or --plain on an already-encrypted network
   --port PORT        port (default 7447; 0 picks a free one)
   --db PATH          sqlite file (default KITH_HOME/hub.db)
-  --owner NPUB       the fleet owner (default: the owner of KITH_HOME)
+  --owner NPUB       the fleet's founder, root of every grant chain (default: the fleet of
+                     KITH_HOME)
   --url URL          a URL clients reach this hub by (tunnel, proxy); repeatable. AUTH must
                      name one of these or the bound address
   --tls-cert FILE    serve wss:// with this certificate (PEM)
@@ -69,10 +69,11 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
   if (values.owner !== undefined) owner = parsePubkeyText(values.owner, '--owner')
   else {
     const id = loadIdentity(home)
-    if (id.ownerPubkey === undefined) {
-      throw new KithError('not-initialized', 'this machine has no fleet owner; pass --owner NPUB')
+    const fleet = id.config.fleet ?? id.ownerPubkey
+    if (fleet === undefined) {
+      throw new KithError('not-initialized', 'this machine is in no fleet yet; pass --owner NPUB')
     }
-    owner = id.ownerPubkey
+    owner = fleet
   }
   const readPem = (path: string) => {
     try {
@@ -94,8 +95,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     host: values.host ?? '127.0.0.1',
     port: parsePort(values.port, 7447),
     dbPath,
-    isMember: ownerOnlyMembership([owner]),
-    owner,
+    founder: owner,
     publicUrls: values.url ?? [],
     ...(tls ? { tls } : {}),
     plain: values.plain ?? false,
@@ -112,7 +112,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     )
   } else {
     out.line(`kith hub listening on ${hub.url}`)
-    out.line(`  owner ${npub(owner)}`)
+    out.line(`  fleet ${npub(owner)} (founder)`)
     out.line(`  db    ${dbPath}`)
     out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
   }

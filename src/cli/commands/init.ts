@@ -3,6 +3,23 @@ import { initIdentity } from '../../identity/keys.js'
 import { parseCommandArgs } from '../args.js'
 import { readSecretFromStdin, type Out } from '../io.js'
 import { npub, parseSecretText } from '../key-text.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { describeReports, ensureOwnDeviceGrant, openFleetNode, syncHubs } from '../../node/fleet.js'
+
+/** With the owner key here, the device gets its grant at init and it goes to the hubs at once. */
+async function issueOwnDeviceGrant() {
+  const id = loadIdentity(resolveKithHome())
+  if (id.config.fleet === undefined) return undefined
+  const node = openFleetNode(id)
+  try {
+    const now = Math.floor(Date.now() / 1000)
+    const event = ensureOwnDeviceGrant(node, now)
+    if (event === undefined) return undefined
+    return { event, reports: await syncHubs(node, now) }
+  } finally {
+    node.book.close()
+  }
+}
 
 export const initHelp = `Usage: kith init [--name NAME] [--owner-key-stdin] [--json]
 
@@ -43,6 +60,7 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
     ...(ownerSecret === undefined ? {} : { ownerSecret }),
   })
   ownerSecret?.fill(0)
+  const grant = await issueOwnDeviceGrant()
   const ownerNpub = result.ownerPubkey === undefined ? undefined : npub(result.ownerPubkey)
   if (values.json) {
     out.json({
@@ -51,7 +69,10 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
       owner: ownerNpub ?? null,
       ownerKeyHere: result.ownerKeyHere,
       device: npub(result.devicePubkey),
+      fleet: result.fleet === undefined ? null : npub(result.fleet),
       created: result.created,
+      deviceGrant: grant?.event.id ?? null,
+      hubs: grant?.reports ?? [],
     })
     return 0
   }
@@ -65,7 +86,11 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
     out.line('owner      none yet: join a fleet with kith join CODE')
   }
   out.line(`device     ${npub(result.devicePubkey)}  (${state(result.created.device)})`)
-  if (!result.created.owner && !result.created.device) {
+  if (grant !== undefined) {
+    out.line(`grant      device granted by the owner (${grant.event.id.slice(0, 12)}…)`)
+    for (const l of describeReports(grant.reports)) out.line(`           ${l}`)
+  }
+  if (!result.created.owner && !result.created.device && grant === undefined) {
     out.line('Nothing to do: this machine is already initialised.')
   }
   return 0

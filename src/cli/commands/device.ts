@@ -1,0 +1,88 @@
+import { KithError } from '../../errors.js'
+import { syncHubs } from '../../node/fleet.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { npub } from '../key-text.js'
+import {
+  describeKey,
+  keyRows,
+  nowSeconds,
+  resolveTarget,
+  revokeKey,
+  withNode,
+} from './fleet-common.js'
+
+export const deviceHelp = `Usage:
+  kith device list [--json] [--offline]   devices of this fleet and their state
+  kith device revoke NAME|NPUB [--json]   revoke a device key; its agents go with it
+
+A revocation is signed by the owner key (run it on the machine that holds it), takes effect on
+every hub at once (live connections included) and is never undone: re-admit a machine by pairing
+it again. Before listing, grants are synced with the configured hubs (--offline skips that).`
+
+export async function runDevice(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      json: { type: 'boolean' },
+      offline: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    deviceHelp,
+  )
+  const [sub, target, ...extra] = positionals
+  if (values.help || sub === undefined) {
+    out.line(deviceHelp)
+    return values.help ? 0 : 2
+  }
+  return withNode(async (node) => {
+    const now = nowSeconds()
+    if (sub === 'list') {
+      if (target !== undefined) throw new KithError('usage', 'kith device list takes no arguments')
+      if (!values.offline) await syncHubs(node, now, (l) => out.err(l))
+      const rows = keyRows(node, 'device', now).map((r) => ({
+        ...r,
+        thisDevice: r.pubkey === node.id.devicePubkey,
+      }))
+      if (values.json) {
+        out.json({
+          fleet: npub(node.fleet),
+          devices: rows.map((r) => ({ ...r, issuer: npub(r.issuer) })),
+        })
+        return 0
+      }
+      if (rows.length === 0) out.line('no devices yet: pair one with kith pair')
+      for (const r of rows) {
+        const me = r.thisDevice ? '  (this device)' : ''
+        out.line(
+          `${(r.name || '-').padEnd(16)} ${r.npub}  ${r.status}${r.deleg ? ', may grant agents' : ''}${me}`,
+        )
+      }
+      return 0
+    }
+    if (sub === 'revoke') {
+      if (target === undefined || extra.length > 0) {
+        throw new KithError('usage', `kith device revoke takes one NAME or NPUB\n\n${deviceHelp}`)
+      }
+      if (node.id.ownerSecret === undefined) {
+        throw new KithError(
+          'restricted',
+          'only the owner may revoke devices: run this on the machine that holds the owner key',
+        )
+      }
+      const row = resolveTarget(target, keyRows(node, 'device', now), 'device')
+      const pubkey = typeof row === 'string' ? row : row.pubkey
+      if (pubkey === node.id.devicePubkey) {
+        out.err('note: revoking this very device; it will no longer be admitted by any hub')
+      }
+      return revokeKey(
+        node,
+        pubkey,
+        typeof row === 'string' ? 'key' : describeKey(node, pubkey),
+        out,
+        values.json ?? false,
+      )
+    }
+    throw new KithError('usage', `unknown device command ${JSON.stringify(sub)}\n\n${deviceHelp}`)
+  })
+}

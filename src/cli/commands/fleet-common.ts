@@ -1,0 +1,132 @@
+import { KithError } from '../../errors.js'
+import type { Grant, Role } from '../../grants/grant.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import {
+  describeReports,
+  openFleetNode,
+  syncHubs,
+  type FleetNode,
+  type HubReport,
+} from '../../node/fleet.js'
+import type { Out } from '../io.js'
+import { npub, parsePubkeyText } from '../key-text.js'
+
+export const nowSeconds = () => Math.floor(Date.now() / 1000)
+
+export function openNode(): FleetNode {
+  return openFleetNode(loadIdentity(resolveKithHome()))
+}
+
+/** Runs `fn` with the node open, always closing its database. */
+export async function withNode<T>(fn: (node: FleetNode) => Promise<T> | T): Promise<T> {
+  const node = openNode()
+  try {
+    return await fn(node)
+  } finally {
+    node.book.close()
+  }
+}
+
+export interface KeyRow {
+  name: string
+  pubkey: string
+  npub: string
+  role: Role
+  status: string
+  issuer: string
+  deleg: boolean
+  grant: string
+}
+
+/** One row per subject of `role`, from its newest grant, with its status right now. */
+export function keyRows(node: FleetNode, role: Role, now: number): KeyRow[] {
+  const v = node.book.verifier
+  const newest = new Map<string, Grant>()
+  for (const g of v.allGrants()) {
+    if (g.role !== role) continue
+    const prev = newest.get(g.subject)
+    if (prev === undefined || g.createdAt >= prev.createdAt) newest.set(g.subject, g)
+  }
+  return [...newest.values()].map((g) => {
+    const d = v.isMember(g.subject, now)
+    return {
+      name: g.name ?? '',
+      pubkey: g.subject,
+      npub: npub(g.subject),
+      role,
+      status: d.ok ? 'active' : d.code,
+      issuer: g.issuer,
+      deleg: g.deleg,
+      grant: g.id,
+    }
+  })
+}
+
+/** NAME or NPUB (or hex) → pubkey, among the given rows. */
+export function resolveTarget(
+  text: string,
+  rows: readonly KeyRow[],
+  what: string,
+): KeyRow | string {
+  if (text.startsWith('npub1') || /^[0-9a-f]{64}$/i.test(text)) {
+    const pubkey = parsePubkeyText(text)
+    return rows.find((r) => r.pubkey === pubkey) ?? pubkey
+  }
+  const matches = rows.filter((r) => r.name === text)
+  if (matches.length === 1) return matches[0]!
+  if (matches.length > 1) {
+    throw new KithError(
+      'usage',
+      `${matches.length} ${what}s are named ${text}; give the npub instead`,
+    )
+  }
+  throw new KithError('usage', `no ${what} named ${text}; see kith ${what} list`)
+}
+
+/** The key this node signs revocations with: the owner key when here, else the device key. */
+export function revokerSecret(node: FleetNode): Uint8Array {
+  return node.id.ownerSecret ?? node.id.deviceSecret
+}
+
+/** Revokes `pubkey` (by key), syncs hubs, and reports what it revoked and what cascaded. */
+export async function revokeKey(
+  node: FleetNode,
+  pubkey: string,
+  label: string,
+  out: Out,
+  json: boolean,
+): Promise<number> {
+  const now = nowSeconds()
+  const before = node.book.members(now)
+  const event = node.book.issueRevocation({ keys: [pubkey] }, revokerSecret(node), now)
+  const after = node.book.members(now)
+  const cascaded = [...before].filter((k) => !after.has(k) && k !== pubkey)
+  const reports = await syncHubs(node, now, (line) => out.err(line))
+  if (json) {
+    out.json({
+      revoked: npub(pubkey),
+      revocation: event.id,
+      cascaded: cascaded.map(npub),
+      hubs: reports,
+    })
+    return 0
+  }
+  out.line(`revoked ${label}`)
+  if (cascaded.length === 0) out.line('nothing beneath it')
+  for (const k of cascaded) out.line(`  cascades to ${describeKey(node, k)}`)
+  for (const l of describeReports(reports)) out.line(l)
+  return exitForReports(reports)
+}
+
+export function describeKey(node: FleetNode, pubkey: string): string {
+  const g = node.book.verifier.allGrants().find((x) => x.subject === pubkey)
+  return g === undefined
+    ? npub(pubkey)
+    : `${g.role} ${g.name ?? ''} ${npub(pubkey)}`.replace('  ', ' ')
+}
+
+/** 0 when every configured hub took the change (or none is configured); 1 when one failed. */
+export function exitForReports(reports: readonly HubReport[]): number {
+  return reports.every((r) => r.ok && r.refused.length === 0) ? 0 : 1
+}

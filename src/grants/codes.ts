@@ -1,0 +1,32 @@
+/**
+ * Stable reason codes of the grant verifier. They appear in test vectors, CLI output and (via
+ * `grantRefusalMessage`) in the hub's `restricted:` / `invalid:` answers.
+ */
+export type GrantCode =
+  | 'bad-signature'
+  | 'malformed'
+  | 'wrong-fleet'
+  | 'self-grant'
+  | 'missing-parent'
+  | 'unknown-parent'
+  | 'parent-mismatch'
+  | 'no-authority'
+  | 'wider-kinds'
+  | 'wider-channels'
+  | 'wider-window'
+  | 'too-deep'
+  | 'cycle'
+  | 'unknown-target'
+  | 'not-a-member'
+  | 'revoked'
+  | 'expired'
+  | 'not-yet-valid'
+  | 'kind-not-allowed'
+  | 'channel-not-allowed'
+
+/** Codes that say the event itself is wrong (NIP-01 `invalid:`); the rest are `restricted:`. */
+const invalidCodes: ReadonlySet<GrantCode> = new Set(['bad-signature', 'malformed'])
+
+export function grantCodePrefix(code: GrantCode): 'invalid' | 'restricted' {
+  return invalidCodes.has(code) ? 'invalid' : 'restricted'
+}

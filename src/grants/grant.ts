@@ -1,0 +1,137 @@
+import type { EventTemplate, NostrEvent } from '../events/event.js'
+import { isHex64 } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import type { GrantCode } from './codes.js'
+
+export type Role = 'owner' | 'device' | 'agent'
+export const roles: readonly Role[] = ['owner', 'device', 'agent']
+
+/** A parsed kind-4140 grant: `issuer` (the event's pubkey) authorizes `subject` as `role`. */
+export interface Grant {
+  id: string
+  issuer: string
+  subject: string
+  role: Role
+  fleet: string
+  /** Kinds the subject may publish; undefined = as the parent. */
+  kinds?: number[]
+  /** Channels (`h` tag values) the subject may post in; undefined = as the parent. */
+  channels?: string[]
+  /** May issue grants below (owner: admit owners; device: grant agents). */
+  deleg: boolean
+  nbf?: number
+  exp?: number
+  /** The issuer's own grant; absent only when the founder issues. */
+  parent?: string
+  /** A display name for the subject (informational). */
+  name?: string
+  createdAt: number
+}
+
+export class GrantError extends Error {
+  override readonly name = 'GrantError'
+  constructor(
+    readonly code: GrantCode,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+export interface GrantSpec {
+  subject: string
+  role: Role
+  fleet: string
+  kinds?: number[]
+  channels?: string[]
+  deleg?: boolean
+  nbf?: number
+  exp?: number
+  parent?: string
+  name?: string
+}
+
+/** The unsigned kind-4140 event for a grant. Tag order is fixed so ids are reproducible. */
+export function makeGrant(spec: GrantSpec, createdAt: number): EventTemplate {
+  const tags: string[][] = [
+    ['p', spec.subject],
+    ['role', spec.role],
+    ['fleet', spec.fleet],
+  ]
+  if (spec.parent !== undefined) tags.push(['e', spec.parent])
+  for (const k of spec.kinds ?? []) tags.push(['kind', String(k)])
+  for (const c of spec.channels ?? []) tags.push(['channel', c])
+  // An explicit empty list must survive the round trip: it means "nothing", not "inherit".
+  if (spec.kinds?.length === 0) tags.push(['kind'])
+  if (spec.channels?.length === 0) tags.push(['channel'])
+  if (spec.deleg) tags.push(['deleg'])
+  if (spec.nbf !== undefined) tags.push(['nbf', String(spec.nbf)])
+  if (spec.exp !== undefined) tags.push(['exp', String(spec.exp)])
+  if (spec.name !== undefined) tags.push(['name', spec.name])
+  return { kind: Kind.Grant, created_at: createdAt, tags, content: '' }
+}
+
+function malformed(message: string): GrantError {
+  return new GrantError('malformed', message)
+}
+
+function parseTime(value: string | undefined, name: string): number {
+  if (value === undefined || !/^\d{1,10}$/.test(value)) {
+    throw malformed(`${name} must be unix seconds`)
+  }
+  return Number(value)
+}
+
+function single(tags: string[][], name: string): string | undefined {
+  const found = tags.filter((t) => t[0] === name)
+  if (found.length > 1) throw malformed(`more than one ${name} tag`)
+  return found[0]?.[1]
+}
+
+/** Parses a kind-4140 event's tags; throws GrantError('malformed') naming the problem. */
+export function parseGrant(event: NostrEvent): Grant {
+  if (event.kind !== Kind.Grant) throw malformed(`a grant is kind ${Kind.Grant}`)
+  const { tags } = event
+  const subject = single(tags, 'p')
+  if (!isHex64(subject)) throw malformed('p (subject) must be a 64-hex pubkey')
+  const role = single(tags, 'role')
+  if (!roles.includes(role as Role)) throw malformed('role must be owner, device or agent')
+  const fleet = single(tags, 'fleet')
+  if (!isHex64(fleet)) throw malformed('fleet must be the founder 64-hex pubkey')
+  const parent = single(tags, 'e')
+  if (parent !== undefined && !isHex64(parent)) throw malformed('e (parent grant) must be an id')
+  const grant: Grant = {
+    id: event.id,
+    issuer: event.pubkey,
+    subject,
+    role: role as Role,
+    fleet,
+    deleg: tags.some((t) => t[0] === 'deleg'),
+    createdAt: event.created_at,
+  }
+  if (parent !== undefined) grant.parent = parent
+  const kindTags = tags.filter((t) => t[0] === 'kind')
+  if (kindTags.length > 0) {
+    grant.kinds = kindTags.flatMap((t) => {
+      if (t.length === 1) return []
+      const v = t[1] ?? ''
+      if (!/^\d{1,5}$/.test(v) || Number(v) > 65535) throw malformed('kind tags hold 0-65535')
+      return [Number(v)]
+    })
+  }
+  const channelTags = tags.filter((t) => t[0] === 'channel')
+  if (channelTags.length > 0) {
+    grant.channels = channelTags.flatMap((t) => (t.length === 1 ? [] : [t[1] ?? '']))
+  }
+  const nbf = single(tags, 'nbf')
+  const exp = single(tags, 'exp')
+  if (nbf !== undefined) grant.nbf = parseTime(nbf, 'nbf')
+  if (exp !== undefined) grant.exp = parseTime(exp, 'exp')
+  if (grant.nbf !== undefined && grant.exp !== undefined && grant.nbf > grant.exp) {
+    throw malformed('nbf is after exp')
+  }
+  const name = single(tags, 'name')
+  if (name !== undefined) grant.name = name
+  if (grant.role === 'agent' && grant.deleg) throw malformed('agents never delegate')
+  return grant
+}

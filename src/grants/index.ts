@@ -1,0 +1,5 @@
+export * from './codes.js'
+export * from './grant.js'
+export * from './nip-oa.js'
+export * from './revocation.js'
+export * from './verifier.js'

@@ -1,0 +1,55 @@
+import type { EventTemplate, NostrEvent } from '../events/event.js'
+import { isHex64 } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { GrantError } from './grant.js'
+
+/** A parsed kind-4141 revocation: `revoker` revokes grants (`e`) and/or keys (`p`). */
+export interface Revocation {
+  id: string
+  revoker: string
+  fleet: string
+  grants: string[]
+  keys: string[]
+  reason: string
+  createdAt: number
+}
+
+export function makeRevocation(
+  spec: { fleet: string; grants?: string[]; keys?: string[]; reason?: string },
+  createdAt: number,
+): EventTemplate {
+  const tags: string[][] = [['fleet', spec.fleet]]
+  for (const id of spec.grants ?? []) tags.push(['e', id])
+  for (const key of spec.keys ?? []) tags.push(['p', key])
+  return { kind: Kind.Revocation, created_at: createdAt, tags, content: spec.reason ?? '' }
+}
+
+export function parseRevocation(event: NostrEvent): Revocation {
+  if (event.kind !== Kind.Revocation) {
+    throw new GrantError('malformed', `a revocation is kind ${Kind.Revocation}`)
+  }
+  const fleets = event.tags.filter((t) => t[0] === 'fleet')
+  const fleet = fleets[0]?.[1]
+  if (fleets.length !== 1 || !isHex64(fleet)) {
+    throw new GrantError('malformed', 'one fleet tag with the founder pubkey is required')
+  }
+  const grants: string[] = []
+  const keys: string[] = []
+  for (const [name, value] of event.tags) {
+    if (name !== 'e' && name !== 'p') continue
+    if (!isHex64(value)) throw new GrantError('malformed', `${name} tags hold 64-hex values`)
+    ;(name === 'e' ? grants : keys).push(value)
+  }
+  if (grants.length + keys.length === 0) {
+    throw new GrantError('malformed', 'a revocation names at least one grant (e) or key (p)')
+  }
+  return {
+    id: event.id,
+    revoker: event.pubkey,
+    fleet,
+    grants,
+    keys,
+    reason: event.content,
+    createdAt: event.created_at,
+  }
+}

@@ -1,0 +1,81 @@
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { KithError } from '../errors.js'
+import { isHex64, publicKeyOf } from '../events/event.js'
+import { readKeyFile, writeKeyFile } from './key-file.js'
+
+/** An agent hosted by this node. Its key lives in agents/NAME.key (0600); the agent never sees it. */
+export interface AgentRecord {
+  name: string
+  pubkey: string
+  /** The id of the grant that admitted it. */
+  grant: string
+  /** NIP-OA tag its events carry, signed by the grant's issuer. */
+  authTag?: string[]
+  createdAt: number
+}
+
+const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
+
+export function checkAgentName(name: string): void {
+  if (!namePattern.test(name)) {
+    throw new KithError(
+      'usage',
+      `agent names are 1-32 lowercase letters, digits, - or _, starting with a letter or digit (got ${JSON.stringify(name)})`,
+    )
+  }
+}
+
+function agentsDir(home: string): string {
+  const dir = join(home, 'agents')
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  return dir
+}
+
+/** Creates the agent's key (never overwriting one) and returns its secret and pubkey. */
+export function createAgentKey(home: string, name: string): { secret: Uint8Array; pubkey: string } {
+  checkAgentName(name)
+  const secret = generateSecretKey()
+  try {
+    writeKeyFile(join(agentsDir(home), `${name}.key`), secret)
+  } catch (err) {
+    if (err instanceof KithError && err.code === 'key-exists') {
+      throw new KithError('key-exists', `an agent named ${name} already exists on this node`, {
+        cause: err,
+      })
+    }
+    throw err
+  }
+  return { secret, pubkey: publicKeyOf(secret) }
+}
+
+export function readAgentSecret(home: string, name: string): Uint8Array | undefined {
+  return readKeyFile(join(agentsDir(home), `${name}.key`))
+}
+
+export function writeAgentRecord(home: string, record: AgentRecord): void {
+  const path = join(agentsDir(home), `${record.name}.json`)
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 })
+  renameSync(`${path}.tmp`, path)
+}
+
+export function listAgentRecords(home: string): AgentRecord[] {
+  const dir = agentsDir(home)
+  const records: AgentRecord[] = []
+  for (const file of readdirSync(dir).sort()) {
+    if (!file.endsWith('.json')) continue
+    const path = join(dir, file)
+    let value: AgentRecord
+    try {
+      value = JSON.parse(readFileSync(path, 'utf8')) as AgentRecord
+    } catch (cause) {
+      throw new KithError('config', `${path} is not valid JSON; fix or remove it`, { cause })
+    }
+    if (typeof value.name !== 'string' || !isHex64(value.pubkey) || !isHex64(value.grant)) {
+      throw new KithError('config', `${path} is not an agent record`)
+    }
+    records.push(value)
+  }
+  return records
+}

@@ -1,0 +1,123 @@
+import { KithError } from '../errors.js'
+import type { NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import type { Identity } from '../identity/keys.js'
+import { HubSession } from '../link/hub-session.js'
+import { GrantBook } from './grant-book.js'
+
+/** This node's identity together with its copy of the fleet's grants. */
+export interface FleetNode {
+  id: Identity
+  fleet: string
+  book: GrantBook
+}
+
+export function openFleetNode(id: Identity): FleetNode {
+  const fleet = id.config.fleet
+  if (fleet === undefined) {
+    throw new KithError(
+      'not-initialized',
+      'this machine is not in a fleet yet; run kith init on your first machine, or kith join CODE',
+    )
+  }
+  return { id, fleet, book: GrantBook.open(id.home, fleet) }
+}
+
+/**
+ * On the machine that holds the owner key, the device is granted by the owner directly (with
+ * deleg, so it can host agents). Issues that grant when the device has no valid one yet.
+ */
+export function ensureOwnDeviceGrant(node: FleetNode, now: number): NostrEvent | undefined {
+  const { id, book } = node
+  if (id.ownerSecret === undefined || id.ownerPubkey === undefined) return undefined
+  if (book.authorize(id.devicePubkey, now).ok) return undefined
+  const ownerGrant =
+    id.ownerPubkey === node.fleet ? undefined : book.currentGrant(id.ownerPubkey, now)
+  if (id.ownerPubkey !== node.fleet && ownerGrant === undefined) return undefined
+  return book.issueGrant(
+    {
+      subject: id.devicePubkey,
+      role: 'device',
+      deleg: true,
+      name: id.config.name,
+      ...(ownerGrant === undefined ? {} : { parent: ownerGrant.id }),
+    },
+    id.ownerSecret,
+    now,
+  )
+}
+
+export interface HubReport {
+  url: string
+  ok: boolean
+  error?: string
+  /** Events this hub accepted now (new to it). */
+  published: number
+  /** Events it refused, with its reason. */
+  refused: { id: string; kind: number; message: string }[]
+  /** Grants and revocations learned from it. */
+  learned: number
+}
+
+/**
+ * Brings each configured hub and this node's grant book up to date with each other: publishes
+ * this device's chain (before AUTH, so the hub can admit it), authenticates as the device, learns
+ * the hub's grants and revocations, then publishes every grant and revocation this node holds
+ * (the hub ignores duplicates). Hubs that cannot be reached are reported, never fatal: the
+ * events stay in node.db and go out on the next sync.
+ */
+export async function syncHubs(
+  node: FleetNode,
+  now: number,
+  progress: (line: string) => void = () => undefined,
+): Promise<HubReport[]> {
+  const reports: HubReport[] = []
+  for (const url of node.id.config.hubs) {
+    const report: HubReport = { url, ok: false, published: 0, refused: [], learned: 0 }
+    reports.push(report)
+    progress(`syncing grants with ${url}`)
+    let session: HubSession | undefined
+    try {
+      session = await HubSession.open(url)
+      const send = async (e: NostrEvent) => {
+        const answer = await session!.publish(e)
+        if (!answer.ok) report.refused.push({ id: e.id, kind: e.kind, message: answer.message })
+        else if (!answer.message.startsWith('duplicate:')) report.published++
+      }
+      for (const e of node.book.chainEvents(node.id.devicePubkey, now)) await send(e)
+      const auth = await session.auth(node.id.deviceSecret)
+      if (!auth.ok) throw new KithError('restricted', `hub refused this device: ${auth.message}`)
+      report.learned = node.book.learn(
+        await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
+      )
+      // Refusals before AUTH are retried below with the full set; report only the final ones.
+      report.refused = []
+      for (const e of node.book.allEvents()) await send(e)
+      report.ok = true
+    } catch (err) {
+      report.error = err instanceof Error ? err.message : String(err)
+    } finally {
+      session?.close()
+    }
+  }
+  return reports
+}
+
+/** One line per hub for humans. */
+export function describeReports(reports: readonly HubReport[]): string[] {
+  if (reports.length === 0) {
+    return [
+      'no hubs configured: kept in node.db, published when this node next syncs (kith hub add URL)',
+    ]
+  }
+  return reports.flatMap((r) => {
+    if (!r.ok)
+      return [
+        `${r.url}: not reached (${r.error ?? 'unknown error'}); kept in node.db for the next sync`,
+      ]
+    const lines = [`${r.url}: published ${r.published}, learned ${r.learned}`]
+    for (const x of r.refused)
+      lines.push(`  refused ${x.id.slice(0, 12)}… (kind ${x.kind}): ${x.message}`)
+    return lines
+  })
+}

@@ -1,0 +1,116 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { decode, npubEncode } from 'nostr-tools/nip19'
+import { publicKeyOf } from '../../src/events/event.js'
+import { readAgentSecret } from '../../src/identity/agents.js'
+import { RawClient } from '../helpers/raw-client.js'
+import { runKith, startHubProcess } from '../helpers/cli.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const hexOf = (npub: string) => decode(npub).data as string
+
+describe('grants through the CLI against a running hub', () => {
+  it('init grants the device, agent add publishes, agent revoke drops the live agent', async () => {
+    const root = tempDir()
+    const laptop = join(root, 'laptop')
+    const ownerSk = generateSecretKey()
+    const init = await runKith(['init', '--name', 'laptop', '--owner-key-stdin', '--json'], {
+      home: laptop,
+      input: bytesToHex(ownerSk),
+    })
+    expect(init.code).toBe(0)
+    expect((JSON.parse(init.stdout) as { deviceGrant: string }).deviceGrant).toMatch(
+      /^[0-9a-f]{64}$/,
+    )
+
+    const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
+    const add = await runKith(['hub', 'add', hub.url], { home: laptop })
+    expect(add.stdout).toMatch(/published 1, learned 0/)
+
+    // A second machine of the same person (same owner key) joins the same fleet.
+    const desktop = join(root, 'desktop')
+    await runKith(['init', '--name', 'desktop', '--owner-key-stdin'], {
+      home: desktop,
+      input: bytesToHex(ownerSk),
+    })
+    await runKith(['hub', 'add', hub.url], { home: desktop })
+    const devices = await runKith(['device', 'list', '--json'], { home: laptop })
+    const list = JSON.parse(devices.stdout) as {
+      devices: { name: string; status: string; thisDevice: boolean }[]
+    }
+    expect(list.devices.map((d) => [d.name, d.status, d.thisDevice]).sort()).toEqual([
+      ['desktop', 'active', false],
+      ['laptop', 'active', true],
+    ])
+
+    const added = await runKith(['agent', 'add', 'claude', '--kinds', '9', '--json'], {
+      home: laptop,
+    })
+    expect(added.code).toBe(0)
+    const agent = JSON.parse(added.stdout) as {
+      agent: string
+      hubs: { ok: boolean; published: number }[]
+    }
+    expect(agent.hubs).toEqual([expect.objectContaining({ ok: true, published: 1 })])
+    const agentSk = readAgentSecret(laptop, 'claude')!
+    expect(bytesToHex(agentSk)).not.toBe('')
+
+    // The hub admits the agent for kind 9 only, as its grant says.
+    const live = await RawClient.connect(hub.url)
+    expect((await live.auth(hub.url, agentSk))[2]).toBe(true)
+    expect((await live.req('chat', { kinds: [9] })).end[0]).toBe('EOSE')
+
+    const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
+    expect(revoked.code).toBe(0)
+    expect(revoked.stdout).toMatch(/revoked agent claude npub1/)
+    expect(revoked.stdout).toMatch(/published 1/)
+    expect((await live.next((f) => f[0] === 'CLOSED'))[2]).toMatch(/^restricted: revoked/)
+    expect((await live.waitClosed()).code).toBe(1008)
+    const listed = JSON.parse(
+      (await runKith(['agent', 'list', '--json'], { home: laptop })).stdout,
+    ) as {
+      agents: { name: string; status: string }[]
+    }
+    expect(listed.agents).toEqual([expect.objectContaining({ name: 'claude', status: 'revoked' })])
+
+    // Revoking the desktop device from the laptop (owner key) cascades nothing and drops it.
+    const desktopId = JSON.parse(
+      (await runKith(['whoami', '--json'], { home: desktop })).stdout,
+    ) as { deviceHex: string }
+    const dev = await runKith(['device', 'revoke', 'desktop'], { home: laptop })
+    expect(dev.stdout).toMatch(/revoked device desktop/)
+    const fromLaptop = JSON.parse(
+      (await runKith(['device', 'list', '--json'], { home: laptop })).stdout,
+    ) as { devices: { npub: string; status: string }[] }
+    expect(fromLaptop.devices.find((d) => hexOf(d.npub) === desktopId.deviceHex)?.status).toBe(
+      'revoked',
+    )
+    // The desktop itself is shut out: the hub refuses its AUTH, and it says so.
+    const sync = await runKith(['agent', 'add', 'late'], { home: desktop })
+    expect(sync.stdout).toMatch(/not reached \(hub refused this device: restricted: revoked/)
+    expect(sync.code).toBe(1)
+  })
+
+  it('says why when a device without the owner key or deleg tries to grant', async () => {
+    const home = join(tempDir(), 'h')
+    const none = await runKith(['agent', 'add', 'x'], { home })
+    expect(none.code).toBe(3)
+    await runKith(['init'], { home })
+    expect((await runKith(['agent', 'add', 'Bad Name'], { home })).code).toBe(2)
+    expect((await runKith(['agent', 'add', 'ok', '--expires', 'soon'], { home })).stderr).toMatch(
+      /not a duration/,
+    )
+    expect((await runKith(['agent', 'add', 'ok'], { home })).code).toBe(0)
+    const dup = await runKith(['agent', 'add', 'ok'], { home })
+    expect(dup.code).toBe(1)
+    expect(dup.stderr).toMatch(/already exists/)
+    const stranger = await runKith(['revoke', npubEncode(publicKeyOf(generateSecretKey()))], {
+      home,
+    })
+    expect(stranger.code).toBe(1)
+    expect(stranger.stderr).toMatch(/unknown-target/)
+    expect((await runKith(['revoke', 'npub1nope'], { home })).stderr).toMatch(/not a valid npub/)
+  })
+})
