@@ -14,6 +14,11 @@ Commands:
   device          list or revoke this fleet's devices
   agent           add, list or revoke agent keys hosted on this node
   revoke NPUB     revoke any key below you, with everything beneath it
+  up              run this machine's node (links to hubs, or embeds one)
+  chat [#ch]      interactive chat through the running node
+  send #ch TEXT   post a message (queued in the outbox if the node is not running)
+  log [#ch]       print messages (--follow, --json)
+  status          the node's hubs, lag, cursors, outbox
 
 State lives in KITH_HOME (default ~/.kith). Exit codes: 0 ok, 1 failed (or a hub did not take
 a change; it is kept and sent on the next sync), 2 usage, 3 not initialised (run kith init),
@@ -43,6 +48,16 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/agent.js')).runAgent(rest, out)
     case 'revoke':
       return (await import('./commands/revoke.js')).runRevoke(rest, out)
+    case 'up':
+      return (await import('./commands/up.js')).runUp(rest, out)
+    case 'send':
+      return (await import('./commands/send.js')).runSend(rest, out)
+    case 'chat':
+      return (await import('./commands/chat.js')).runChat(rest, out)
+    case 'log':
+      return (await import('./commands/log.js')).runLog(rest, out)
+    case 'status':
+      return (await import('./commands/status.js')).runStatus(rest, out)
     default:
       throw new KithError('usage', `unknown command ${JSON.stringify(command)}\n\n${mainHelp}`)
   }

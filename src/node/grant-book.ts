@@ -1,13 +1,11 @@
-import { join } from 'node:path'
 import { KithError } from '../errors.js'
 import { signEvent, verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makeGrant, type GrantSpec, type Grant } from '../grants/grant.js'
 import { makeRevocation } from '../grants/revocation.js'
 import { GrantVerifier, type Decision } from '../grants/verifier.js'
-import { EventStore } from '../store/event-store.js'
-
-export const nodeDbFile = 'node.db'
+import type { EventStore } from '../store/event-store.js'
+import { NodeStore } from '../store/node-store.js'
 
 /**
  * This node's copy of the fleet's grants and revocations (in KITH_HOME/node.db), with the same
@@ -16,9 +14,10 @@ export const nodeDbFile = 'node.db'
  */
 export class GrantBook {
   readonly verifier: GrantVerifier
-  private constructor(
+  constructor(
     private readonly store: EventStore,
     readonly fleet: string,
+    private readonly onClose: () => void = () => undefined,
   ) {
     this.verifier = new GrantVerifier({ founder: fleet, verifySignature: verifyEventSignature })
     for (const kind of [Kind.Grant, Kind.Revocation]) {
@@ -27,18 +26,20 @@ export class GrantBook {
     }
   }
 
+  /** Opens node.db on its own (CLI commands); the daemon shares its NodeStore instead. */
   static open(home: string, fleet: string): GrantBook {
-    return new GrantBook(new EventStore(join(home, nodeDbFile)), fleet)
+    const node = new NodeStore(home)
+    return new GrantBook(node.events, fleet, () => node.close())
   }
 
   /** Adds events learned from a hub; returns how many were new and accepted. */
-  learn(events: readonly NostrEvent[]): number {
+  learn(events: readonly NostrEvent[], opts: { verified?: boolean } = {}): number {
     const fresh = events.filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
     let accepted = 0
     const keep: NostrEvent[] = []
     for (const e of fresh) {
       const before = this.verifier.generation
-      const r = this.verifier.add(e, { keepPending: true })
+      const r = this.verifier.add(e, { keepPending: true, verified: opts.verified ?? false })
       if (r.status !== 'rejected') keep.push(e)
       if (r.status === 'accepted' && this.verifier.generation !== before) accepted++
     }
@@ -108,6 +109,6 @@ export class GrantBook {
   }
 
   close(): void {
-    this.store.close()
+    this.onClose()
   }
 }

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3'
 import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
-import { openDatabase, type Db, type OpenOptions } from './db.js'
+import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
 import { eventStoreMigrations } from './event-schema.js'
 
 /** What happened to one event of a batch. */
@@ -37,8 +37,18 @@ export class EventStore {
     raws: readonly string[] | undefined,
   ) => StoreOutcome[]
 
-  constructor(path: string, opts: OpenOptions = {}) {
-    this.db = openDatabase(path, eventStoreMigrations, opts)
+  /**
+   * Opens `path`, or wraps an already open database whose schema includes the event tables
+   * (node.db adds its own tables after them).
+   */
+  constructor(
+    pathOrDb: string | Db,
+    opts: OpenOptions & { migrations?: readonly Migration[] } = {},
+  ) {
+    this.db =
+      typeof pathOrDb === 'string'
+        ? openDatabase(pathOrDb, opts.migrations ?? eventStoreMigrations, opts)
+        : pathOrDb
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
     )
@@ -169,6 +179,19 @@ export class EventStore {
       'SELECT raw FROM events WHERE kind = ? ORDER BY created_at ASC, seq ASC',
     )
     for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
+  /** Which of these ids are stored. */
+  knownIds(ids: readonly string[]): Set<string> {
+    const known = new Set<string>()
+    for (let i = 0; i < ids.length; i += 500) {
+      const part = ids.slice(i, i + 500)
+      const rows = this.statement(
+        `SELECT id, created_at, raw FROM events WHERE id IN (${part.map(() => '?').join(',')})`,
+      ).all(...part)
+      for (const r of rows) known.add(r.id)
+    }
+    return known
   }
 
   count(): number {

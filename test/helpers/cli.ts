@@ -36,3 +36,92 @@ export async function startHubProcess(args: string[], home: string) {
   })
   return hub
 }
+
+export interface NodeProcess {
+  child: import('node:child_process').ChildProcess
+  home: string
+  lines: string[]
+  /** Resolves with the first log line (past or future) matching. */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<string>
+  stop: (signal?: NodeJS.Signals) => Promise<number | null>
+}
+
+/** `kith up --json` as a real subprocess; resolves once it reports ready. */
+export async function startNodeProcess(home: string, args: string[] = []): Promise<NodeProcess> {
+  const child = spawn(kithBin, ['up', '--json', ...args], {
+    env: { ...process.env, KITH_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const lines: string[] = []
+  const waiters: { pattern: RegExp; resolve: (l: string) => void }[] = []
+  let buf = ''
+  const onData = (d: Buffer) => {
+    buf += d.toString()
+    let i
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i)
+      buf = buf.slice(i + 1)
+      lines.push(line)
+      for (const w of [...waiters]) {
+        if (w.pattern.test(line)) {
+          waiters.splice(waiters.indexOf(w), 1)
+          w.resolve(line)
+        }
+      }
+    }
+  }
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  const node: NodeProcess = {
+    child,
+    home,
+    lines,
+    waitFor: (pattern, timeoutMs = 20_000) => {
+      const seen = lines.find((l) => pattern.test(l))
+      if (seen !== undefined) return Promise.resolve(seen)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(
+                `no line matching ${String(pattern)} in ${timeoutMs} ms:\n${lines.join('\n')}`,
+              ),
+            ),
+          timeoutMs,
+        )
+        waiters.push({
+          pattern,
+          resolve: (l) => {
+            clearTimeout(timer)
+            resolve(l)
+          },
+        })
+      })
+    },
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      return exited
+    },
+  }
+  onTestFinished(async () => {
+    await node.stop('SIGKILL')
+  })
+  await Promise.race([
+    node.waitFor(/"event":"ready"/),
+    exited.then((code) => {
+      throw new Error(`kith up exited (${code}) before ready:\n${lines.join('\n')}`)
+    }),
+  ])
+  return node
+}
+
+/** A free TCP port on 127.0.0.1 (for a hub that must come back on the same port). */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net')
+  const s = createServer()
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))
+  const port = (s.address() as { port: number }).port
+  await new Promise<void>((resolve) => s.close(() => resolve()))
+  return port
+}

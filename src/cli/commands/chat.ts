@@ -1,0 +1,121 @@
+import { createInterface } from 'node:readline'
+import { clearLine, cursorTo, moveCursor } from 'node:readline'
+import { KithError } from '../../errors.js'
+import { parseChannel } from '../../events/chat.js'
+import type { ChatItem } from '../../node/daemon.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { connectDaemon, formatChat } from './chat-common.js'
+
+export const chatHelp = `Usage: kith chat [#channel]
+
+Interactive chat in a channel (default #general) through the running node (kith up): recent
+history, then live messages with each author's name and role; type a line to send it.
+  /join #other   switch channel      /who       what this is
+  /quit          leave (or Ctrl-D)    /help      this list
+Plain terminal output: works inside tmux and over SSH.`
+
+export async function runChat(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { help: { type: 'boolean', short: 'h' } },
+    chatHelp,
+  )
+  if (values.help) {
+    out.line(chatHelp)
+    return 0
+  }
+  let channel = parseChannel(positionals[0] ?? '#general')
+  const daemon = await connectDaemon()
+  if (daemon === undefined) {
+    throw new KithError(
+      'io',
+      'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
+    )
+  }
+  const tty = process.stdin.isTTY === true
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
+  const prompt = () => {
+    rl.setPrompt(`#${channel}> `)
+    if (tty) rl.prompt(true)
+  }
+  // Incoming lines are printed above the input line, which is then redrawn as it was.
+  const show = (line: string) => {
+    if (tty) {
+      clearLine(process.stdout, 0)
+      cursorTo(process.stdout, 0)
+    }
+    out.line(line)
+    if (tty) rl.prompt(true)
+  }
+  const enter = async (name: string) => {
+    channel = name
+    const history = await daemon.request<ChatItem[]>('history', { channel, limit: 20 })
+    show(`── #${channel} ──${history.length === 0 ? ' (no messages yet)' : ''}`)
+    for (const item of history) show(formatChat(item))
+    prompt()
+  }
+  const handle = async (line: string): Promise<boolean> => {
+    if (line === '') return true
+    if (line === '/quit' || line === '/exit') return false
+    if (line === '/help') show(chatHelp)
+    else if (line === '/who') show(`chatting in #${channel} through the local kith node`)
+    else if (line.startsWith('/join')) await enter(parseChannel(line.slice(5).trim() || '#general'))
+    else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
+    else {
+      const r = await daemon.request<{
+        deliveries: { ok: boolean; hub: string; message: string }[]
+      }>('send', { channel, text: line })
+      const d = r.deliveries[0]
+      if (d && !d.ok) show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
+      else if (!d) show('… queued: no hub answered yet; the node keeps trying')
+    }
+    prompt()
+    return true
+  }
+  await new Promise<void>((resolve) => {
+    let finished = false
+    const done = () => {
+      if (finished) return
+      finished = true
+      rl.close()
+      daemon.close()
+      resolve()
+    }
+    // Lines are handled strictly in order (a /join must finish before the next message), and
+    // input that arrives while history loads waits its turn instead of being lost.
+    let queue = Promise.resolve(true)
+    const enqueue = (step: () => Promise<boolean>) => {
+      queue = queue
+        .then((go) => (go ? step() : false))
+        .catch((err: unknown) => {
+          show(`⚠ ${err instanceof Error ? err.message : String(err)}`)
+          return true
+        })
+      queue.then((go) => (go ? undefined : done())).catch(() => done())
+    }
+    rl.on('line', (input) => {
+      // The typed line is replaced by the message as the node echoes it, author and all.
+      if (tty) {
+        moveCursor(process.stdout, 0, -1)
+        clearLine(process.stdout, 0)
+      }
+      enqueue(() => handle(input.trim()))
+    })
+    rl.on('close', () => enqueue(() => Promise.resolve(false)))
+    daemon.on('close', () => {
+      if (!finished) show('the node stopped; leaving chat')
+      done()
+    })
+    daemon.on('chat', (p) => {
+      const item = p as ChatItem
+      if (item.channel === channel) show(formatChat(item))
+    })
+    enqueue(async () => {
+      await daemon.request('subscribe', {})
+      await enter(channel)
+      return true
+    })
+  })
+  return 0
+}

@@ -1,0 +1,92 @@
+import { KithError } from '../../errors.js'
+import { parseChannel } from '../../events/chat.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { chatHistory, type ChatItem } from '../../node/daemon.js'
+import { GrantBook } from '../../node/grant-book.js'
+import { Names } from '../../node/names.js'
+import { NodeStore } from '../../store/node-store.js'
+import { parseCommandArgs, parseCount } from '../args.js'
+import { parseDuration } from '../duration.js'
+import type { Out } from '../io.js'
+import { connectDaemon, formatChat } from './chat-common.js'
+
+export const logHelp = `Usage: kith log [#channel] [--since T] [--limit N] [--follow] [--json]
+
+Prints chat messages this node has (sent or received), oldest first: the newest N (default 50).
+--since takes unix seconds, an ISO date, or a duration ago (15m, 2h, 7d). --follow keeps
+printing new messages as they arrive (needs kith up running). --json prints one JSON object per
+line: id, created_at, channel, from {pubkey, name, role}, content, tags.`
+
+function parseSince(text: string): number {
+  if (/^\d+$/.test(text)) return Number(text)
+  if (/^\d+[smhdw]$/.test(text)) return Math.floor(Date.now() / 1000) - parseDuration(text)
+  const t = Date.parse(text)
+  if (Number.isNaN(t)) throw new KithError('usage', `--since: not a time: ${text}`)
+  return Math.floor(t / 1000)
+}
+
+export async function runLog(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      since: { type: 'string' },
+      limit: { type: 'string' },
+      follow: { type: 'boolean', short: 'f' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    logHelp,
+  )
+  if (values.help) {
+    out.line(logHelp)
+    return 0
+  }
+  if (positionals.length > 1)
+    throw new KithError('usage', `kith log takes at most one channel\n\n${logHelp}`)
+  const channel = positionals[0] === undefined ? undefined : parseChannel(positionals[0])
+  const params = {
+    ...(channel === undefined ? {} : { channel }),
+    ...(values.since === undefined ? {} : { since: parseSince(values.since) }),
+    limit: parseCount('--limit', values.limit, 50),
+  }
+  const print = (item: ChatItem) => {
+    if (values.json) {
+      out.line(
+        JSON.stringify({
+          id: item.event.id,
+          created_at: item.event.created_at,
+          channel: item.channel ?? null,
+          from: { pubkey: item.from.pubkey, name: item.from.name, role: item.from.role },
+          content: item.event.content,
+          tags: item.event.tags,
+        }),
+      )
+    } else out.line(formatChat(item, { channel: channel === undefined }))
+  }
+  const id = loadIdentity(resolveKithHome())
+  if (id.config.fleet === undefined)
+    throw new KithError('not-initialized', 'this machine is in no fleet yet')
+  const store = new NodeStore(id.home)
+  try {
+    const book = new GrantBook(store.events, id.config.fleet)
+    for (const item of chatHistory(store, new Names(book.verifier, store.events), params))
+      print(item)
+  } finally {
+    store.close()
+  }
+  if (!values.follow) return 0
+  const daemon = await connectDaemon()
+  if (daemon === undefined)
+    throw new KithError('io', '--follow needs the node running: start kith up')
+  daemon.on('chat', (p) => print(p as ChatItem))
+  await daemon.request('subscribe', channel === undefined ? {} : { channel })
+  await new Promise<void>((resolve) => {
+    daemon.on('close', () => resolve())
+    process.once('SIGINT', () => {
+      daemon.close()
+      resolve()
+    })
+  })
+  return 0
+}

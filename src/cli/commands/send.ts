@@ -1,0 +1,76 @@
+import { KithError } from '../../errors.js'
+import { parseChannel } from '../../events/chat.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { buildChat } from '../../node/daemon.js'
+import { GrantBook } from '../../node/grant-book.js'
+import { Names } from '../../node/names.js'
+import { NodeStore } from '../../store/node-store.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { connectDaemon } from './chat-common.js'
+
+export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--json]
+
+Posts a chat message signed by this device. @names in the text (devices, agents, people with a
+profile) become mentions. Through the running node (kith up) it goes out at once and this waits
+for the first hub's answer; with no node running it is written to the outbox in node.db and
+the next kith up delivers it.`
+
+export async function runSend(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { reply: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    sendHelp,
+  )
+  if (values.help) {
+    out.line(sendHelp)
+    return 0
+  }
+  if (positionals.length !== 2)
+    throw new KithError('usage', `kith send takes a channel and a text\n\n${sendHelp}`)
+  const channel = parseChannel(positionals[0]!)
+  const text = positionals[1]!
+  if (values.reply !== undefined && !/^[0-9a-f]{64}$/.test(values.reply)) {
+    throw new KithError('usage', '--reply takes a 64-hex event id (see kith log --json)')
+  }
+  const daemon = await connectDaemon()
+  if (daemon !== undefined) {
+    try {
+      const r = await daemon.request<{
+        event: { id: string }
+        deliveries: { hub: string; ok: boolean; message: string }[]
+      }>('send', { channel, text, ...(values.reply ? { reply: values.reply } : {}) })
+      const d = r.deliveries[0]
+      if (values.json) out.json({ id: r.event.id, queued: d === undefined, delivery: d ?? null })
+      else if (d === undefined)
+        out.line(`queued ${r.event.id.slice(0, 12)}… (no hub answered yet; the node keeps trying)`)
+      else if (d.ok) out.line(`sent ${r.event.id.slice(0, 12)}… to #${channel} (${d.hub})`)
+      else out.line(`refused by ${d.hub}: ${d.message}`)
+      return d !== undefined && !d.ok ? 1 : 0
+    } finally {
+      daemon.close()
+    }
+  }
+  const id = loadIdentity(resolveKithHome())
+  if (id.config.fleet === undefined)
+    throw new KithError('not-initialized', 'this machine is in no fleet yet')
+  const store = new NodeStore(id.home)
+  try {
+    const book = new GrantBook(store.events, id.config.fleet)
+    const event = buildChat(id, new Names(book.verifier, store.events), store, {
+      channel,
+      text,
+      ...(values.reply ? { reply: values.reply } : {}),
+    })
+    store.enqueue(event, Math.floor(Date.now() / 1000))
+    if (values.json) out.json({ id: event.id, queued: true, delivery: null })
+    else
+      out.line(
+        `queued ${event.id.slice(0, 12)}… in the outbox: kith up is not running; it will send it`,
+      )
+    return 0
+  } finally {
+    store.close()
+  }
+}

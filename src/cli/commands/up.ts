@@ -1,0 +1,70 @@
+import { resolveKithHome } from '../../identity/home.js'
+import { KithNode } from '../../node/daemon.js'
+import { parseCommandArgs, parseCount, parsePort } from '../args.js'
+import type { Out } from '../io.js'
+import { npub } from '../key-text.js'
+
+export const upHelp = `Usage: kith up [--port PORT] [--page-size N] [--json]
+
+Runs this machine's node until Ctrl-C: links to every hub in the config (kith hub add URL), or,
+with none configured, embeds a hub on 127.0.0.1:7447 so one machine works alone. It
+authenticates as this device, sends everything in the outbox (kept in node.db until a hub
+answers), catches up on what it missed since its last cursor, stays live, and reconnects by
+itself. CLI commands (send, chat, log, status) talk to it through KITH_HOME/node.sock.
+
+Options:
+  --port PORT       port of the embedded hub (default 7447; 0 picks a free one)
+  --page-size N     events per catch-up page (default 2000)
+  --json            log lines as JSON
+  -h, --help    show this help`
+
+export async function runUp(argv: string[], out: Out): Promise<number> {
+  const { values } = parseCommandArgs(
+    argv,
+    {
+      port: { type: 'string' },
+      'page-size': { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    upHelp,
+  )
+  if (values.help) {
+    out.line(upHelp)
+    return 0
+  }
+  const say = (event: string, fields: { message: string } & Record<string, unknown>) => {
+    if (values.json) out.line(JSON.stringify({ event, ...fields }))
+    else out.line(`kith up: ${fields.message}`)
+  }
+  const node = await KithNode.start({
+    home: resolveKithHome(),
+    embedPort: parsePort(values.port, 7447),
+    ...(values['page-size'] === undefined
+      ? {}
+      : { pageSize: Math.max(1, parseCount('--page-size', values['page-size'], 2000)) }),
+    log: (message) => say('log', { message }),
+  })
+  const hubs = node.links.map((l) => l.url)
+  say('ready', {
+    message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}`,
+    device: npub(node.id.devicePubkey),
+    hubs,
+    embedded: node.embedded?.url ?? null,
+  })
+  await new Promise<void>((resolve) => {
+    let stopping = false
+    const stop = (signal: NodeJS.Signals) => {
+      if (stopping) process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
+      stopping = true
+      say('stopping', { message: `${signal}, stopping` })
+      node.stop().then(resolve, (err: unknown) => {
+        out.err(`kith up: error while stopping: ${String(err)}`)
+        resolve()
+      })
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+  return 0
+}

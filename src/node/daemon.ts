@@ -1,0 +1,429 @@
+import { join } from 'node:path'
+import type { Server } from 'node:net'
+import { KithError } from '../errors.js'
+import { makeChatMessage, mentionedNames, channelOf } from '../events/chat.js'
+import { signEvent, type NostrEvent } from '../events/event.js'
+import { isEphemeralKind, Kind } from '../events/kinds.js'
+import { startHub, type Hub } from '../hub/server.js'
+import { VerifyPool } from '../hub/verify-pool.js'
+import { loadIdentity, type Identity } from '../identity/keys.js'
+import { HubLink } from '../link/hub-link.js'
+import { NodeStore } from '../store/node-store.js'
+import { startControlServer, type ControlClientHandle } from './control.js'
+import { ensureOwnDeviceGrant } from './fleet.js'
+import { GrantBook } from './grant-book.js'
+import { Names, type Who } from './names.js'
+
+export const controlSocketFile = 'node.sock'
+export const defaultEmbeddedPort = 7447
+
+/** Kinds a node follows: chat, permission requests/decisions, agent control. */
+const followedKinds = [
+  Kind.ChatMessage,
+  Kind.PermissionRequest,
+  Kind.PermissionDecision,
+  Kind.AgentControl,
+]
+/** Fetched whole on every connect. */
+const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation]
+
+export interface NodeOptions {
+  home: string
+  log?: (line: string) => void
+  /** Port of the embedded hub when no hub is configured (0 picks one). */
+  embedPort?: number
+  pageSize?: number
+  presenceIntervalMs?: number
+  verifyWorkers?: number
+}
+
+export interface ChatItem {
+  event: NostrEvent
+  from: Who
+  channel: string | undefined
+}
+
+export interface LinkStatus {
+  url: string
+  state: string
+  lagMs: number | null
+  cursor: number | null
+  outbox: number
+  lastError: string | null
+}
+
+/**
+ * The daemon behind `kith up`: links to every configured hub (or an embedded one), an outbox
+ * that loses nothing, verified and authorized intake, presence and profile, and the control
+ * socket the CLI talks through.
+ */
+export class KithNode {
+  readonly store: NodeStore
+  readonly book: GrantBook
+  readonly names: Names
+  readonly links: HubLink[] = []
+  embedded: Hub | undefined
+  private pool!: VerifyPool
+  private control: Server | undefined
+  private readonly listeners = new Set<(item: ChatItem) => void>()
+  private readonly pumping = new Set<string>()
+  private presenceTimer: NodeJS.Timeout | undefined
+  readonly presence = new Map<string, { status: string; at: number }>()
+  private readonly log: (line: string) => void
+  private stopped = false
+
+  private constructor(
+    readonly id: Identity,
+    readonly fleet: string,
+    private readonly opts: NodeOptions,
+  ) {
+    this.log = opts.log ?? (() => undefined)
+    this.store = new NodeStore(id.home)
+    this.book = new GrantBook(this.store.events, fleet)
+    this.names = new Names(this.book.verifier, this.store.events)
+  }
+
+  static async start(opts: NodeOptions): Promise<KithNode> {
+    const id = loadIdentity(opts.home)
+    const fleet = id.config.fleet
+    if (fleet === undefined) {
+      throw new KithError(
+        'not-initialized',
+        'this machine is in no fleet yet: kith init, or kith join CODE',
+      )
+    }
+    const node = new KithNode(id, fleet, opts)
+    try {
+      await node.boot()
+    } catch (err) {
+      await node.stop()
+      throw err
+    }
+    return node
+  }
+
+  private now(): number {
+    return Math.floor(Date.now() / 1000)
+  }
+
+  private async boot(): Promise<void> {
+    const { id } = this
+    const grant = ensureOwnDeviceGrant({ id, fleet: this.fleet, book: this.book }, this.now())
+    if (grant) this.store.enqueue(grant, this.now())
+    this.control = await startControlServer(join(id.home, controlSocketFile), {
+      status: () => this.status(),
+      send: (p) => this.sendChat(p),
+      subscribe: (p, client) => this.subscribeClient(p, client),
+      history: (p) => this.history(p),
+    })
+    this.pool = await VerifyPool.create(this.opts.verifyWorkers)
+    let hubs = id.config.hubs
+    if (hubs.length === 0) {
+      this.embedded = await startHub({
+        host: '127.0.0.1',
+        port: this.opts.embedPort ?? defaultEmbeddedPort,
+        dbPath: join(id.home, 'hub.db'),
+        founder: this.fleet,
+        log: (l) => this.log(`hub: ${l}`),
+        ...(this.opts.verifyWorkers === undefined
+          ? {}
+          : { verifyWorkers: this.opts.verifyWorkers }),
+      })
+      hubs = [this.embedded.url]
+      this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
+    }
+    this.publishProfile()
+    for (const url of hubs) {
+      const link = new HubLink({
+        url,
+        deviceSecret: id.deviceSecret,
+        chain: () => this.book.chainEvents(id.devicePubkey, this.now()),
+        kinds: followedKinds,
+        fullKinds: vitalKinds,
+        cursor: () => this.store.cursor(url),
+        saveCursor: (since) => this.store.setCursor(url, since),
+        deliver: (events) => this.intake(events),
+        onLive: () => {
+          this.log(`linked to ${url}`)
+          this.pump(link)
+          this.sendPresence(link)
+        },
+        log: this.log,
+        ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
+      })
+      this.links.push(link)
+      link.start()
+    }
+    this.presenceTimer = setInterval(() => {
+      for (const link of this.links) if (link.authenticated) this.sendPresence(link)
+    }, this.opts.presenceIntervalMs ?? 60_000)
+    this.presenceTimer.unref()
+  }
+
+  /** The device's kind-0 profile, re-published only when its name changed. */
+  private publishProfile(): void {
+    const { id } = this
+    const content = JSON.stringify({ name: id.config.name, kith: { role: 'device' } })
+    const current = this.store.events.query(
+      [{ kinds: [Kind.Profile], authors: [id.devicePubkey], limit: 1 }],
+      {
+        defaultLimit: 1,
+        maxLimit: 1,
+      },
+    )[0]
+    if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === content) return
+    const profile = signEvent(
+      { kind: Kind.Profile, created_at: this.now(), tags: [], content },
+      id.deviceSecret,
+    )
+    this.store.enqueue(profile, this.now())
+  }
+
+  private sendPresence(link: HubLink): void {
+    const event = signEvent(
+      { kind: Kind.Presence, created_at: this.now(), tags: [['status', 'online']], content: '' },
+      this.id.deviceSecret,
+    )
+    link.publish(event).catch((err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`))
+  }
+
+  /**
+   * Sends every outbox event this hub has not answered, oldest first, one at a time. OK true and
+   * OK false are both recorded (a refusal is shown, never dropped); a lost connection leaves the
+   * rest for the next time the link is up.
+   */
+  private pump(link: HubLink): void {
+    if (this.pumping.has(link.url) || !link.authenticated) return
+    this.pumping.add(link.url)
+    const run = async () => {
+      for (;;) {
+        const pending = this.store.pendingFor(link.url)
+        if (pending.length === 0 || !link.authenticated) return
+        for (const event of pending) {
+          const answer = await link.publish(event)
+          this.store.recordDelivery(event.id, link.url, answer.ok, answer.message, this.now())
+          if (!answer.ok)
+            this.log(`${link.url} refused ${event.id.slice(0, 12)}…: ${answer.message}`)
+          this.emitDelivery(event, link.url, answer.ok, answer.message)
+        }
+      }
+    }
+    run()
+      .catch((err: unknown) =>
+        this.log(`outbox to ${link.url}: ${err instanceof Error ? err.message : String(err)}`),
+      )
+      .finally(() => {
+        this.pumping.delete(link.url)
+        // An event queued while the last pass was finishing must not wait for the next trigger.
+        if (!this.stopped && link.authenticated && this.store.pendingFor(link.url).length > 0) {
+          setTimeout(() => this.pump(link), 1000).unref()
+        }
+      })
+  }
+
+  private readonly deliveryWaiters = new Map<
+    string,
+    ((d: { hub: string; ok: boolean; message: string }) => void)[]
+  >()
+
+  private emitDelivery(event: NostrEvent, hub: string, ok: boolean, message: string): void {
+    for (const fn of this.deliveryWaiters.get(event.id) ?? []) fn({ hub, ok, message })
+  }
+
+  /**
+   * Events from hubs: drop what is already stored, verify signatures off the main thread,
+   * take grants and revocations first, then accept only what the grant chains allow now, and
+   * store it. Refused and forged events are counted in the log, never stored or shown.
+   */
+  async intake(events: NostrEvent[]): Promise<void> {
+    if (events.length === 0 || this.stopped) return
+    const known = this.store.events.knownIds(events.map((e) => e.id))
+    const seen = new Set<string>()
+    const fresh = events.filter((e) => {
+      if (known.has(e.id) || seen.has(e.id)) return false
+      seen.add(e.id)
+      return true
+    })
+    if (fresh.length === 0) return
+    const results = await Promise.all(fresh.map((e) => this.pool.verify(e)))
+    const valid = fresh.filter((_, i) => results[i] === 'ok')
+    if (valid.length < fresh.length)
+      this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
+    const grantEvents = valid
+      .filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
+      .sort((a, b) => a.created_at - b.created_at)
+    if (grantEvents.length > 0) this.book.learn(grantEvents, { verified: true })
+    const now = this.now()
+    const accepted: NostrEvent[] = []
+    for (const e of valid) {
+      if (e.kind === Kind.Grant || e.kind === Kind.Revocation) continue
+      const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
+      if (!d.ok) continue
+      if (isEphemeralKind(e.kind)) {
+        if (e.kind === Kind.Presence)
+          this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
+        continue
+      }
+      accepted.push(e)
+    }
+    if (accepted.length === 0) return
+    const outcomes = this.store.events.insertBatch(accepted)
+    accepted.forEach((e, i) => {
+      if (outcomes[i] === 'stored' && e.kind === Kind.ChatMessage) this.emit(e)
+    })
+  }
+
+  private emit(event: NostrEvent): void {
+    if (this.listeners.size === 0) return
+    const item: ChatItem = { event, from: this.names.who(event.pubkey), channel: channelOf(event) }
+    for (const fn of this.listeners) fn(item)
+  }
+
+  onChat(fn: (item: ChatItem) => void): () => void {
+    this.listeners.add(fn)
+    return () => this.listeners.delete(fn)
+  }
+
+  /** Signs and queues a chat message, then waits (briefly) for the first hub's answer. */
+  async sendChat(
+    params: Record<string, unknown>,
+  ): Promise<{ event: NostrEvent; deliveries: unknown[] }> {
+    const channel = params.channel
+    const text = params.text
+    if (typeof channel !== 'string' || typeof text !== 'string') {
+      throw new KithError('usage', 'send needs channel and text')
+    }
+    const event = buildChat(this.id, this.names, this.store, {
+      channel,
+      text,
+      ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
+    })
+    const first = new Promise<{ hub: string; ok: boolean; message: string }>((resolve) => {
+      this.deliveryWaiters.set(event.id, [resolve])
+    })
+    this.store.enqueue(event, this.now())
+    this.emit(event)
+    for (const link of this.links) this.pump(link)
+    // With no hub connected there is nobody to wait for: it is queued, and says so at once.
+    if (!this.links.some((l) => l.authenticated)) {
+      this.deliveryWaiters.delete(event.id)
+      return { event, deliveries: [] }
+    }
+    const timeoutMs = typeof params.waitMs === 'number' ? params.waitMs : 5000
+    const timer = new Promise<undefined>((r) => setTimeout(() => r(undefined), timeoutMs).unref())
+    const d = await Promise.race([first, timer])
+    this.deliveryWaiters.delete(event.id)
+    return { event, deliveries: d === undefined ? [] : [d] }
+  }
+
+  private subscribeClient(
+    params: Record<string, unknown>,
+    client: ControlClientHandle,
+  ): { ok: true } {
+    const channel = typeof params.channel === 'string' ? params.channel : undefined
+    const off = this.onChat((item) => {
+      if (channel === undefined || item.channel === channel) client.notify('chat', item)
+    })
+    client.onClose(off)
+    return { ok: true }
+  }
+
+  history(params: Record<string, unknown>): ChatItem[] {
+    return chatHistory(this.store, this.names, params)
+  }
+
+  status(): {
+    device: string
+    name: string
+    fleet: string
+    embeddedHub: string | null
+    hubs: LinkStatus[]
+    outbox: number
+    refused: unknown[]
+  } {
+    return {
+      device: this.id.devicePubkey,
+      name: this.id.config.name,
+      fleet: this.fleet,
+      embeddedHub: this.embedded?.url ?? null,
+      hubs: this.links.map((l) => ({
+        url: l.url,
+        state: l.state,
+        lagMs: l.rttMs ?? null,
+        cursor: this.store.cursor(l.url) ?? null,
+        outbox: this.store.pendingFor(l.url).length,
+        lastError: l.lastError ?? null,
+      })),
+      outbox: this.store.outboxDepth(this.links.map((l) => l.url)),
+      refused: this.store
+        .refusals()
+        .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    clearInterval(this.presenceTimer)
+    for (const link of this.links) link.stop()
+    await new Promise<void>((resolve) =>
+      this.control ? this.control.close(() => resolve()) : resolve(),
+    )
+    await this.embedded?.close()
+    await this.pool?.close()
+    this.store.close()
+  }
+}
+
+/** A signed chat message from this device, with @mentions resolved to p tags. */
+export function buildChat(
+  id: Identity,
+  names: Names,
+  store: NodeStore,
+  spec: { channel: string; text: string; reply?: string },
+): NostrEvent {
+  const mentions = mentionedNames(spec.text)
+    .map((n) => names.resolve(n))
+    .filter((p): p is string => p !== undefined)
+  let replyTo: { id: string; root?: string } | undefined
+  if (spec.reply !== undefined) {
+    const parent = store.events.query([{ ids: [spec.reply] }], { defaultLimit: 1, maxLimit: 1 })[0]
+    if (parent === undefined) throw new KithError('usage', `no message ${spec.reply} is known here`)
+    const root = (JSON.parse(parent.raw) as NostrEvent).tags.find(
+      (t) => t[0] === 'e' && t[3] === 'root',
+    )?.[1]
+    replyTo = { id: spec.reply, ...(root === undefined ? {} : { root }) }
+  }
+  return signEvent(
+    makeChatMessage(
+      {
+        channel: spec.channel,
+        text: spec.text,
+        mentions,
+        ...(replyTo === undefined ? {} : { replyTo }),
+      },
+      Math.floor(Date.now() / 1000),
+    ),
+    id.deviceSecret,
+  )
+}
+
+/** Chat messages from node.db, oldest first (the newest `limit` of them). */
+export function chatHistory(
+  store: NodeStore,
+  names: Names,
+  params: Record<string, unknown>,
+): ChatItem[] {
+  const filter: Record<string, unknown> = { kinds: [Kind.ChatMessage] }
+  if (typeof params.channel === 'string') filter.tags = { h: [params.channel] }
+  if (typeof params.since === 'number') filter.since = params.since
+  const limit = typeof params.limit === 'number' ? params.limit : 50
+  const rows = store.events.query([{ ...filter, limit }], {
+    defaultLimit: limit,
+    maxLimit: 100_000,
+  })
+  return rows.reverse().map((r) => {
+    const event = JSON.parse(r.raw) as NostrEvent
+    return { event, from: names.who(event.pubkey), channel: channelOf(event) }
+  })
+}

@@ -1,0 +1,31 @@
+import type { Migration } from './db.js'
+import { eventStoreMigrations } from './event-schema.js'
+
+/**
+ * node.db: the event tables (grants, chat, profiles this node has seen or made), then the
+ * outbox (an event is here before it is sent, until a hub answers) and a cursor per hub.
+ */
+export const nodeMigrations: readonly Migration[] = [
+  ...eventStoreMigrations,
+  (db) => {
+    db.exec(`
+      CREATE TABLE outbox (
+        event_id TEXT PRIMARY KEY,
+        raw TEXT NOT NULL,
+        queued_at INTEGER NOT NULL
+      );
+      CREATE TABLE deliveries (
+        event_id TEXT NOT NULL,
+        hub TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('ok', 'refused')),
+        message TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (event_id, hub)
+      );
+      CREATE TABLE cursors (
+        hub TEXT PRIMARY KEY,
+        since INTEGER NOT NULL
+      );
+    `)
+  },
+]

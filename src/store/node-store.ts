@@ -1,0 +1,120 @@
+import { join } from 'node:path'
+import type { Statement } from 'better-sqlite3'
+import type { NostrEvent } from '../events/event.js'
+import { openDatabase, type Db } from './db.js'
+import { EventStore } from './event-store.js'
+import { nodeMigrations } from './node-schema.js'
+
+export const nodeDbFile = 'node.db'
+
+export interface Delivery {
+  hub: string
+  state: 'ok' | 'refused'
+  message: string
+}
+
+/** node.db: events, the outbox with per-hub delivery results, and catch-up cursors. */
+export class NodeStore {
+  readonly events: EventStore
+  private readonly db: Db
+  private readonly stmts: {
+    enqueue: Statement<[string, string, number]>
+    pendingFor: Statement<[string], { raw: string }>
+    deliver: Statement<[string, string, string, string, number]>
+    deliveries: Statement<[string], Delivery>
+    cursor: Statement<[string], { since: number }>
+    setCursor: Statement<[string, number]>
+    cursors: Statement<[], { hub: string; since: number }>
+    refused: Statement<[], { event_id: string; hub: string; message: string; raw: string }>
+    outboxSize: Statement<[], { n: number }>
+  }
+
+  constructor(home: string) {
+    this.db = openDatabase(join(home, nodeDbFile), nodeMigrations)
+    this.events = new EventStore(this.db)
+    const db = this.db
+    this.stmts = {
+      enqueue: db.prepare(
+        'INSERT OR IGNORE INTO outbox (event_id, raw, queued_at) VALUES (?, ?, ?)',
+      ),
+      // Everything in the outbox that this hub has not answered yet, oldest first.
+      pendingFor: db.prepare(
+        `SELECT raw FROM outbox o WHERE NOT EXISTS
+           (SELECT 1 FROM deliveries d WHERE d.event_id = o.event_id AND d.hub = ?)
+         ORDER BY queued_at, rowid`,
+      ),
+      deliver: db.prepare(
+        'INSERT OR REPLACE INTO deliveries (event_id, hub, state, message, at) VALUES (?, ?, ?, ?, ?)',
+      ),
+      deliveries: db.prepare('SELECT hub, state, message FROM deliveries WHERE event_id = ?'),
+      cursor: db.prepare('SELECT since FROM cursors WHERE hub = ?'),
+      setCursor: db.prepare(
+        'INSERT INTO cursors (hub, since) VALUES (?, ?) ON CONFLICT(hub) DO UPDATE SET since = excluded.since',
+      ),
+      cursors: db.prepare('SELECT hub, since FROM cursors ORDER BY hub'),
+      refused: db.prepare(
+        `SELECT d.event_id, d.hub, d.message, o.raw FROM deliveries d JOIN outbox o USING (event_id)
+         WHERE d.state = 'refused' ORDER BY d.at DESC LIMIT 50`,
+      ),
+      outboxSize: db.prepare('SELECT count(*) AS n FROM outbox'),
+    }
+  }
+
+  /**
+   * Stores an event this node made and queues it for every hub, in one transaction: after this
+   * returns the event survives a crash and will be sent.
+   */
+  enqueue(event: NostrEvent, now: number): void {
+    const raw = JSON.stringify(event)
+    this.db.transaction(() => {
+      this.events.insertBatch([event], [raw])
+      this.stmts.enqueue.run(event.id, raw, now)
+    })()
+  }
+
+  pendingFor(hub: string): NostrEvent[] {
+    return this.stmts.pendingFor.all(hub).map((r) => JSON.parse(r.raw) as NostrEvent)
+  }
+
+  /** Pending (event, hub) pairs for these hubs. */
+  outboxDepth(hubs: readonly string[]): number {
+    return hubs.reduce((n, hub) => n + this.stmts.pendingFor.all(hub).length, 0)
+  }
+
+  outboxSize(): number {
+    return this.stmts.outboxSize.get()!.n
+  }
+
+  recordDelivery(eventId: string, hub: string, ok: boolean, message: string, now: number): void {
+    this.stmts.deliver.run(eventId, hub, ok ? 'ok' : 'refused', message, now)
+  }
+
+  deliveries(eventId: string): Delivery[] {
+    return this.stmts.deliveries.all(eventId)
+  }
+
+  refusals(): { eventId: string; hub: string; message: string; event: NostrEvent }[] {
+    return this.stmts.refused.all().map((r) => ({
+      eventId: r.event_id,
+      hub: r.hub,
+      message: r.message,
+      event: JSON.parse(r.raw) as NostrEvent,
+    }))
+  }
+
+  cursor(hub: string): number | undefined {
+    return this.stmts.cursor.get(hub)?.since
+  }
+
+  setCursor(hub: string, since: number): void {
+    this.stmts.setCursor.run(hub, since)
+  }
+
+  cursors(): { hub: string; since: number }[] {
+    return this.stmts.cursors.all()
+  }
+
+  close(): void {
+    this.db.close()
+  }
+}

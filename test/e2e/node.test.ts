@@ -1,0 +1,214 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { ControlClient } from '../../src/node/control.js'
+import type { ChatItem } from '../../src/node/daemon.js'
+import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { tempDir } from '../helpers/tmp.js'
+
+/** Machines of one person share an owner key until pairing exists; each has its own KITH_HOME. */
+const newOwner = () => bytesToHex(generateSecretKey())
+
+async function history(home: string, channel = 'ops'): Promise<ChatItem[]> {
+  const c = await ControlClient.connect(join(home, 'node.sock'))
+  if (c === undefined) return []
+  try {
+    return await c.request<ChatItem[]>('history', { channel, limit: 10_000 })
+  } finally {
+    c.close()
+  }
+}
+
+const texts = (items: ChatItem[]) => items.map((i) => i.event.content)
+
+async function send(home: string, text: string, channel = '#ops') {
+  const r = await runKith(['send', channel, text, '--json'], { home })
+  expect(r.code, r.stderr).toBe(0)
+  return JSON.parse(r.stdout) as { id: string; queued: boolean; delivery: { ok: boolean } | null }
+}
+
+describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90_000 }, () => {
+  it('round-trips a message between two nodes through a hub, with names and roles', async () => {
+    const dir = tempDir()
+    const ownerHome = join(dir, 'hubhome')
+    const sk = newOwner()
+    await runKith(['init', '--owner-key-stdin'], { home: ownerHome, input: sk })
+    const hub = await startHubProcess(['--db', join(dir, 'hub.db')], ownerHome)
+    const a = join(dir, 'laptop')
+    const b = join(dir, 'devbox')
+    for (const [home, name] of [
+      [a, 'laptop'],
+      [b, 'devbox'],
+    ] as const) {
+      await runKith(['init', '--name', name, '--owner-key-stdin'], { home, input: sk })
+      await runKith(['hub', 'add', hub.url], { home })
+    }
+    const na = await startNodeProcess(a)
+    const nb = await startNodeProcess(b)
+    await na.waitFor(/linked to/)
+    await nb.waitFor(/linked to/)
+    const sent = await send(a, 'hello @devbox')
+    expect(sent.delivery?.ok).toBe(true)
+    await expect
+      .poll(async () => texts(await history(b)), { timeout: 15_000 })
+      .toEqual(['hello @devbox'])
+    const [item] = await history(b)
+    expect(item!.from).toMatchObject({ name: 'laptop', role: 'device' })
+    const devbox = JSON.parse((await runKith(['whoami', '--json'], { home: b })).stdout) as {
+      deviceHex: string
+    }
+    expect(item!.event.tags).toContainEqual(['p', devbox.deviceHex])
+    // A threaded reply from the other side.
+    const reply = await runKith(['send', '#ops', 'on it', '--reply', sent.id], { home: b })
+    expect(reply.code).toBe(0)
+    await expect
+      .poll(async () => texts(await history(a)).sort(), { timeout: 15_000 })
+      .toEqual(['hello @devbox', 'on it'])
+    // Messages of the same second are ordered by id, so find the reply by its text.
+    const replyItem = (await history(a)).find((i) => i.event.content === 'on it')!
+    expect(replyItem.event.tags).toContainEqual(['e', sent.id, '', 'root'])
+    const log = await runKith(['log', '#ops'], { home: a })
+    expect(log.stdout).toMatch(/laptop \[device\]: hello @devbox/)
+    expect(log.stdout).toMatch(/devbox \[device\]: ↳ on it/)
+  })
+
+  it('survives a hub SIGKILLed and restarted mid-conversation: nothing lost, nothing duplicated', async () => {
+    const port = await freePort()
+    const url = `ws://127.0.0.1:${port}`
+    const dir = tempDir()
+    const owner = newOwner()
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const db = join(dir, 'hub.db')
+    let hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
+    const a = join(dir, 'a')
+    const b = join(dir, 'b')
+    for (const home of [a, b]) {
+      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+      await runKith(['hub', 'add', url], { home })
+    }
+    const na = await startNodeProcess(a)
+    const nb = await startNodeProcess(b)
+    await na.waitFor(/linked to/)
+    await nb.waitFor(/linked to/)
+    for (let i = 1; i <= 5; i++) await send(a, `m${i}`)
+    await expect.poll(async () => (await history(b)).length, { timeout: 15_000 }).toBe(5)
+    hub.child.kill('SIGKILL')
+    await hub.stop()
+    // While the hub is down the messages wait in A's outbox.
+    for (let i = 6; i <= 10; i++) expect((await send(a, `m${i}`)).queued).toBe(true)
+    hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
+    const want = Array.from({ length: 10 }, (_, i) => `m${i + 1}`)
+    await expect
+      .poll(async () => texts(await history(b)).sort(), { timeout: 30_000 })
+      .toEqual(want.sort())
+    await expect
+      .poll(async () => texts(await history(a)).sort(), { timeout: 30_000 })
+      .toEqual(want.sort())
+    const status = JSON.parse((await runKith(['status', '--json'], { home: a })).stdout) as {
+      outbox: number
+    }
+    expect(status.outbox).toBe(0)
+  })
+
+  it('catches up on everything posted while it was offline, across several pages', async () => {
+    const dir = tempDir()
+    const owner = newOwner()
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
+    const a = join(dir, 'a')
+    const b = join(dir, 'b')
+    for (const home of [a, b]) {
+      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+      await runKith(['hub', 'add', hub.url], { home })
+    }
+    const na0 = await startNodeProcess(a)
+    const nb = await startNodeProcess(b)
+    await na0.waitFor(/linked to/)
+    await nb.waitFor(/linked to/)
+    await send(a, 'before')
+    await expect.poll(async () => texts(await history(b)), { timeout: 15_000 }).toEqual(['before'])
+    await nb.stop()
+    const gap = Array.from({ length: 25 }, (_, i) => `gap ${i}`)
+    for (const t of gap) await send(a, t)
+    // Back with a page size of 10: the 25 missed messages take three pages.
+    const nb2 = await startNodeProcess(b, ['--page-size', '10'])
+    await nb2.waitFor(/linked to/)
+    await expect.poll(async () => (await history(b)).length, { timeout: 20_000 }).toBe(26)
+    const got = await history(b)
+    expect(new Set(got.map((i) => i.event.id)).size).toBe(26)
+    expect(texts(got).sort()).toEqual(['before', ...gap].sort())
+  })
+
+  it('keeps the outbox across a SIGKILL of the sender and delivers it on the next kith up', async () => {
+    const dir = tempDir()
+    const owner = newOwner()
+    const port = await freePort()
+    const url = `ws://127.0.0.1:${port}`
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const db = join(dir, 'hub.db')
+    let hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
+    const a = join(dir, 'a')
+    const b = join(dir, 'b')
+    for (const home of [a, b]) {
+      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+      await runKith(['hub', 'add', url], { home })
+    }
+    await hub.stop()
+    // With the daemon down, kith send writes to the outbox.
+    const offline = await runKith(['send', '#ops', 'written while down'], { home: a })
+    expect(offline.stdout).toMatch(/queued .* kith up is not running/)
+    // With the daemon up but the hub down, sends queue too; then the sender is killed.
+    const na = await startNodeProcess(a)
+    expect((await send(a, 'queued in a live node')).queued).toBe(true)
+    await na.stop('SIGKILL')
+    const status = JSON.parse((await runKith(['status', '--json'], { home: a })).stdout) as {
+      running: boolean
+      outbox: number
+    }
+    expect(status).toMatchObject({ running: false, outbox: 3 }) // two messages and the device profile
+    hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
+    const nb = await startNodeProcess(b)
+    await nb.waitFor(/linked to/)
+    const na2 = await startNodeProcess(a)
+    await na2.waitFor(/linked to/)
+    await expect
+      .poll(async () => texts(await history(b)).sort(), { timeout: 20_000 })
+      .toEqual(['queued in a live node', 'written while down'])
+  })
+
+  it('keeps messages flowing over the second hub when one of two is down', async () => {
+    const dir = tempDir()
+    const owner = newOwner()
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const h1 = await startHubProcess(['--db', join(dir, 'h1.db')], hubHome)
+    const h2 = await startHubProcess(['--db', join(dir, 'h2.db')], hubHome)
+    const a = join(dir, 'a')
+    const b = join(dir, 'b')
+    for (const home of [a, b]) {
+      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+      await runKith(['hub', 'add', h1.url], { home })
+      await runKith(['hub', 'add', h2.url], { home })
+    }
+    const na = await startNodeProcess(a)
+    const nb = await startNodeProcess(b)
+    await na.waitFor(new RegExp(`linked to ${h2.url}`))
+    await nb.waitFor(new RegExp(`linked to ${h2.url}`))
+    await send(a, 'both up')
+    await h1.stop()
+    await send(a, 'one down')
+    await expect
+      .poll(async () => texts(await history(b)).sort(), { timeout: 15_000 })
+      .toEqual(['both up', 'one down'])
+    const status = JSON.parse((await runKith(['status', '--json'], { home: a })).stdout) as {
+      hubs: { url: string; state: string; outbox: number }[]
+    }
+    const down = status.hubs.find((h) => h.url === h1.url)!
+    expect(down.state).not.toBe('live')
+    expect(down.outbox).toBe(1)
+  })
+})

@@ -1,0 +1,105 @@
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { publicKeyOf, signEvent } from '../../src/events/event.js'
+import { makeGrant } from '../../src/grants/grant.js'
+import { makeRevocation } from '../../src/grants/revocation.js'
+import { readConfig, writeConfig } from '../../src/identity/config.js'
+import { initIdentity, loadIdentity } from '../../src/identity/keys.js'
+import { KithNode } from '../../src/node/daemon.js'
+import { GrantBook } from '../../src/node/grant-book.js'
+import { startTestHub } from '../helpers/hub.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const now = () => Math.floor(Date.now() / 1000)
+
+async function startNode(home: string): Promise<KithNode> {
+  const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
+  onTestFinished(() => node.stop())
+  return node
+}
+
+describe('a node takes only what the grant chains allow', () => {
+  it('refuses events from revoked keys, forged events and strangers, as the hub does', async () => {
+    const home = join(tempDir(), 'home')
+    const ownerSk = generateSecretKey()
+    initIdentity({ home, ownerSecret: ownerSk })
+    const node = await startNode(home)
+    const agentSk = generateSecretKey()
+    const grant = signEvent(
+      makeGrant(
+        {
+          subject: publicKeyOf(agentSk),
+          role: 'agent',
+          fleet: publicKeyOf(ownerSk),
+          name: 'claude',
+        },
+        now(),
+      ),
+      ownerSk,
+    )
+    const msg = (text: string, sk = agentSk) =>
+      signEvent({ kind: 9, created_at: now(), tags: [['h', 'ops']], content: text }, sk)
+    const seen: string[] = []
+    node.onChat((item) => seen.push(item.event.content))
+
+    const first = msg('agent speaking')
+    await node.intake([first, grant]) // grants are taken first, whatever the order
+    expect(seen).toEqual(['agent speaking'])
+    expect(node.names.who(publicKeyOf(agentSk))).toMatchObject({ name: 'claude', role: 'agent' })
+
+    const forged = { ...msg('forged'), sig: first.sig }
+    await node.intake([forged, msg('stranger', generateSecretKey())])
+    const revocation = signEvent(
+      makeRevocation({ fleet: publicKeyOf(ownerSk), keys: [publicKeyOf(agentSk)] }, now()),
+      ownerSk,
+    )
+    await node.intake([revocation])
+    await node.intake([msg('after revocation')])
+    // A replay of what it already has is not shown twice.
+    await node.intake([first])
+    expect(seen).toEqual(['agent speaking'])
+    expect(node.history({ channel: 'ops' }).map((i) => i.event.content)).toEqual(['agent speaking'])
+  })
+
+  it('shows a hub refusal to the sender and keeps it, never dropping it silently', async () => {
+    const t = await startTestHub()
+    const home = join(tempDir(), 'devbox')
+    initIdentity({ home, name: 'devbox' })
+    const config = readConfig(home)!
+    const { devicePubkey } = loadIdentity(home)
+    // The owner grants this device #ops only; the device joins the owner's fleet.
+    writeConfig(home, { ...config, owner: t.owner, fleet: t.owner, hubs: [t.url] })
+    const book = GrantBook.open(home, t.owner)
+    book.learn([
+      signEvent(
+        makeGrant(
+          { subject: devicePubkey, role: 'device', fleet: t.owner, channels: ['ops'] },
+          now(),
+        ),
+        t.ownerSk,
+      ),
+    ])
+    book.close()
+    const node = await startNode(home)
+    await expect.poll(() => node.links[0]?.state, { timeout: 10_000 }).toBe('live')
+    const ok = await node.sendChat({ channel: 'ops', text: 'allowed' })
+    expect(ok.deliveries).toEqual([{ hub: t.url, ok: true, message: '' }])
+    const refused = await node.sendChat({ channel: 'dev', text: 'not allowed here' })
+    expect(refused.deliveries).toEqual([
+      {
+        hub: t.url,
+        ok: false,
+        message: expect.stringMatching(/^restricted: channel-not-allowed/) as string,
+      },
+    ])
+    expect(node.status().refused).toEqual([
+      {
+        event: refused.event.id,
+        hub: t.url,
+        message: expect.stringMatching(/channel-not-allowed/) as string,
+      },
+    ])
+    expect(node.status().outbox).toBe(0)
+  })
+})
