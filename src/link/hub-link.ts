@@ -222,8 +222,10 @@ export class HubLink {
       cursor === undefined
         ? Math.max(0, startedAt - (this.opts.firstSyncSeconds ?? 7 * 86400))
         : Math.max(0, cursor - (this.opts.overlapSeconds ?? 3600))
-    await this.page(ws, { kinds: this.opts.kinds, since }, startedAt)
+    const t0 = Date.now()
+    const caught = await this.page(ws, { kinds: this.opts.kinds, since }, startedAt)
     this.opts.saveCursor(startedAt)
+    this.opts.log(`caught up with ${this.url}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
     this.setState('live')
     this.attempt = 0
     this.lastError = undefined
@@ -236,9 +238,10 @@ export class HubLink {
    * delivered (and processed) before the next is asked for. A page full of one second's events
    * is stepped past with a warning: NIP-01 has no finer cursor.
    */
-  private async page(ws: WebSocket, filter: Record<string, unknown>, until: number): Promise<void> {
+  private async page(ws: WebSocket, filter: Record<string, unknown>, until: number): Promise<number> {
     const size = this.opts.pageSize ?? 2000
     let upper = until
+    let total = 0
     for (;;) {
       const events = await this.subscribe(
         ws,
@@ -247,7 +250,8 @@ export class HubLink {
         false,
       )
       await this.opts.deliver(events)
-      if (events.length < size) return
+      total += events.length
+      if (events.length < size) return total
       // `until` is inclusive: the boundary second is asked for again and duplicates are dropped
       // downstream. A page that does not get past its upper second is stepped over.
       const oldest = events.reduce((m, e) => Math.min(m, e.created_at), upper)
@@ -257,7 +261,7 @@ export class HubLink {
         )
         upper = oldest - 1
       } else upper = oldest
-      if (filter.since !== undefined && upper < (filter.since as number)) return
+      if (filter.since !== undefined && upper < (filter.since as number)) return total
     }
   }
 
