@@ -39,6 +39,8 @@ interface Pending {
 }
 
 const requestTimeoutMs = 10_000
+/** Kith hubs send their challenge on connect; a relay silent this long has no NIP-42. */
+const challengeWaitMs = 3_000
 
 /**
  * A long-lived link to one hub: connect, publish this device's chain, AUTH, subscribe live
@@ -190,22 +192,28 @@ export class HubLink {
     if (this.opts.auth !== false) {
       this.setState('authenticating')
       const challenge = await this.waitChallenge()
-      for (const e of this.opts.chain()) {
-        const r = await this.sendEvent(ws, e)
-        if (!r.ok && !r.message.startsWith('duplicate:')) {
-          this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
+      if (challenge === undefined) {
+        // A plain NIP-01 relay (no NIP-42): follow it unauthenticated; every event from it is
+        // still verified and authorized by this node before it is stored.
+        this.opts.log(`${this.url} sent no AUTH challenge: using it as an open relay`)
+      } else {
+        for (const e of this.opts.chain()) {
+          const r = await this.sendEvent(ws, e)
+          if (!r.ok && !r.message.startsWith('duplicate:')) {
+            this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
+          }
         }
+        const auth = signAuthEvent(this.url, challenge, this.opts.deviceSecret)
+        ws.send(JSON.stringify(['AUTH', auth]))
+        const answer = await new Promise<OkAnswer>((resolve, reject) => {
+          const timer = setTimeout(
+            () => reject(new KithError('io', 'AUTH not answered')),
+            requestTimeoutMs,
+          )
+          this.oks.set(auth.id, { resolve, reject, timer })
+        })
+        if (!answer.ok) throw new KithError('restricted', `AUTH refused: ${answer.message}`)
       }
-      const auth = signAuthEvent(this.url, challenge, this.opts.deviceSecret)
-      ws.send(JSON.stringify(['AUTH', auth]))
-      const answer = await new Promise<OkAnswer>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new KithError('io', 'AUTH not answered')),
-          requestTimeoutMs,
-        )
-        this.oks.set(auth.id, { resolve, reject, timer })
-      })
-      if (!answer.ok) throw new KithError('restricted', `AUTH refused: ${answer.message}`)
     }
     this.connectedAt = startedAt
     this.setState('catching-up')
@@ -225,7 +233,9 @@ export class HubLink {
     const t0 = Date.now()
     const caught = await this.page(ws, { kinds: this.opts.kinds, since }, startedAt)
     this.opts.saveCursor(startedAt)
-    this.opts.log(`caught up with ${this.url}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+    this.opts.log(
+      `caught up with ${this.url}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+    )
     this.setState('live')
     this.attempt = 0
     this.lastError = undefined
@@ -238,7 +248,11 @@ export class HubLink {
    * delivered (and processed) before the next is asked for. A page full of one second's events
    * is stepped past with a warning: NIP-01 has no finer cursor.
    */
-  private async page(ws: WebSocket, filter: Record<string, unknown>, until: number): Promise<number> {
+  private async page(
+    ws: WebSocket,
+    filter: Record<string, unknown>,
+    until: number,
+  ): Promise<number> {
     const size = this.opts.pageSize ?? 2000
     let upper = until
     let total = 0
@@ -293,12 +307,10 @@ export class HubLink {
     })
   }
 
-  private waitChallenge(): Promise<string> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(
-        () => reject(new KithError('io', 'no AUTH challenge from hub')),
-        requestTimeoutMs,
-      )
+  /** The hub's NIP-42 challenge, or undefined when none comes (a relay without NIP-42). */
+  private waitChallenge(): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(undefined), challengeWaitMs)
       this.challenge = (c) => {
         clearTimeout(timer)
         resolve(c)

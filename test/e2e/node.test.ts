@@ -6,6 +6,9 @@ import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startStandardRelay } from '../helpers/standard-relay.js'
+import WebSocket from 'ws'
+import { signEvent, type NostrEvent } from '../../src/events/event.js'
 
 /** Machines of one person share an owner key until pairing exists; each has its own KITH_HOME. */
 const newOwner = () => bytesToHex(generateSecretKey())
@@ -212,3 +215,64 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
     expect(down.outbox).toBe(1)
   })
 })
+
+describe('a standard NIP-01 relay as an extra link', { timeout: 90_000 }, () => {
+  it('carries the fleet’s messages when the Kith hub is down, and strangers’ events are dropped', async () => {
+    const dir = tempDir()
+    const owner = newOwner()
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
+    const relay = await startStandardRelay()
+    const a = join(dir, 'a')
+    const b = join(dir, 'b')
+    for (const home of [a, b]) {
+      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+      await runKith(['hub', 'add', hub.url], { home })
+      await runKith(['hub', 'add', relay.url], { home })
+    }
+    const na = await startNodeProcess(a)
+    const nb = await startNodeProcess(b)
+    for (const n of [na, nb]) {
+      await n.waitFor(new RegExp(`${relay.url} sent no AUTH challenge`))
+      await n.waitFor(new RegExp(`caught up with ${relay.url}`))
+    }
+    await hub.stop()
+    await send(a, 'via the standard relay')
+    // Anyone may write to an open relay; the nodes take only what the grant chains allow.
+    const intruder = signEvent(
+      {
+        kind: 9,
+        created_at: Math.floor(Date.now() / 1000),
+        tags: [['h', 'ops']],
+        content: 'intruder',
+      },
+      generateSecretKey(),
+    )
+    await publishRaw(relay.url, intruder)
+    await expect
+      .poll(async () => texts(await history(b)), { timeout: 15_000 })
+      .toEqual(['via the standard relay'])
+    await send(a, 'second')
+    await expect
+      .poll(async () => texts(await history(b)).sort(), { timeout: 15_000 })
+      .toEqual(['second', 'via the standard relay'])
+  })
+})
+
+/** Publishes one event to a relay as a plain client and waits for its OK. */
+async function publishRaw(url: string, event: NostrEvent): Promise<void> {
+  const ws = new WebSocket(url)
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve)
+    ws.once('error', reject)
+  })
+  await new Promise<void>((resolve) => {
+    ws.on('message', (d: Buffer) => {
+      const m = JSON.parse(d.toString()) as unknown[]
+      if (m[0] === 'OK' && m[1] === event.id) resolve()
+    })
+    ws.send(JSON.stringify(['EVENT', event]))
+  })
+  ws.close()
+}

@@ -1,0 +1,73 @@
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { onTestFinished } from 'vitest'
+import { WebSocketServer } from 'ws'
+import { NostrRelay } from '@nostr-relay/core'
+import { EventRepository, type Event, type Filter, type IncomingMessage } from '@nostr-relay/common'
+import type { NostrEvent } from '../../src/events/event.js'
+import { parseFilter } from '../../src/events/filter.js'
+import { EventStore } from '../../src/store/event-store.js'
+import { tempDir } from './tmp.js'
+
+/** Storage for the third-party relay engine: a plain sqlite event store. */
+class SqliteRepository extends EventRepository {
+  constructor(private readonly store: EventStore) {
+    super()
+  }
+  isSearchSupported(): boolean {
+    return false
+  }
+  upsert(event: Event) {
+    const [outcome] = this.store.insertBatch([event])
+    return { isDuplicate: outcome !== 'stored' }
+  }
+  find(filter: Filter): Event[] {
+    return this.store
+      .query(
+        [parseFilter(filter, { maxValues: 5000, maxTagConditions: 26, maxTagValueLength: 4096 })],
+        {
+          defaultLimit: 500,
+          maxLimit: 5000,
+        },
+      )
+      .map((r) => JSON.parse(r.raw) as Event)
+  }
+  destroy(): Promise<void> {
+    this.store.close()
+    return Promise.resolve()
+  }
+}
+
+/**
+ * A standard NIP-01 relay that knows nothing of Kith (no NIP-42, no grants): the @nostr-relay/core
+ * engine on a ws server, 127.0.0.1 port 0. Stopped after the test.
+ */
+export async function startStandardRelay(): Promise<{ url: string; stop: () => Promise<void> }> {
+  const relay = new NostrRelay(new SqliteRepository(new EventStore(join(tempDir(), 'relay.db'))))
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  wss.on('connection', (ws) => {
+    relay.handleConnection(ws)
+    ws.on('message', (data: Buffer) => {
+      let message: IncomingMessage
+      try {
+        message = JSON.parse(data.toString('utf8')) as IncomingMessage
+      } catch {
+        return
+      }
+      void relay.handleMessage(ws, message)
+    })
+    ws.on('close', () => relay.handleDisconnect(ws))
+  })
+  await new Promise<void>((resolve) => wss.once('listening', resolve))
+  const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`
+  let stopped = false
+  const stop = async () => {
+    if (stopped) return
+    stopped = true
+    for (const c of wss.clients) c.terminate()
+    await new Promise<void>((resolve) => wss.close(() => resolve()))
+    await relay.destroy()
+  }
+  onTestFinished(stop)
+  return { url, stop }
+}
