@@ -9,6 +9,8 @@ Usage: kith COMMAND [options]   (kith COMMAND --help for details)
 Commands:
   init            create this machine's device key (and, on your first machine, your owner key)
   whoami          show owner, device and hubs
+  pair            enroll a new machine: shows a QR/code and a 6-digit check
+  join CODE       join a fleet on a new machine with a code from kith pair
   hub             run a standalone hub (Nostr relay with NIP-42 auth)
   hub add URL     use a hub; hub list, hub rm URL
   device          list or revoke this fleet's devices
@@ -48,6 +50,10 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/agent.js')).runAgent(rest, out)
     case 'revoke':
       return (await import('./commands/revoke.js')).runRevoke(rest, out)
+    case 'pair':
+      return (await import('./commands/pair.js')).runPair(rest, out)
+    case 'join':
+      return (await import('./commands/join.js')).runJoin(rest, out)
     case 'up':
       return (await import('./commands/up.js')).runUp(rest, out)
     case 'send':

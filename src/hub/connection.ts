@@ -8,6 +8,7 @@ import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import { checkEventPolicy } from './policy.js'
+import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 
 const verifyMessages = {
@@ -122,7 +123,7 @@ export class Connection {
     }
     switch (msg[0]) {
       case 'EVENT':
-        this.onEvent(msg[1])
+        this.onEvent(msg[1], data.length)
         return
       case 'REQ':
         this.onReq(msg)
@@ -138,7 +139,7 @@ export class Connection {
     }
   }
 
-  private onEvent(value: unknown): void {
+  private onEvent(value: unknown, frameBytes: number): void {
     let event: NostrEvent
     try {
       event = parseEvent(value)
@@ -149,6 +150,10 @@ export class Connection {
     }
     if (event.kind === Kind.ClientAuth) {
       this.ok(event.id, false, 'invalid: AUTH events are sent with AUTH, not EVENT')
+      return
+    }
+    if (event.kind === Kind.Pairing) {
+      this.onPairingEvent(event, frameBytes)
       return
     }
     const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
@@ -226,6 +231,88 @@ export class Connection {
     })
   }
 
+  /**
+   * The pairing lane: kind 24140 for one pairing id, with or without AUTH. Never stored; relayed
+   * only to the other party's lane subscription.
+   */
+  private onPairingEvent(event: NostrEvent, frameBytes: number): void {
+    const { lane } = this.ctx
+    const pid = pairingIdOf(event.tags)
+    if (pid === undefined) {
+      this.ok(
+        event.id,
+        false,
+        'invalid: a pairing event carries one d tag with the 32-hex pairing id',
+      )
+      return
+    }
+    if (frameBytes > lane.maxFrameBytes) {
+      this.ok(event.id, false, `invalid: pairing frames are at most ${lane.maxFrameBytes} bytes`)
+      return
+    }
+    if (!lane.take(this)) {
+      this.ok(event.id, false, 'rate-limited: pairing: too many events on this connection')
+      return
+    }
+    const refused = lane.join(this, pid, (party, subId, reason) =>
+      party.send(['CLOSED', subId, `restricted: ${reason}`]),
+    )
+    if (refused !== undefined) {
+      this.ok(event.id, false, `restricted: ${refused}`)
+      return
+    }
+    const raw = JSON.stringify(event)
+    this.ctx.verifier.verify(event, raw).then(
+      (result) => {
+        if (result !== 'ok') {
+          this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
+          return
+        }
+        lane.fanOut(pid, this, (to, subId) =>
+          to.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`),
+        )
+        this.ok(event.id, true, '')
+      },
+      (err: unknown) => {
+        this.ctx.log(`verify failed: ${String(err)}`)
+        this.ok(event.id, false, 'error: could not verify the event; try again')
+      },
+    )
+  }
+
+  /** A REQ that is exactly {kinds:[24140], "#d":[pid]} is a pairing-lane subscription. */
+  private laneSubscription(subId: string, filters: unknown[]): boolean {
+    if (filters.length !== 1) return false
+    const f = filters[0] as Record<string, unknown> | null
+    if (typeof f !== 'object' || f === null) return false
+    const keys = Object.keys(f).filter((k) => k !== 'limit')
+    const kinds = f.kinds
+    const d = f['#d']
+    if (
+      keys.length !== 2 ||
+      !Array.isArray(kinds) ||
+      kinds.length !== 1 ||
+      kinds[0] !== Kind.Pairing
+    )
+      return false
+    if (!Array.isArray(d) || d.length !== 1 || typeof d[0] !== 'string') return false
+    const pid = pairingIdOf([['d', d[0]]])
+    if (pid === undefined) {
+      this.send(['CLOSED', subId, 'invalid: a pairing id is 32 hex characters'])
+      return true
+    }
+    const refused = this.ctx.lane.join(this, pid, (party, s, reason) =>
+      party.send(['CLOSED', s, `restricted: ${reason}`]),
+    )
+    if (refused !== undefined) {
+      this.send(['CLOSED', subId, `restricted: ${refused}`])
+      return true
+    }
+    this.ctx.lane.subscribe(this, pid, subId)
+    this.send(['EOSE', subId])
+    return true
+  }
+
   private onReq(msg: unknown[]): void {
     const { limits, subs } = this.ctx
     const subId = msg[1]
@@ -233,6 +320,7 @@ export class Connection {
       this.notice(`invalid: REQ needs a subscription id of 1-${limits.maxSubIdLength} characters`)
       return
     }
+    if (this.laneSubscription(subId, msg.slice(2))) return
     const closed = (reason: string) => this.send(['CLOSED', subId, reason])
     if (!this.isMemberConnection) {
       closed('auth-required: authenticate (NIP-42) as a fleet member first')
@@ -281,6 +369,7 @@ export class Connection {
       return
     }
     this.ctx.subs.delete(this, subId)
+    this.ctx.lane.unsubscribe(this, subId)
   }
 
   private onAuth(value: unknown): void {

@@ -25,4 +25,5 @@ export interface HubContext<C> {
   /** Delivers a stored or ephemeral event to every live subscription that matches. */
   fanOut: (raw: string, event: import('../events/event.js').NostrEvent) => void
   log: (line: string) => void
+  lane: import('./pairing-lane.js').PairingLane<C>
 }

@@ -18,6 +18,7 @@ import { RateLimiter } from './policy.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
 import { VerifyPool } from './verify-pool.js'
+import { PairingLane } from './pairing-lane.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -128,6 +129,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,
+    lane: new PairingLane<Connection>(),
     fanOut: (raw: string, event: NostrEvent) => {
       subs.fanOut(event, (conn, subId) => conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`))
     },
@@ -151,6 +153,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     ws.on('close', () => {
       conns.delete(conn)
       subs.dropConnection(conn)
+      ctx.lane.drop(conn)
     })
   })
 

@@ -124,3 +124,31 @@ export function loadIdentity(home: string): Identity {
     ownerPubkey,
   }
 }
+
+/**
+ * For `kith join`: a device key (made here if missing) and never an owner key. Refuses a
+ * KITH_HOME that already belongs to a fleet or holds an owner key: joining would mix identities.
+ */
+export function prepareJoiningDevice(home: string): { secret: Uint8Array; pubkey: string } {
+  ensureKithHome(home)
+  const config = readConfig(home)
+  if (config?.fleet !== undefined) {
+    throw new KithError(
+      'key-exists',
+      `${home} already belongs to a fleet; use a fresh KITH_HOME to join another`,
+    )
+  }
+  if (readKeyFile(join(home, homeFiles.ownerKey)) !== undefined) {
+    throw new KithError(
+      'key-exists',
+      `${home} holds an owner key (it is someone's first machine); join from a fresh KITH_HOME`,
+    )
+  }
+  const path = join(home, homeFiles.deviceKey)
+  let secret = readKeyFile(path)
+  if (secret === undefined) {
+    secret = generateSecretKey()
+    writeKeyFile(path, secret)
+  }
+  return { secret, pubkey: publicKeyOf(secret) }
+}

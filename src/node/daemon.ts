@@ -240,7 +240,11 @@ export class KithNode {
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
-      if (known.has(e.id) || seen.has(e.id)) return false
+      if (seen.has(e.id)) return false
+      // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
+      // yet unknown to this process's verifier, so those are always offered to it.
+      const isGrant = e.kind === Kind.Grant || e.kind === Kind.Revocation
+      if (known.has(e.id) && !isGrant) return false
       seen.add(e.id)
       return true
     })

@@ -70,9 +70,10 @@ export async function syncHubs(
   node: FleetNode,
   now: number,
   progress: (line: string) => void = () => undefined,
+  hubs: readonly string[] = node.id.config.hubs,
 ): Promise<HubReport[]> {
   const reports: HubReport[] = []
-  for (const url of node.id.config.hubs) {
+  for (const url of hubs) {
     const report: HubReport = { url, ok: false, published: 0, refused: [], learned: 0 }
     reports.push(report)
     progress(`syncing grants with ${url}`)

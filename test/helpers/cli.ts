@@ -23,7 +23,12 @@ export function runKith(
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
+    // A command that never ends is a bug to report, not a test to hang on.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    child.on('close', (code) => {
+      clearTimeout(timer)
+      resolve({ code, stdout, stderr })
+    })
     child.stdin.end(opts.input ?? '')
   })
 }
@@ -124,4 +129,62 @@ export async function freePort(): Promise<number> {
   const port = (s.address() as { port: number }).port
   await new Promise<void>((resolve) => s.close(() => resolve()))
   return port
+}
+
+export interface Interactive {
+  child: import('node:child_process').ChildProcess
+  output: () => string
+  /** Resolves with the first match of `pattern` in stdout+stderr (past or future). */
+  waitFor: (pattern: RegExp, timeoutMs?: number) => Promise<RegExpMatchArray>
+  write: (text: string) => void
+  exit: Promise<number | null>
+}
+
+/** A `kith` subprocess whose prompts a test answers on stdin, as a person would. */
+export function spawnKith(args: string[], home: string): Interactive {
+  const child = spawn(kithBin, args, {
+    env: { ...process.env, KITH_HOME: home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  let out = ''
+  const waiters: { pattern: RegExp; resolve: (m: RegExpMatchArray) => void }[] = []
+  const onData = (d: Buffer) => {
+    out += d.toString()
+    for (const w of [...waiters]) {
+      const m = out.match(w.pattern)
+      if (m) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.resolve(m)
+      }
+    }
+  }
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
+  const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
+  onTestFinished(() => {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  })
+  return {
+    child,
+    output: () => out,
+    exit,
+    write: (text) => child.stdin.write(text),
+    waitFor: (pattern, timeoutMs = 20_000) => {
+      const m = out.match(pattern)
+      if (m) return Promise.resolve(m)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () => reject(new Error(`no ${String(pattern)} in ${timeoutMs} ms:\n${out}`)),
+          timeoutMs,
+        )
+        waiters.push({
+          pattern,
+          resolve: (x) => {
+            clearTimeout(timer)
+            resolve(x)
+          },
+        })
+      })
+    },
+  }
 }

@@ -61,10 +61,7 @@ export async function runHubConfig(
     // Publish this node's grants to the new hub right away so it admits this device.
     const node = openFleetNode(loadIdentity(home))
     try {
-      const reports = await syncHubs(
-        { ...node, id: { ...node.id, config: { ...node.id.config, hubs: [url] } } },
-        Math.floor(Date.now() / 1000),
-      )
+      const reports = await syncHubs(node, Math.floor(Date.now() / 1000), undefined, [url])
       for (const l of describeReports(reports)) out.line(l)
     } finally {
       node.book.close()

@@ -1,0 +1,407 @@
+import { randomBytes as nobleRandom } from '@noble/hashes/utils.js'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { encrypt as nip44Encrypt, decrypt as nip44Decrypt } from 'nostr-tools/nip44'
+import { isHex64, verifyEventSignature, type NostrEvent } from '../../events/event.js'
+import { Kind } from '../../events/kinds.js'
+import { parseGrant } from '../../grants/grant.js'
+import type { PairingCode, PairRole } from './code.js'
+import {
+  checkPeerKey,
+  commitment,
+  confirmationMac,
+  deriveKeys,
+  ecdhX,
+  ephemeralKey,
+  sameMac,
+  signTranscript,
+  transcriptHash,
+  verifyTranscriptSignature,
+  type SessionKeys,
+} from './crypto.js'
+import { PairError, pairMessages, type PairCode_ } from './errors.js'
+
+/** kith-pair/1 messages (the content of kind-24140 events, as JSON). */
+export type PairMessage =
+  | { t: 'commit'; c: string }
+  | { t: 'nonce'; n: string; epk?: string }
+  | { t: 'reveal'; epk: string; n: string }
+  | { t: 'confirm-r'; mac: string; box: string }
+  | { t: 'confirm-i'; mac: string; box: string }
+  | { t: 'ack'; mac: string }
+  | { t: 'abort'; reason: PairCode_ }
+
+export interface ProtocolOptions {
+  now: number
+  random?: (n: number) => Uint8Array
+  /** Test-only: a shorter SAS (e.g. 256) to measure grinding. */
+  sasModulus?: number
+  /** Test-only: false runs the variant without a commitment, to show what it protects. */
+  commitment?: boolean
+  /** Test-only: false takes the inviter's key from the relay instead of the code. */
+  pinInviterKey?: boolean
+}
+
+/** What the joiner proves and sends after its person's yes (encrypted to the inviter). */
+export interface JoinerProof {
+  device: string
+  name: string
+  sig: string
+}
+
+/** What the inviter sends after both yeses (encrypted to the joiner). */
+export interface Enrollment {
+  grant: NostrEvent
+  /** The grants above the issuer (empty when the issuer is the founder), founder first. */
+  chain: NostrEvent[]
+  fleet: string
+  hubs: string[]
+  revocations: NostrEvent[]
+}
+
+const hex = (v: unknown, bytes: number): v is string =>
+  typeof v === 'string' && v.length === bytes * 2 && /^[0-9a-f]+$/.test(v)
+
+/** Parses an untrusted message; anything unexpected is a protocol violation. */
+export function parsePairMessage(value: unknown): PairMessage {
+  const m = value as Record<string, unknown> | null
+  const bad = () => new PairError('out-of-order', 'malformed pairing message')
+  if (typeof m !== 'object' || m === null) throw bad()
+  switch (m.t) {
+    case 'commit':
+      if (hex(m.c, 32)) return { t: 'commit', c: m.c }
+      break
+    case 'nonce':
+      if (hex(m.n, 32) && (m.epk === undefined || hex(m.epk, 33))) {
+        return m.epk === undefined ? { t: 'nonce', n: m.n } : { t: 'nonce', n: m.n, epk: m.epk }
+      }
+      break
+    case 'reveal':
+      if (hex(m.epk, 33) && hex(m.n, 32)) return { t: 'reveal', epk: m.epk, n: m.n }
+      break
+    case 'confirm-r':
+    case 'confirm-i':
+      if (hex(m.mac, 32) && typeof m.box === 'string' && m.box.length < 65536) {
+        return { t: m.t, mac: m.mac, box: m.box }
+      }
+      break
+    case 'ack':
+      if (hex(m.mac, 32)) return { t: 'ack', mac: m.mac }
+      break
+    case 'abort':
+      if (typeof m.reason === 'string') return { t: 'abort', reason: m.reason as PairCode_ }
+      break
+    default:
+  }
+  throw bad()
+}
+
+function seal(key: Uint8Array, value: unknown): string {
+  return nip44Encrypt(JSON.stringify(value), key)
+}
+
+function open(key: Uint8Array, box: string): unknown {
+  try {
+    return JSON.parse(nip44Decrypt(box, key)) as unknown
+  } catch {
+    throw new PairError('decrypt-failed')
+  }
+}
+
+/** The other side stopped: show the same words it shows (its reason), when that is a known one. */
+function abortOf(m: PairMessage): never {
+  const reason = m.t === 'abort' ? m.reason : undefined
+  throw new PairError(
+    reason !== undefined && reason in pairMessages && reason !== 'locked' ? reason : 'aborted',
+    'abort',
+  )
+}
+
+type InviterState =
+  'waiting-commit' | 'waiting-reveal' | 'compare' | 'confirmed-r' | 'sent-confirm' | 'done'
+
+/** The inviter (holds the owner key): makes the code, answers COMMIT, checks REVEAL, grants. */
+export class InviterSession {
+  readonly code: PairingCode
+  private state: InviterState = 'waiting-commit'
+  private readonly eph: { secret: Uint8Array; pub: string }
+  private readonly nI: string
+  private commit = ''
+  private th: Uint8Array | undefined
+  private keys: SessionKeys | undefined
+  proof: JoinerProof | undefined
+
+  constructor(
+    init: { hub: string; owner: string; name: string; role: PairRole; ttlSeconds?: number },
+    private readonly opts: ProtocolOptions,
+  ) {
+    const random = opts.random ?? nobleRandom
+    this.eph = ephemeralKey(random)
+    this.code = {
+      version: 1,
+      role: init.role,
+      hub: init.hub,
+      pid: bytesToHex(random(16)),
+      epkI: this.eph.pub,
+      qs: bytesToHex(random(16)),
+      owner: init.owner,
+      name: init.name,
+      exp: opts.now + (init.ttlSeconds ?? 300),
+    }
+    this.nI = bytesToHex(random(32))
+  }
+
+  get sas(): string | undefined {
+    return this.keys?.sas
+  }
+
+  get transcript(): Uint8Array | undefined {
+    return this.th
+  }
+
+  /** Handles one message from the joiner; returns the reply to send, if any. */
+  handle(m: PairMessage, now: number): PairMessage | undefined {
+    if (m.t === 'abort') abortOf(m)
+    if (now > this.code.exp && this.state !== 'sent-confirm') throw new PairError('expired')
+    const withCommit = this.opts.commitment !== false
+    if (m.t === 'commit') {
+      // One COMMIT per code: a second one means a second joiner.
+      if (this.state !== 'waiting-commit') throw new PairError('third-party')
+      this.commit = withCommit ? m.c : ''
+      this.state = 'waiting-reveal'
+      return this.opts.pinInviterKey === false
+        ? { t: 'nonce', n: this.nI, epk: this.eph.pub }
+        : { t: 'nonce', n: this.nI }
+    }
+    if (m.t === 'reveal') {
+      if (this.state !== 'waiting-reveal') throw new PairError('out-of-order')
+      if (withCommit && commitment(this.code.pid, m.epk, m.n) !== this.commit) {
+        throw new PairError('commit-mismatch')
+      }
+      checkPeerKey(m.epk, this.code.epkI)
+      this.derive(m.epk, m.n)
+      this.state = 'compare'
+      return undefined
+    }
+    if (m.t === 'confirm-r') {
+      if (this.state !== 'compare' || this.keys === undefined || this.th === undefined) {
+        throw new PairError('out-of-order')
+      }
+      if (!sameMac(m.mac, confirmationMac(this.keys.confirm, 'R', this.th)))
+        throw new PairError('mac-failed')
+      const proof = open(this.keys.joinerToInviter, m.box) as Partial<JoinerProof>
+      if (
+        !isHex64(proof.device) ||
+        typeof proof.name !== 'string' ||
+        typeof proof.sig !== 'string'
+      ) {
+        throw new PairError('bad-proof')
+      }
+      if (!verifyTranscriptSignature(this.th, proof.sig, proof.device))
+        throw new PairError('bad-proof')
+      this.proof = { device: proof.device, name: proof.name.slice(0, 64), sig: proof.sig }
+      this.state = 'confirmed-r'
+      return undefined
+    }
+    if (m.t === 'ack') {
+      if (this.state !== 'sent-confirm' || this.keys === undefined || this.th === undefined) {
+        throw new PairError('out-of-order')
+      }
+      if (!sameMac(m.mac, confirmationMac(this.keys.confirm, 'ack', this.th)))
+        throw new PairError('mac-failed')
+      this.state = 'done'
+      return undefined
+    }
+    throw new PairError('out-of-order')
+  }
+
+  private derive(epkR: string, nR: string): void {
+    const c = this.code
+    this.th = transcriptHash({
+      role: c.role,
+      hub: c.hub,
+      pid: c.pid,
+      epkI: c.epkI,
+      owner: c.owner,
+      name: c.name,
+      exp: c.exp,
+      commit: this.commit,
+      nI: this.nI,
+      epkR,
+      nR,
+    })
+    this.keys = deriveKeys(ecdhX(this.eph.secret, epkR), c.qs, this.th, this.opts.sasModulus)
+    this.eph.secret.fill(0)
+  }
+
+  /** After its own person's yes and a valid CONFIRM_R: the encrypted enrollment. */
+  finish(enrollment: Enrollment): PairMessage {
+    if (this.state !== 'confirmed-r' || this.keys === undefined || this.th === undefined) {
+      throw new PairError('out-of-order')
+    }
+    this.state = 'sent-confirm'
+    return {
+      t: 'confirm-i',
+      mac: confirmationMac(this.keys.confirm, 'I', this.th),
+      box: seal(this.keys.inviterToJoiner, enrollment),
+    }
+  }
+
+  get done(): boolean {
+    return this.state === 'done'
+  }
+}
+
+type JoinerState = 'new' | 'committed' | 'compare' | 'sent-confirm' | 'done'
+
+/** The joiner (the new device): commits, reveals after the nonce, proves its device key. */
+export class JoinerSession {
+  private state: JoinerState = 'new'
+  private readonly eph: { secret: Uint8Array; pub: string }
+  private readonly nR: string
+  private th: Uint8Array | undefined
+  private keys: SessionKeys | undefined
+  private epkI: string
+
+  constructor(
+    readonly code: PairingCode,
+    private readonly opts: ProtocolOptions,
+  ) {
+    if (opts.now > code.exp) throw new PairError('expired')
+    const random = opts.random ?? nobleRandom
+    this.eph = ephemeralKey(random)
+    this.nR = bytesToHex(random(32))
+    this.epkI = code.epkI
+    if (opts.pinInviterKey !== false) checkPeerKey(code.epkI, this.eph.pub)
+  }
+
+  get sas(): string | undefined {
+    return this.keys?.sas
+  }
+
+  get transcript(): Uint8Array | undefined {
+    return this.th
+  }
+
+  /**
+   * COMMIT to the ephemeral key and nonce. (The test-only variant without a commitment sends a
+   * placeholder that binds nothing, so the flow is the same and only the binding is missing.)
+   */
+  start(): PairMessage {
+    if (this.state !== 'new') throw new PairError('out-of-order')
+    this.state = 'committed'
+    if (this.opts.commitment === false) return { t: 'commit', c: '00'.repeat(32) }
+    return { t: 'commit', c: commitment(this.code.pid, this.eph.pub, this.nR) }
+  }
+
+  handle(m: PairMessage, now: number): PairMessage | undefined {
+    if (m.t === 'abort') abortOf(m)
+    if (m.t === 'nonce') {
+      if (this.state !== 'committed') throw new PairError('out-of-order')
+      if (now > this.code.exp) throw new PairError('expired')
+      if (this.opts.pinInviterKey === false) {
+        if (m.epk === undefined) throw new PairError('out-of-order')
+        checkPeerKey(m.epk, this.eph.pub)
+        this.epkI = m.epk
+      }
+      const withCommit = this.opts.commitment !== false
+      this.derive(withCommit ? commitment(this.code.pid, this.eph.pub, this.nR) : '', m.n)
+      this.state = 'compare'
+      return { t: 'reveal', epk: this.eph.pub, n: this.nR }
+    }
+    throw new PairError('out-of-order')
+  }
+
+  private derive(commit: string, nI: string): void {
+    const c = this.code
+    this.th = transcriptHash({
+      role: c.role,
+      hub: c.hub,
+      pid: c.pid,
+      epkI: this.epkI,
+      owner: c.owner,
+      name: c.name,
+      exp: c.exp,
+      commit,
+      nI,
+      epkR: this.eph.pub,
+      nR: this.nR,
+    })
+    this.keys = deriveKeys(ecdhX(this.eph.secret, this.epkI), c.qs, this.th, this.opts.sasModulus)
+    this.eph.secret.fill(0)
+  }
+
+  /** After its own person's yes: CONFIRM_R with proof of possession of the new device key. */
+  confirm(device: { pubkey: string; secret: Uint8Array; name: string }): PairMessage {
+    if (this.state !== 'compare' || this.keys === undefined || this.th === undefined) {
+      throw new PairError('out-of-order')
+    }
+    this.state = 'sent-confirm'
+    const proof: JoinerProof = {
+      device: device.pubkey,
+      name: device.name,
+      sig: signTranscript(this.th, device.secret),
+    }
+    return {
+      t: 'confirm-r',
+      mac: confirmationMac(this.keys.confirm, 'R', this.th),
+      box: seal(this.keys.joinerToInviter, proof),
+    }
+  }
+
+  /** CONFIRM_I: checks the MAC and that the grant is the pinned owner's, for this device. */
+  accept(m: PairMessage, device: string): { enrollment: Enrollment; ack: PairMessage } {
+    if (m.t === 'abort') abortOf(m)
+    if (
+      m.t !== 'confirm-i' ||
+      this.state !== 'sent-confirm' ||
+      this.keys === undefined ||
+      this.th === undefined
+    ) {
+      throw new PairError('out-of-order')
+    }
+    if (!sameMac(m.mac, confirmationMac(this.keys.confirm, 'I', this.th)))
+      throw new PairError('mac-failed')
+    const e = open(this.keys.inviterToJoiner, m.box) as Partial<Enrollment>
+    const grant = e.grant
+    if (grant === undefined || grant.kind !== Kind.Grant || !verifyEventSignature(grant)) {
+      throw new PairError('wrong-owner', 'no valid grant')
+    }
+    let parsed
+    try {
+      parsed = parseGrant(grant)
+    } catch {
+      throw new PairError('wrong-owner', 'malformed grant')
+    }
+    const expectedRole = this.code.role === 'owner' ? 'owner' : 'device'
+    if (
+      grant.pubkey !== this.code.owner ||
+      parsed.subject !== device ||
+      parsed.role !== expectedRole
+    ) {
+      throw new PairError('wrong-owner', 'the grant is not from the pinned owner for this key')
+    }
+    if (
+      !Array.isArray(e.hubs) ||
+      !Array.isArray(e.chain) ||
+      !Array.isArray(e.revocations) ||
+      !isHex64(e.fleet)
+    ) {
+      throw new PairError('wrong-owner', 'incomplete enrollment')
+    }
+    this.state = 'done'
+    return {
+      enrollment: {
+        grant,
+        chain: e.chain,
+        fleet: e.fleet,
+        hubs: e.hubs.filter((h) => typeof h === 'string'),
+        revocations: e.revocations,
+      },
+      ack: { t: 'ack', mac: confirmationMac(this.keys.confirm, 'ack', this.th) },
+    }
+  }
+
+  get done(): boolean {
+    return this.state === 'done'
+  }
+}
