@@ -1,88 +1,114 @@
-// npm run demo [-- --once]
-// A fresh KITH_HOME, `kith init`, a hub on 127.0.0.1, and a round trip through it as a Nostr
-// client would make it. Leaves the hub running until Ctrl-C (or exits after the round trip with
-// --once), and removes the demo's KITH_HOME on the way out.
-import { execFileSync } from 'node:child_process'
+// npm run demo: the whole story so far on one machine, with embedded defaults.
+// Two nodes ("laptop" and "devbox"), each with its own KITH_HOME in a temp dir: the laptop's
+// `kith up` embeds a hub; `kith pair` / `kith join` enroll the devbox (the 6 digits are confirmed
+// on both sides automatically here, and the demo says so); the devbox's `kith up` links to the
+// hub; then a message each way, a look at kith status, and a clean shutdown.
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { readFileSync } from 'node:fs'
-import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
-import { hexToBytes } from '@noble/hashes/utils.js'
-import { kithBin, spawnHub } from './hub-process.js'
-import { connectAuthed } from './nostr-client.js'
-const once = process.argv.includes('--once')
-const home = mkdtempSync(join(tmpdir(), 'kith-demo-'))
+import { kithBin } from './hub-process.js'
+
+const root = mkdtempSync(join(tmpdir(), 'kith-demo-'))
+const homes = { laptop: join(root, 'laptop'), devbox: join(root, 'devbox') }
 const say = (s) => process.stdout.write(`${s}\n`)
 const step = (s) => say(`\n▸ ${s}`)
+const children = new Set()
 
-step(`kith init  (KITH_HOME=${home})`)
-process.stdout.write(
-  execFileSync(kithBin, ['init', '--name', 'demo-laptop'], {
-    env: { ...process.env, KITH_HOME: home },
-  }),
-)
-
-step('kith hub  (embedded default: 127.0.0.1, sqlite in KITH_HOME)')
-const hub = await spawnHub(['--port', process.env.KITH_DEMO_PORT ?? '0'], {
-  env: { KITH_HOME: home },
-})
-say(`hub listening on ${hub.url}`)
-
-let relay
-const cleanup = async () => {
-  relay?.close()
-  await hub.stop()
-  rmSync(home, { recursive: true, force: true })
+/** Runs `kith ARGS` as MACHINE; resolves with its output (rejects on a non-zero exit). */
+function kith(machine, args, { onOutput, input } = {}) {
+  const child = spawn(kithBin, args, { env: { ...process.env, KITH_HOME: homes[machine] } })
+  children.add(child)
+  let out = ''
+  const onData = (d) => {
+    out += d
+    onOutput?.(out, child)
+  }
+  child.stdout.on('data', onData)
+  child.stderr.on('data', onData)
+  if (input !== undefined) child.stdin.end(input)
+  const done = new Promise((resolve, reject) =>
+    child.on('exit', (code) => {
+      children.delete(child)
+      if (code === 0) resolve(out)
+      else reject(new Error(`kith ${args.join(' ')} (${machine}) exited ${code}:\n${out}`))
+    }),
+  )
+  return { child, done, output: () => out }
 }
 
-try {
-  step('a Nostr client connects, authenticates (NIP-42) as the owner and posts to #ops')
-  // The demo reads the owner key only to play the owner's own client; it never prints it.
-  const ownerSk = hexToBytes(readFileSync(join(home, 'owner.key'), 'utf8').trim())
-  const t0 = performance.now()
-  relay = await connectAuthed(hub.url, ownerSk)
-  const event = finalizeEvent(
-    {
-      kind: 9,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [['h', 'ops']],
-      content: 'hello from kith',
-    },
-    ownerSk,
-  )
-  await relay.publish(event)
-  say(`OK true for ${event.id.slice(0, 16)}… (stored durably before the OK)`)
-  const got = await new Promise((resolve) => {
-    const sub = relay.subscribe([{ '#h': ['ops'] }], {
-      onevent: (e) => resolve(e),
-      oneose: () => sub.close(),
-    })
-  })
-  say(
-    `read back from #ops: "${got.content}" (connect, AUTH, publish, query: ${(performance.now() - t0).toFixed(1)} ms)`,
-  )
-
-  step('a stranger (not in the fleet) tries the same')
-  await connectAuthed(hub.url, generateSecretKey()).then(
-    (stranger) => {
-      stranger.close()
-      throw new Error('a stranger was admitted: the membership check is broken')
-    },
-    (err) => say(`refused: ${err instanceof Error ? err.message : String(err)}`),
-  )
-} catch (err) {
-  await cleanup()
-  throw err
-}
-
-if (once) {
-  await cleanup()
-  say('\ndone.')
-} else {
-  say(`\nThe hub keeps running at ${hub.url}. Ctrl-C stops it and removes the demo's KITH_HOME.`)
-  process.on('SIGINT', () => {
-    say('\nstopping…')
-    cleanup().then(() => process.exit(0))
+function waitFor(proc, pattern) {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const m = proc.output().match(pattern)
+      if (m) resolve(m)
+    }
+    proc.child.stdout.on('data', check)
+    proc.child.stderr.on('data', check)
+    proc.done.then(() => check(), reject)
+    check()
   })
 }
+
+const indent = (text) => text.trimEnd().replace(/^/gm, '    ')
+
+async function main() {
+  step(`kith init on the laptop (KITH_HOME=${homes.laptop})`)
+  say(indent(await kith('laptop', ['init', '--name', 'laptop']).done))
+
+  step('kith up on the laptop: no hub configured, so it embeds one on 127.0.0.1')
+  const laptopUp = kith('laptop', ['up', '--port', process.env.KITH_DEMO_PORT ?? '0'])
+  say(indent((await waitFor(laptopUp, /kith up: linked to .*/))[0]))
+
+  step('kith pair on the laptop, kith join on the devbox (a machine with no keys yet)')
+  const pair = kith('laptop', ['pair', '--name', 'devbox'])
+  const code = (await waitFor(pair, /kith join (kith-pair1:[A-Za-z0-9_-]+)/))[1]
+  say(`    code: ${code.slice(0, 36)}… (also shown as a QR)`)
+  const join = kith('devbox', ['join', code, '--yes', '--name', 'devbox'])
+  const sasI = (await waitFor(pair, /do not type it anywhere:\s+(\d{3} \d{3})/))[1]
+  const sasR = (await waitFor(join, /do not type it anywhere:\s+(\d{3} \d{3})/))[1]
+  say(`    laptop shows ${sasI}, devbox shows ${sasR}`)
+  say('    (demo: confirming the 6 digits on both sides automatically; a person compares them)')
+  join.child.stdin.write('y\n')
+  pair.child.stdin.write('y\n')
+  say(indent((await pair.done).match(/paired: .*/)?.[0] ?? ''))
+  say(indent((await join.done).match(/joined .*/)?.[0] ?? ''))
+
+  step('kith up on the devbox')
+  const devboxUp = kith('devbox', ['up'])
+  say(indent((await waitFor(devboxUp, /kith up: linked to .*/))[0]))
+
+  step('a message each way')
+  say(indent(await kith('laptop', ['send', '#ops', 'hello @devbox, welcome to the fleet']).done))
+  say(indent(await kith('devbox', ['send', '#ops', 'thanks, I am up']).done))
+  for (let i = 0; i < 100; i++) {
+    const log = await kith('laptop', ['log', '#ops']).done
+    if (log.includes('thanks, I am up')) {
+      say('    kith log #ops on the laptop:')
+      say(indent(indent(log)))
+      break
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+
+  step('kith device list and kith status on the laptop')
+  say(indent(await kith('laptop', ['device', 'list']).done))
+  say(indent(await kith('laptop', ['status']).done))
+
+  step('shutting down')
+  devboxUp.child.kill('SIGTERM')
+  laptopUp.child.kill('SIGTERM')
+  await Promise.allSettled([devboxUp.done, laptopUp.done])
+  say('    both nodes stopped cleanly.')
+  say('\nTry it by hand: see "Everyday commands" and "Pairing two real machines" in README.md.')
+}
+
+main()
+  .catch((err) => {
+    process.exitCode = 1
+    process.stderr.write(`demo failed: ${err instanceof Error ? err.message : String(err)}\n`)
+  })
+  .finally(() => {
+    for (const c of children) c.kill('SIGKILL')
+    rmSync(root, { recursive: true, force: true })
+  })

@@ -12,6 +12,8 @@ export interface StoredRow {
   id: string
   created_at: number
   raw: string
+  /** Insertion order in this store (arrival order at a node). */
+  seq: number
 }
 
 interface ExistingRow {
@@ -155,7 +157,7 @@ export class EventStore {
       params.push(name, ...values)
     }
     const sql =
-      'SELECT id, created_at, raw FROM events' +
+      'SELECT id, created_at, raw, seq FROM events' +
       (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
       ' ORDER BY created_at DESC, id ASC LIMIT ?'
     params.push(limit)
@@ -187,7 +189,7 @@ export class EventStore {
     for (let i = 0; i < ids.length; i += 500) {
       const part = ids.slice(i, i + 500)
       const rows = this.statement(
-        `SELECT id, created_at, raw FROM events WHERE id IN (${part.map(() => '?').join(',')})`,
+        `SELECT id, created_at, raw, seq FROM events WHERE id IN (${part.map(() => '?').join(',')})`,
       ).all(...part)
       for (const r of rows) known.add(r.id)
     }

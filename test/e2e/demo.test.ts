@@ -5,16 +5,27 @@ import { describe, expect, it } from 'vitest'
 const demo = fileURLToPath(new URL('../../scripts/demo.js', import.meta.url))
 
 describe('npm run demo (the README first command)', () => {
-  it('initialises a fresh KITH_HOME, runs a hub, round-trips an event and refuses a stranger', async () => {
-    const { stdout } = await new Promise<{ stdout: string }>((resolve, reject) =>
-      execFile(process.execPath, [demo, '--once'], (err, out, errOut) =>
-        err ? reject(new Error(`${err.message}\n${errOut}`)) : resolve({ stdout: out }),
-      ),
-    )
-    expect(stdout).toMatch(/owner\s+npub1\w+\s+\(created\)/)
-    expect(stdout).toMatch(/hub listening on ws:\/\/127\.0\.0\.1:\d+/)
-    expect(stdout).toMatch(/read back from #ops: "hello from kith"/)
-    expect(stdout).toMatch(/refused: restricted: /)
-    expect(stdout).toMatch(/done\./)
-  })
+  it(
+    'pairs two fresh nodes over the embedded hub and carries a message each way',
+    { timeout: 60_000 },
+    async () => {
+      const stdout = await new Promise<string>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          [demo],
+          { env: { ...process.env, KITH_DEMO_PORT: '0' } },
+          (err, out, errOut) =>
+            err ? reject(new Error(`${err.message}\n${out}\n${errOut}`)) : resolve(out),
+        ),
+      )
+      expect(stdout).toMatch(/owner\s+npub1\w+\s+\(created\)/)
+      expect(stdout).toMatch(/laptop shows (\d{3} \d{3}), devbox shows \1/)
+      expect(stdout).toMatch(/confirming the 6 digits on both sides automatically/)
+      expect(stdout).toMatch(/paired: devbox npub1\w+ is now a device of this fleet/)
+      expect(stdout).toMatch(/laptop \[device\]: hello @devbox/)
+      expect(stdout).toMatch(/devbox \[device\]: thanks, I am up/)
+      expect(stdout).toMatch(/devbox\s+npub1\w+\s+active/)
+      expect(stdout).toMatch(/both nodes stopped cleanly/)
+    },
+  )
 })

@@ -15,6 +15,7 @@ import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { askYesNo, closePrompt } from '../prompt.js'
 import { defaultEmbeddedPort } from '../../node/daemon.js'
+import { connectDaemon } from './chat-common.js'
 
 export const pairHelp = `Usage: kith pair [--name NAME] [--hub URL] [--rearm]
 
@@ -23,7 +24,8 @@ same code as text (paste it over SSH); on the new machine run: kith join CODE. B
 show the same 6 digits: compare them, do not type them anywhere, and answer y on both sides.
 The new machine gets its own device key and a grant signed here; no secret key is sent.
 
-The hub used is the first configured one, or the hub embedded in kith up on 127.0.0.1:${defaultEmbeddedPort}.
+The hub used is the first configured one, or else the hub embedded in this machine's running
+kith up (by default 127.0.0.1:${defaultEmbeddedPort}).
 
 Options:
   --name NAME   the new device's name (default: the name it proposes)
@@ -61,7 +63,8 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
     return 0
   }
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
-  const connectUrl = id.config.hubs[0] ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
+  const connectUrl =
+    id.config.hubs[0] ?? (await embeddedHubUrl()) ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
   const codeHub = normalizeRelayUrl(values.hub ?? connectUrl)
   const node = openFleetNode(id)
   const session = new InviterSession(
@@ -147,6 +150,17 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
     channel?.close()
     node.book.close()
     closePrompt()
+  }
+}
+
+/** With no hub configured, the hub embedded in this machine's running node (kith up), if any. */
+async function embeddedHubUrl(): Promise<string | undefined> {
+  const daemon = await connectDaemon()
+  if (daemon === undefined) return undefined
+  try {
+    return (await daemon.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined
+  } finally {
+    daemon.close()
   }
 }
 
