@@ -79,7 +79,9 @@ export class KithNode {
   ) {
     this.log = opts.log ?? (() => undefined)
     this.store = new NodeStore(id.home)
-    this.book = new GrantBook(this.store.events, fleet)
+    this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
+      this.store.enqueue(e, this.now()),
+    )
     this.names = new Names(this.book.verifier, this.store.events)
   }
 
@@ -108,13 +110,18 @@ export class KithNode {
 
   private async boot(): Promise<void> {
     const { id } = this
-    const grant = ensureOwnDeviceGrant({ id, fleet: this.fleet, book: this.book }, this.now())
-    if (grant) this.store.enqueue(grant, this.now())
+    ensureOwnDeviceGrant({ id, fleet: this.fleet, book: this.book }, this.now())
     this.control = await startControlServer(join(id.home, controlSocketFile), {
       status: () => this.status(),
       send: (p) => this.sendChat(p),
       subscribe: (p, client) => this.subscribeClient(p, client),
       history: (p) => this.history(p),
+      // A CLI command changed grants in node.db: take them in and send them out.
+      'grants-changed': () => {
+        this.book.reload()
+        for (const link of this.links) this.pump(link)
+        return { ok: true }
+      },
     })
     this.pool = await VerifyPool.create(this.opts.verifyWorkers)
     let hubs = id.config.hubs

@@ -14,10 +14,15 @@ import { NodeStore } from '../store/node-store.js'
  */
 export class GrantBook {
   readonly verifier: GrantVerifier
+  /**
+   * `queue` stores an event this node issued and puts it in the outbox, so the daemon keeps
+   * sending it to every hub until each answers (even when no hub was reachable when it was made).
+   */
   constructor(
     private readonly store: EventStore,
     readonly fleet: string,
     private readonly onClose: () => void = () => undefined,
+    private readonly queue?: (event: NostrEvent) => void,
   ) {
     this.verifier = new GrantVerifier({ founder: fleet, verifySignature: verifyEventSignature })
     for (const kind of [Kind.Grant, Kind.Revocation]) {
@@ -29,7 +34,12 @@ export class GrantBook {
   /** Opens node.db on its own (CLI commands); the daemon shares its NodeStore instead. */
   static open(home: string, fleet: string): GrantBook {
     const node = new NodeStore(home)
-    return new GrantBook(node.events, fleet, () => node.close())
+    return new GrantBook(
+      node.events,
+      fleet,
+      () => node.close(),
+      (e) => node.enqueue(e, Math.floor(Date.now() / 1000)),
+    )
   }
 
   /** Adds events learned from a hub; returns how many were new and accepted. */
@@ -68,7 +78,8 @@ export class GrantBook {
     if (r.status !== 'accepted') {
       throw new KithError('restricted', `${r.code}: ${r.reason}`)
     }
-    this.store.insertBatch([event])
+    if (this.queue) this.queue(event)
+    else this.store.insertBatch([event])
     return event
   }
 
@@ -101,6 +112,14 @@ export class GrantBook {
   /** Every grant and revocation, oldest first (for publishing to a new hub). */
   allEvents(): NostrEvent[] {
     return [...this.store.eventsOfKind(Kind.Grant), ...this.store.eventsOfKind(Kind.Revocation)]
+  }
+
+  /** Re-reads node.db (another process may have added grants) into the verifier. */
+  reload(): void {
+    for (const kind of [Kind.Grant, Kind.Revocation]) {
+      for (const e of this.store.eventsOfKind(kind))
+        this.verifier.add(e, { verified: true, keepPending: true })
+    }
   }
 
   /** Members (by subject) right now, to diff before and after a revocation. */

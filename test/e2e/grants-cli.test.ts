@@ -6,7 +6,7 @@ import { decode, npubEncode } from 'nostr-tools/nip19'
 import { publicKeyOf } from '../../src/events/event.js'
 import { readAgentSecret } from '../../src/identity/agents.js'
 import { RawClient } from '../helpers/raw-client.js'
-import { runKith, startHubProcess } from '../helpers/cli.js'
+import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const hexOf = (npub: string) => decode(npub).data as string
@@ -112,5 +112,37 @@ describe('grants through the CLI against a running hub', () => {
     expect(stranger.code).toBe(1)
     expect(stranger.stderr).toMatch(/unknown-target/)
     expect((await runKith(['revoke', 'npub1nope'], { home })).stderr).toMatch(/not a valid npub/)
+  })
+})
+
+describe('grants made while no hub is reachable', () => {
+  it('are delivered by the running node when its hub comes back', { timeout: 60_000 }, async () => {
+    const root = tempDir()
+    const laptop = join(root, 'laptop')
+    await runKith(['init', '--name', 'laptop'], { home: laptop })
+    const port = await freePort()
+    const db = join(root, 'hub.db')
+    let hub = await startHubProcess(['--db', db, '--port', String(port)], laptop)
+    await runKith(['hub', 'add', hub.url], { home: laptop })
+    const node = await startNodeProcess(laptop)
+    await node.waitFor(/linked to/)
+    expect((await runKith(['agent', 'add', 'claude'], { home: laptop })).code).toBe(0)
+    const agentSk = readAgentSecret(laptop, 'claude')!
+    await hub.stop()
+    const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
+    expect(revoked.stdout).toMatch(/not reached/)
+    hub = await startHubProcess(['--db', db, '--port', String(port)], laptop)
+    // The node's outbox carries the revocation to the hub once it is back.
+    await expect
+      .poll(
+        async () => {
+          const c = await RawClient.connect(hub.url)
+          const answer = await c.auth(hub.url, agentSk)
+          c.close()
+          return String(answer[3])
+        },
+        { timeout: 30_000, interval: 500 },
+      )
+      .toMatch(/^restricted: revoked/)
   })
 })

@@ -172,7 +172,8 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
       running: boolean
       outbox: number
     }
-    expect(status).toMatchObject({ running: false, outbox: 3 }) // two messages and the device profile
+    // two messages, the device profile and the device grant made at kith init
+    expect(status).toMatchObject({ running: false, outbox: 4 })
     hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
     const nb = await startNodeProcess(b)
     await nb.waitFor(/linked to/)

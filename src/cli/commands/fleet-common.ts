@@ -1,4 +1,7 @@
+import { join } from 'node:path'
 import { KithError } from '../../errors.js'
+import { ControlClient } from '../../node/control.js'
+import { controlSocketFile } from '../../node/daemon.js'
 import type { Grant, Role } from '../../grants/grant.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
@@ -18,13 +21,30 @@ export function openNode(): FleetNode {
   return openFleetNode(loadIdentity(resolveKithHome()))
 }
 
-/** Runs `fn` with the node open, always closing its database. */
+/**
+ * Runs `fn` with the node open, always closing its database; then tells a running daemon that
+ * grants may have changed, so it enforces and delivers them without a restart.
+ */
 export async function withNode<T>(fn: (node: FleetNode) => Promise<T> | T): Promise<T> {
   const node = openNode()
   try {
     return await fn(node)
   } finally {
     node.book.close()
+    await notifyDaemon()
+  }
+}
+
+export async function notifyDaemon(): Promise<void> {
+  const daemon = await ControlClient.connect(join(resolveKithHome(), controlSocketFile))
+  if (daemon === undefined) return
+  try {
+    await daemon.request('grants-changed')
+  } catch (err) {
+    // An older daemon without this method: it learns the change from its hubs instead.
+    if (!(err instanceof KithError)) throw err
+  } finally {
+    daemon.close()
   }
 }
 

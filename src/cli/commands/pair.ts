@@ -16,6 +16,7 @@ import { npub } from '../key-text.js'
 import { askYesNo, closePrompt } from '../prompt.js'
 import { defaultEmbeddedPort } from '../../node/daemon.js'
 import { connectDaemon } from './chat-common.js'
+import { notifyDaemon } from './fleet-common.js'
 
 export const pairHelp = `Usage: kith pair [--name NAME] [--hub URL] [--rearm]
 
@@ -150,6 +151,7 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
     channel?.close()
     node.book.close()
     closePrompt()
+    await notifyDaemon()
   }
 }
 
