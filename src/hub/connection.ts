@@ -139,15 +139,20 @@ export class Connection {
     }
   }
 
-  private onEvent(value: unknown, frameBytes: number): void {
-    let event: NostrEvent
+  /** The event in an EVENT or AUTH frame, or undefined after answering OK false. */
+  private parseOrRefuse(value: unknown): NostrEvent | undefined {
     try {
-      event = parseEvent(value)
+      return parseEvent(value)
     } catch (err) {
       const id = (value as { id?: unknown } | null)?.id
       this.ok(typeof id === 'string' ? id : '', false, toNostrMessage(err))
-      return
+      return undefined
     }
+  }
+
+  private onEvent(value: unknown, frameBytes: number): void {
+    const event = this.parseOrRefuse(value)
+    if (event === undefined) return
     if (event.kind === Kind.ClientAuth) {
       this.ok(event.id, false, 'invalid: AUTH events are sent with AUTH, not EVENT')
       return
@@ -373,14 +378,8 @@ export class Connection {
   }
 
   private onAuth(value: unknown): void {
-    let event: NostrEvent
-    try {
-      event = parseEvent(value)
-    } catch (err) {
-      const id = (value as { id?: unknown } | null)?.id
-      this.ok(typeof id === 'string' ? id : '', false, toNostrMessage(err))
-      return
-    }
+    const event = this.parseOrRefuse(value)
+    if (event === undefined) return
     this.ctx.verifier.verify(event).then(
       (result) => {
         if (result !== 'ok') {

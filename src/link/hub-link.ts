@@ -1,5 +1,6 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
+import { parseRelayFrame } from './frames.js'
 import { parseEvent, type NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
 import type { OkAnswer } from './hub-session.js'
@@ -322,15 +323,10 @@ export class HubLink {
   private pendingChallenge: string | undefined
 
   private onMessage(text: string): void {
-    let msg: unknown
-    try {
-      msg = JSON.parse(text)
-    } catch {
-      // A hub sending garbage is ignored frame by frame; the link keeps serving.
-      return
-    }
-    if (!Array.isArray(msg)) return
-    const [verb, a, b, c] = msg as unknown[]
+    // A frame that is not NIP-01 is skipped; whatever it owed times out.
+    const frame = parseRelayFrame(text)
+    if (frame === undefined) return
+    const [verb, a, b, c] = frame
     switch (verb) {
       case 'AUTH':
         if (typeof a === 'string') {

@@ -1,5 +1,6 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
+import { parseRelayFrame } from './frames.js'
 import { parseEvent, type NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
 
@@ -70,15 +71,10 @@ export class HubSession {
   }
 
   private onMessage(text: string): void {
-    let msg: unknown
-    try {
-      msg = JSON.parse(text)
-    } catch {
-      // A hub that sends garbage is not followed; the request it owes will time out.
-      return
-    }
-    if (!Array.isArray(msg)) return
-    const [verb, a, b, c] = msg as unknown[]
+    // A frame that is not NIP-01 is skipped; whatever it owed times out.
+    const frame = parseRelayFrame(text)
+    if (frame === undefined) return
+    const [verb, a, b, c] = frame
     if (verb === 'AUTH' && typeof a === 'string') {
       this.challenge = a
       for (const w of this.challengeWaiters) {

@@ -6,6 +6,7 @@ import { loadIdentity } from '../../identity/keys.js'
 import { startHub } from '../../hub/server.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
+import { runUntilSignal } from '../signals.js'
 import { npub, parsePubkeyText } from '../key-text.js'
 
 export const hubServeHelp = `Usage: kith hub [options]
@@ -116,22 +117,6 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     out.line(`  db    ${dbPath}`)
     out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
   }
-  await new Promise<void>((resolve) => {
-    let stopping = false
-    const stop = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        // A second signal means "now": skip the graceful path.
-        process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
-      }
-      stopping = true
-      out.err(`kith hub: ${signal}, shutting down`)
-      hub.close().then(resolve, (err: unknown) => {
-        out.err(`kith hub: error while closing: ${String(err)}`)
-        resolve()
-      })
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await runUntilSignal(out, 'kith hub', () => hub.close())
   return 0
 }

@@ -1,15 +1,10 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { resolveKithHome } from '../../identity/home.js'
-import { loadIdentity } from '../../identity/keys.js'
 import { chatHistory, type ChatItem } from '../../node/daemon.js'
-import { GrantBook } from '../../node/grant-book.js'
-import { Names } from '../../node/names.js'
-import { NodeStore } from '../../store/node-store.js'
 import { parseCommandArgs, parseCount } from '../args.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat } from './chat-common.js'
+import { connectDaemon, formatChat, withLocalNode } from './chat-common.js'
 
 export const logHelp = `Usage: kith log [#channel] [--since T] [--limit N] [--follow] [--json]
 
@@ -64,17 +59,9 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
       )
     } else out.line(formatChat(item, { channel: channel === undefined }))
   }
-  const id = loadIdentity(resolveKithHome())
-  if (id.config.fleet === undefined)
-    throw new KithError('not-initialized', 'this machine is in no fleet yet')
-  const store = new NodeStore(id.home)
-  try {
-    const book = new GrantBook(store.events, id.config.fleet)
-    for (const item of chatHistory(store, new Names(book.verifier, store.events), params))
-      print(item)
-  } finally {
-    store.close()
-  }
+  withLocalNode(({ store, names }) => {
+    for (const item of chatHistory(store, names, params)) print(item)
+  })
   if (!values.follow) return 0
   const daemon = await connectDaemon()
   if (daemon === undefined)

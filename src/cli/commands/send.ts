@@ -1,14 +1,9 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { resolveKithHome } from '../../identity/home.js'
-import { loadIdentity } from '../../identity/keys.js'
 import { buildChat } from '../../node/daemon.js'
-import { GrantBook } from '../../node/grant-book.js'
-import { Names } from '../../node/names.js'
-import { NodeStore } from '../../store/node-store.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
-import { connectDaemon } from './chat-common.js'
+import { connectDaemon, withLocalNode } from './chat-common.js'
 
 export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--json]
 
@@ -52,13 +47,8 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
       daemon.close()
     }
   }
-  const id = loadIdentity(resolveKithHome())
-  if (id.config.fleet === undefined)
-    throw new KithError('not-initialized', 'this machine is in no fleet yet')
-  const store = new NodeStore(id.home)
-  try {
-    const book = new GrantBook(store.events, id.config.fleet)
-    const event = buildChat(id, new Names(book.verifier, store.events), store, {
+  return withLocalNode(({ id, store, names }) => {
+    const event = buildChat(id, names, store, {
       channel,
       text,
       ...(values.reply ? { reply: values.reply } : {}),
@@ -70,7 +60,5 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
         `queued ${event.id.slice(0, 12)}… in the outbox: kith up is not running; it will send it`,
       )
     return 0
-  } finally {
-    store.close()
-  }
+  })
 }

@@ -2,6 +2,7 @@ import { resolveKithHome } from '../../identity/home.js'
 import { KithNode } from '../../node/daemon.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
+import { runUntilSignal } from '../signals.js'
 import { npub } from '../key-text.js'
 
 export const upHelp = `Usage: kith up [--port PORT] [--page-size N] [--json]
@@ -52,19 +53,6 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     hubs,
     embedded: node.embedded?.url ?? null,
   })
-  await new Promise<void>((resolve) => {
-    let stopping = false
-    const stop = (signal: NodeJS.Signals) => {
-      if (stopping) process.exit(128 + (signal === 'SIGINT' ? 2 : 15))
-      stopping = true
-      say('stopping', { message: `${signal}, stopping` })
-      node.stop().then(resolve, (err: unknown) => {
-        out.err(`kith up: error while stopping: ${String(err)}`)
-        resolve()
-      })
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await runUntilSignal(out, 'kith up', () => node.stop())
   return 0
 }
