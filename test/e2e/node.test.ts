@@ -13,6 +13,23 @@ import { signEvent, type NostrEvent } from '../../src/events/event.js'
 /** Machines of one person share an owner key until pairing exists; each has its own KITH_HOME. */
 const newOwner = () => bytesToHex(generateSecretKey())
 
+/**
+ * A temp dir, an owner key, a KITH_HOME for the hubs (run with --owner from it), and one
+ * KITH_HOME per machine name, each initialised with that owner key. `addHubs` wires them up.
+ */
+async function setup(names: string[]) {
+  const dir = tempDir()
+  const owner = newOwner()
+  const hubHome = join(dir, 'hubhome')
+  await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+  const homes = names.map((n) => join(dir, n))
+  for (const home of homes) await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+  const addHubs = async (...urls: string[]) => {
+    for (const home of homes) for (const url of urls) await runKith(['hub', 'add', url], { home })
+  }
+  return { dir, owner, hubHome, homes, addHubs }
+}
+
 async function history(home: string, channel = 'ops'): Promise<ChatItem[]> {
   const c = await ControlClient.connect(join(home, 'node.sock'))
   if (c === undefined) return []
@@ -79,18 +96,11 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
   it('survives a hub SIGKILLed and restarted mid-conversation: nothing lost, nothing duplicated', async () => {
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}`
-    const dir = tempDir()
-    const owner = newOwner()
-    const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const { dir, hubHome, homes, addHubs } = await setup(['a', 'b'])
+    const [a, b] = homes as [string, string]
     const db = join(dir, 'hub.db')
     let hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
-    const a = join(dir, 'a')
-    const b = join(dir, 'b')
-    for (const home of [a, b]) {
-      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
-      await runKith(['hub', 'add', url], { home })
-    }
+    await addHubs(url)
     const na = await startNodeProcess(a)
     const nb = await startNodeProcess(b)
     await na.waitFor(/linked to/)
@@ -116,17 +126,10 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
   })
 
   it('catches up on everything posted while it was offline, across several pages', async () => {
-    const dir = tempDir()
-    const owner = newOwner()
-    const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const { dir, hubHome, homes, addHubs } = await setup(['a', 'b'])
+    const [a, b] = homes as [string, string]
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
-    const a = join(dir, 'a')
-    const b = join(dir, 'b')
-    for (const home of [a, b]) {
-      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
-      await runKith(['hub', 'add', hub.url], { home })
-    }
+    await addHubs(hub.url)
     const na0 = await startNodeProcess(a)
     const nb = await startNodeProcess(b)
     await na0.waitFor(/linked to/)
@@ -146,20 +149,13 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
   })
 
   it('keeps the outbox across a SIGKILL of the sender and delivers it on the next kith up', async () => {
-    const dir = tempDir()
-    const owner = newOwner()
+    const { dir, hubHome, homes, addHubs } = await setup(['a', 'b'])
+    const [a, b] = homes as [string, string]
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}`
-    const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
     const db = join(dir, 'hub.db')
     let hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
-    const a = join(dir, 'a')
-    const b = join(dir, 'b')
-    for (const home of [a, b]) {
-      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
-      await runKith(['hub', 'add', url], { home })
-    }
+    await addHubs(url)
     await hub.stop()
     // With the daemon down, kith send writes to the outbox.
     const offline = await runKith(['send', '#ops', 'written while down'], { home: a })
@@ -185,19 +181,11 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
   })
 
   it('keeps messages flowing over the second hub when one of two is down', async () => {
-    const dir = tempDir()
-    const owner = newOwner()
-    const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const { dir, hubHome, homes, addHubs } = await setup(['a', 'b'])
+    const [a, b] = homes as [string, string]
     const h1 = await startHubProcess(['--db', join(dir, 'h1.db')], hubHome)
     const h2 = await startHubProcess(['--db', join(dir, 'h2.db')], hubHome)
-    const a = join(dir, 'a')
-    const b = join(dir, 'b')
-    for (const home of [a, b]) {
-      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
-      await runKith(['hub', 'add', h1.url], { home })
-      await runKith(['hub', 'add', h2.url], { home })
-    }
+    await addHubs(h1.url, h2.url)
     const na = await startNodeProcess(a)
     const nb = await startNodeProcess(b)
     await na.waitFor(new RegExp(`linked to ${h2.url}`))
@@ -219,19 +207,11 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
 
 describe('a standard NIP-01 relay as an extra link', { timeout: 90_000 }, () => {
   it('carries the fleet’s messages when the Kith hub is down, and strangers’ events are dropped', async () => {
-    const dir = tempDir()
-    const owner = newOwner()
-    const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const { dir, hubHome, homes, addHubs } = await setup(['a', 'b'])
+    const [a, b] = homes as [string, string]
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
     const relay = await startStandardRelay()
-    const a = join(dir, 'a')
-    const b = join(dir, 'b')
-    for (const home of [a, b]) {
-      await runKith(['init', '--owner-key-stdin'], { home, input: owner })
-      await runKith(['hub', 'add', hub.url], { home })
-      await runKith(['hub', 'add', relay.url], { home })
-    }
+    await addHubs(hub.url, relay.url)
     const na = await startNodeProcess(a)
     const nb = await startNodeProcess(b)
     for (const n of [na, nb]) {
