@@ -19,7 +19,17 @@ const ioModules = [
 ]
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'bin/**', 'scripts/**/*.js'] },
+  {
+    // Plain JS run as processes (bin, scripts, fixture agents); type-aware rules need TS sources.
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'coverage/**',
+      'bin/**',
+      'scripts/**/*.js',
+      'test/fixtures/**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

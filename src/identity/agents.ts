@@ -14,6 +14,12 @@ export interface AgentRecord {
   /** NIP-OA tag its events carry, signed by the grant's issuer. */
   authTag?: string[]
   createdAt: number
+  /** The ACP command (argv, no shell) this node spawns for it; absent: a key only. */
+  command?: string[]
+  /** Working directory of the agent's sessions. */
+  cwd?: string
+  /** Who may prompt it: the agent's owner (any of their devices) or every fleet member. */
+  allow?: 'owner' | 'fleet'
 }
 
 const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/

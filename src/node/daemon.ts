@@ -13,6 +13,8 @@ import { startControlServer, type ControlClientHandle } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
+import { AgentHost } from '../acp/host.js'
+import { listAgentRecords, readAgentSecret, type AgentRecord } from '../identity/agents.js'
 
 export const controlSocketFile = 'node.sock'
 export const defaultEmbeddedPort = 7447
@@ -71,6 +73,8 @@ export class KithNode {
   readonly presence = new Map<string, { status: string; at: number }>()
   private readonly log: (line: string) => void
   private stopped = false
+  /** Agents this node hosts, by pubkey. Their secret keys stay in this process. */
+  readonly agents = new Map<string, { record: AgentRecord; host: AgentHost; secret: Uint8Array }>()
 
   private constructor(
     readonly id: Identity,
@@ -140,6 +144,7 @@ export class KithNode {
       this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
     }
     this.publishProfile()
+    this.loadAgents()
     for (const url of hubs) {
       const link = new HubLink({
         url,
@@ -165,6 +170,105 @@ export class KithNode {
       for (const link of this.links) if (link.authenticated) this.sendPresence(link)
     }, this.opts.presenceIntervalMs ?? 60_000)
     this.presenceTimer.unref()
+  }
+
+  /** Agents with a command are spawned on first use; the key only ever lives in this process. */
+  private loadAgents(): void {
+    for (const record of listAgentRecords(this.id.home)) {
+      if (record.command === undefined) continue
+      const secret = readAgentSecret(this.id.home, record.name)
+      if (secret === undefined) {
+        this.log(`agent ${record.name}: key file missing; not started`)
+        continue
+      }
+      const host = new AgentHost(
+        record.name,
+        {
+          argv: record.command,
+          cwd: record.cwd ?? this.id.home,
+          logPath: join(this.id.home, 'agents', `${record.name}.log`),
+        },
+        this.log,
+      )
+      this.agents.set(record.pubkey, { record, host, secret })
+      this.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
+    }
+  }
+
+  /** The person (owner key) a key belongs to: the top owner of its chain, or the founder. */
+  private ownerOf(pubkey: string): string | undefined {
+    if (pubkey === this.fleet) return pubkey
+    const d = this.book.verifier.isMember(pubkey, this.now())
+    if (!d.ok) return undefined
+    if (d.role === 'owner') return pubkey
+    return d.chain.find((g) => g.role === 'owner')?.subject ?? this.fleet
+  }
+
+  /**
+   * A chat message that mentions (p tag) an agent hosted here becomes a prompt, if the agent's
+   * policy allows its author; otherwise a one-line refusal is posted. Never silence.
+   */
+  private dispatch(event: NostrEvent): void {
+    if (event.kind !== Kind.ChatMessage) return
+    const channel = channelOf(event)
+    if (channel === undefined) return
+    for (const tag of event.tags) {
+      if (tag[0] !== 'p' || tag[1] === undefined) continue
+      const agent = this.agents.get(tag[1])
+      if (agent === undefined || event.pubkey === tag[1] || this.agents.has(event.pubkey)) continue
+      const allowed =
+        agent.record.allow === 'fleet' ||
+        this.ownerOf(event.pubkey) === this.ownerOf(agent.record.pubkey)
+      if (!allowed) {
+        this.replyAs(
+          agent,
+          event,
+          `⚠ ${agent.record.name} takes prompts only from its owner's devices (policy: owner)`,
+        )
+        continue
+      }
+      const text = event.content
+        .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
+        .trim()
+      agent.host.enqueue({
+        channel,
+        text,
+        done: (outcome) =>
+          this.replyAs(
+            agent,
+            event,
+            outcome.ok ? outcome.text : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
+          ),
+      })
+    }
+  }
+
+  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
+  private replyAs(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+    text: string,
+  ): void {
+    if (this.stopped) return
+    const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
+    const tags: string[][] = [['h', channelOf(question) ?? 'general']]
+    tags.push(['e', root ?? question.id, '', 'root'])
+    if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
+    tags.push(['p', question.pubkey])
+    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const maxContent = 60_000
+    const content =
+      text.length > maxContent
+        ? `${text.slice(0, maxContent)}
+… (truncated)`
+        : text
+    const reply = signEvent(
+      { kind: Kind.ChatMessage, created_at: this.now(), tags, content },
+      agent.secret,
+    )
+    this.store.enqueue(reply, this.now())
+    this.emit(reply)
+    for (const link of this.links) this.pump(link)
   }
 
   /** The device's kind-0 profile, re-published only when its name changed. */
@@ -280,7 +384,9 @@ export class KithNode {
     if (accepted.length === 0) return
     const outcomes = this.store.events.insertBatch(accepted)
     accepted.forEach((e, i) => {
-      if (outcomes[i] === 'stored' && e.kind === Kind.ChatMessage) this.emit(e)
+      if (outcomes[i] !== 'stored' || e.kind !== Kind.ChatMessage) return
+      this.emit(e)
+      this.dispatch(e)
     })
   }
 
@@ -314,6 +420,7 @@ export class KithNode {
     })
     this.store.enqueue(event, this.now())
     this.emit(event)
+    this.dispatch(event)
     for (const link of this.links) this.pump(link)
     // With no hub connected there is nobody to wait for: it is queued, and says so at once.
     if (!this.links.some((l) => l.authenticated)) {
@@ -350,6 +457,7 @@ export class KithNode {
     embeddedHub: string | null
     hubs: LinkStatus[]
     outbox: number
+    agents: unknown[]
     refused: unknown[]
   } {
     return {
@@ -366,6 +474,13 @@ export class KithNode {
         lastError: l.lastError ?? null,
       })),
       outbox: this.store.outboxDepth(this.links.map((l) => l.url)),
+      agents: [...this.agents.values()].map((a) => ({
+        name: a.record.name,
+        state: a.host.state,
+        adapter: a.host.info,
+        queue: a.host.queueDepth,
+        crashes: a.host.crashes,
+      })),
       refused: this.store
         .refusals()
         .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
@@ -376,6 +491,8 @@ export class KithNode {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
+    await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
+    for (const a of this.agents.values()) a.secret.fill(0)
     for (const link of this.links) link.stop()
     await new Promise<void>((resolve) =>
       this.control ? this.control.close(() => resolve()) : resolve(),

@@ -135,21 +135,21 @@ describe(
     })
 
     it('reads the code from stdin with kith join -, for pasting over SSH', async () => {
-    const { dir, laptop } = await laptopWithHub()
-    const pair = spawnKith(['pair'], laptop)
-    const code = (await pair.waitFor(codePattern))[1]!
-    const joiner = spawnKith(['join', '-', '--name', 'devbox'], join(dir, 'devbox'))
-    joiner.write(`${code}\ny\n`)
-    await joiner.waitFor(sasLine)
-    await pair.waitFor(sasLine)
-    joiner.write('y\n')
-    pair.write('y\n')
-    expect(await joiner.exit).toBe(0)
-    expect(await pair.exit).toBe(0)
-    expect(pair.output()).toMatch(/paired: devbox npub1/)
-  })
+      const { dir, laptop } = await laptopWithHub()
+      const pair = spawnKith(['pair'], laptop)
+      const code = (await pair.waitFor(codePattern))[1]!
+      const joiner = spawnKith(['join', '-', '--name', 'devbox'], join(dir, 'devbox'))
+      joiner.write(`${code}\ny\n`)
+      await joiner.waitFor(sasLine)
+      await pair.waitFor(sasLine)
+      joiner.write('y\n')
+      pair.write('y\n')
+      expect(await joiner.exit).toBe(0)
+      expect(await pair.exit).toBe(0)
+      expect(pair.output()).toMatch(/paired: devbox npub1/)
+    })
 
-  it('refuses a garbled code and a machine that already holds an owner key', async () => {
+    it('refuses a garbled code and a machine that already holds an owner key', async () => {
       const { dir, laptop } = await laptopWithHub()
       const bad = await runKith(['join', 'kith-pair1:AAAA', '--yes'], { home: join(dir, 'x') })
       expect(bad.code).toBe(1)

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
 import { authConditions, makeAuthTag } from '../../grants/nip-oa.js'
 import {
@@ -24,6 +25,7 @@ import { describeReports } from '../../node/fleet.js'
 
 export const agentHelp = `Usage:
   kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
+                      [--cwd DIR] [--allow owner|fleet] [-- COMMAND ARGS…]
   kith agent list [--json]
   kith agent revoke NAME|NPUB [--json]
 
@@ -31,7 +33,10 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         never sees it) and a grant for it: from the owner when the owner key is here, otherwise
         from this device when its grant allows delegation. --kinds and --channels narrow what
         the agent may publish (default: as its issuer); --expires bounds the grant (e.g. 12h,
-        30d). The grant is published to the configured hubs at once.
+        30d). The grant is published to the configured hubs at once. With -- COMMAND (any
+        ACP agent: claude-agent-acp, codex-acp, gemini --acp, …) kith up spawns it and anyone
+        allowed can chat with it: @NAME in a channel. --cwd sets its working directory
+        (default: the current one); --allow owner (default: your own devices) or fleet.
 list    the agents hosted on this node, with their grant state.
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
         new agent to restore.`
@@ -53,18 +58,33 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       kinds: { type: 'string' },
       channels: { type: 'string' },
       expires: { type: 'string' },
+      cwd: { type: 'string' },
+      allow: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     agentHelp,
   )
-  const [sub, name, ...extra] = positionals
+  const dashdash = argv.indexOf('--')
+  const command = dashdash >= 0 ? argv.slice(dashdash + 1) : undefined
+  const [sub, name, ...extra] =
+    command === undefined ? positionals : positionals.slice(0, positionals.length - command.length)
   if (values.help || sub === undefined) {
     out.line(agentHelp)
     return values.help ? 0 : 2
   }
-  if (extra.length > 0)
-    throw new KithError('usage', `unexpected argument ${extra[0]}\n\n${agentHelp}`)
+  if (extra.length > 0) {
+    throw new KithError(
+      'usage',
+      `unexpected argument ${extra[0]} (put the agent command after --)\n\n${agentHelp}`,
+    )
+  }
+  if (command !== undefined && (sub !== 'add' || command.length === 0)) {
+    throw new KithError('usage', `-- COMMAND goes with kith agent add NAME\n\n${agentHelp}`)
+  }
+  if (values.allow !== undefined && values.allow !== 'owner' && values.allow !== 'fleet') {
+    throw new KithError('usage', `--allow is owner or fleet, got ${values.allow}`)
+  }
   return withNode(async (node) => {
     const now = nowSeconds()
     const { id, book } = node
@@ -127,6 +147,13 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         grant: grant.id,
         authTag,
         createdAt: now,
+        ...(command === undefined
+          ? {}
+          : {
+              command,
+              cwd: resolve(values.cwd ?? process.cwd()),
+              allow: values.allow === 'fleet' ? ('fleet' as const) : ('owner' as const),
+            }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
       if (values.json) {
@@ -144,6 +171,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         )
         if (kinds) out.line(`  kinds ${kinds.join(', ')}`)
         if (channels) out.line(`  channels ${channels.map((c) => `#${c}`).join(', ')}`)
+        if (command)
+          out.line(`  runs ${command.join(' ')} (kith up starts it; prompt it with @${name})`)
         for (const l of describeReports(reports)) out.line(l)
       }
       return exitForReports(reports)

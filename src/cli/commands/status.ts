@@ -21,6 +21,13 @@ interface Status {
   embeddedHub: string | null
   hubs: LinkStatus[]
   outbox: number
+  agents?: {
+    name: string
+    state: string
+    queue: number
+    crashes: number
+    adapter: { name?: string; version?: string }
+  }[]
   refused: { event: string; hub: string; message: string }[]
 }
 
@@ -85,6 +92,14 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     )
   }
   out.line(`outbox  ${status.outbox} waiting`)
+  for (const a of status.agents ?? []) {
+    const adapter = a.adapter.name
+      ? ` (${a.adapter.name}${a.adapter.version ? ` ${a.adapter.version}` : ''})`
+      : ''
+    out.line(
+      `agent   ${a.name}${adapter}: ${a.state}, queue ${a.queue}${a.crashes ? `, ${a.crashes} crash(es)` : ''}`,
+    )
+  }
   for (const r of status.refused.slice(0, 5))
     out.line(`refused ${r.event.slice(0, 12)}… by ${r.hub}: ${r.message}`)
   return 0

@@ -1,0 +1,184 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { createWriteStream, type WriteStream } from 'node:fs'
+import { Readable, Transform, Writable } from 'node:stream'
+import * as acp from '@agentclientprotocol/sdk'
+import { KithError } from '../errors.js'
+
+/** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
+const envAllowlist = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'LC_ALL',
+  'TERM',
+  'USER',
+  'SHELL',
+  'TMPDIR',
+  'NODE_PATH',
+]
+
+export interface AgentSpec {
+  argv: string[]
+  cwd: string
+  /** stderr and non-protocol stdout lines go here. */
+  logPath: string
+  /** Extra environment variable names to pass through. */
+  env?: string[]
+}
+
+export interface TurnResult {
+  stopReason: string
+  text: string
+}
+
+/**
+ * One spawned ACP agent process and its SDK client connection. Every request races the child's
+ * death: the SDK rejects in-flight requests with a bare error when the stream ends, which is
+ * turned into KithError('error', 'agent crashed …').
+ */
+export class AgentProcess {
+  private child: ChildProcess | undefined
+  private conn: acp.ClientConnection | undefined
+  private log: WriteStream | undefined
+  agentInfo: { name?: string; version?: string } = {}
+  loadSession = false
+  private readonly listeners = new Map<string, (text: string) => void>()
+  exited: Promise<number | null> = Promise.resolve(null)
+
+  constructor(private readonly spec: AgentSpec) {}
+
+  async start(): Promise<void> {
+    const [command, ...args] = this.spec.argv
+    if (command === undefined) throw new KithError('usage', 'an agent needs a command')
+    this.log = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
+    const env: NodeJS.ProcessEnv = {}
+    for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
+      if (process.env[name] !== undefined) env[name] = process.env[name]
+    }
+    const child = spawn(command, args, { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    this.child = child
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+    const spawned = new Promise<void>((resolve, reject) => {
+      child.once('spawn', () => resolve())
+      child.once('error', (err) =>
+        reject(new KithError('error', `cannot start ${command}: ${err.message}`)),
+      )
+    })
+    child.stderr.pipe(this.log, { end: false })
+    // stdout is the protocol; a line that is not JSON (an adapter printing a banner or ANSI) is
+    // logged and skipped instead of breaking the stream.
+    const log = this.log
+    let pending = ''
+    const onlyJson = new Transform({
+      transform(chunk: Buffer, _enc, done) {
+        pending += chunk.toString('utf8')
+        let out = ''
+        let i
+        while ((i = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, i + 1)
+          pending = pending.slice(i + 1)
+          if (line.trimStart().startsWith('{')) out += line
+          else if (line.trim() !== '') log.write(`[non-JSON stdout] ${line}`)
+        }
+        done(null, out)
+      },
+    })
+    child.stdout.pipe(onlyJson)
+    await spawned
+    this.conn = acp
+      .client({ name: 'kith' })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
+        const u = params.update
+        if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') {
+          this.listeners.get(params.sessionId)?.(u.content.text)
+        }
+      })
+      .onRequest(acp.methods.client.session.requestPermission, () => ({
+        outcome: { outcome: 'cancelled' },
+      }))
+      .connect(
+        acp.ndJsonStream(
+          Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+          Readable.toWeb(onlyJson) as ReadableStream<Uint8Array>,
+        ),
+      )
+    const init = await this.call(() =>
+      this.conn!.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+        clientInfo: { name: 'kith', version: '0.1.0' },
+      }),
+    )
+    this.agentInfo = {
+      ...(init.agentInfo?.name ? { name: init.agentInfo.name } : {}),
+      ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}),
+    }
+    this.loadSession = init.agentCapabilities?.loadSession === true
+  }
+
+  /** Runs an SDK call, turning the agent's death into a clear error. */
+  private async call<T>(fn: () => Promise<T>): Promise<T> {
+    const died = this.exited.then((code) => {
+      throw new KithError('error', `agent crashed (exit ${code ?? 'signal'})`)
+    })
+    try {
+      return await Promise.race([fn(), died])
+    } catch (err) {
+      if (err instanceof KithError) throw err
+      if (err instanceof acp.RequestError && err.code === -32000) {
+        throw new KithError('error', `the agent needs authentication: ${err.message}`, {
+          cause: err,
+        })
+      }
+      if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
+        throw new KithError('error', 'agent crashed', { cause: err })
+      }
+      throw new KithError(
+        'error',
+        `agent error: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      )
+    }
+  }
+
+  async newSession(cwd: string): Promise<string> {
+    const r = await this.call(() =>
+      this.conn!.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+    )
+    return r.sessionId
+  }
+
+  /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */
+  async prompt(sessionId: string, text: string): Promise<TurnResult> {
+    let reply = ''
+    this.listeners.set(sessionId, (chunk) => (reply += chunk))
+    try {
+      const r = await this.call(() =>
+        this.conn!.agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: 'text', text }],
+        }),
+      )
+      return { stopReason: r.stopReason, text: reply }
+    } finally {
+      this.listeners.delete(sessionId)
+    }
+  }
+
+  get running(): boolean {
+    return (
+      this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
+    )
+  }
+
+  async stop(): Promise<void> {
+    this.conn?.close()
+    if (this.running) {
+      this.child?.kill('SIGTERM')
+      const timer = setTimeout(() => this.child?.kill('SIGKILL'), 2000)
+      await this.exited
+      clearTimeout(timer)
+    }
+    this.log?.end()
+  }
+}
