@@ -26,6 +26,17 @@ export interface AgentSpec {
   env?: string[]
 }
 
+/** What the host needs to ask a person about a tool call. */
+export interface PermissionAsk {
+  sessionId: string
+  title: string
+  toolKind: string
+  options: { optionId: string; name: string; kind: string }[]
+}
+
+/** The person's answer: an option id, or cancelled (timeout, cancel, nobody allowed answered). */
+export type PermissionAnswer = { optionId: string } | 'cancelled'
+
 export interface TurnResult {
   stopReason: string
   text: string
@@ -45,7 +56,11 @@ export class AgentProcess {
   private readonly listeners = new Map<string, (text: string) => void>()
   exited: Promise<number | null> = Promise.resolve(null)
 
-  constructor(private readonly spec: AgentSpec) {}
+  constructor(
+    private readonly spec: AgentSpec,
+    private readonly onPermission: (ask: PermissionAsk) => Promise<PermissionAnswer> = () =>
+      Promise.resolve('cancelled'),
+  ) {}
 
   async start(): Promise<void> {
     const [command, ...args] = this.spec.argv
@@ -93,9 +108,22 @@ export class AgentProcess {
           this.listeners.get(params.sessionId)?.(u.content.text)
         }
       })
-      .onRequest(acp.methods.client.session.requestPermission, () => ({
-        outcome: { outcome: 'cancelled' },
-      }))
+      .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
+        // Options are passed on exactly as the agent gave them; the answer names one of them.
+        const answer = await this.onPermission({
+          sessionId: params.sessionId,
+          title: params.toolCall.title ?? 'a tool call',
+          toolKind: params.toolCall.kind ?? 'other',
+          options: params.options.map((o) => ({
+            optionId: o.optionId,
+            name: o.name,
+            kind: o.kind,
+          })),
+        })
+        return answer === 'cancelled'
+          ? { outcome: { outcome: 'cancelled' as const } }
+          : { outcome: { outcome: 'selected' as const, optionId: answer.optionId } }
+      })
       .connect(
         acp.ndJsonStream(
           Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,

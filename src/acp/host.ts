@@ -1,5 +1,10 @@
 import { KithError } from '../errors.js'
-import { AgentProcess, type AgentSpec } from './agent-process.js'
+import {
+  AgentProcess,
+  type AgentSpec,
+  type PermissionAnswer,
+  type PermissionAsk,
+} from './agent-process.js'
 
 export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed'
 
@@ -8,6 +13,8 @@ export interface PromptJob {
   text: string
   /** Called once with the agent's final text, or with a one-line refusal/failure. */
   done: (outcome: { ok: true; text: string } | { ok: false; message: string }) => void
+  /** Asks a person about one of this turn's tool calls. */
+  permission: (ask: PermissionAsk) => Promise<PermissionAnswer>
 }
 
 /**
@@ -21,6 +28,8 @@ export class AgentHost {
   private readonly sessions = new Map<string, string>()
   private readonly queues = new Map<string, PromptJob[]>()
   private readonly busy = new Set<string>()
+  /** The job whose turn is running in each session, to route its permission requests. */
+  private readonly running = new Map<string, PromptJob>()
   crashes = 0
 
   constructor(
@@ -69,7 +78,11 @@ export class AgentHost {
     this.starting ??= (async () => {
       this.state = 'starting'
       this.sessions.clear()
-      const proc = new AgentProcess(this.spec)
+      const proc = new AgentProcess(this.spec, (ask) => {
+        const job = this.running.get(ask.sessionId)
+        // A request outside any turn of ours has nobody to ask.
+        return job ? job.permission(ask) : Promise.resolve('cancelled')
+      })
       try {
         await proc.start()
       } catch (err) {
@@ -103,7 +116,13 @@ export class AgentHost {
       this.sessions.set(job.channel, sessionId)
     }
     this.state = 'working'
-    const r = await proc.prompt(sessionId, job.text)
+    this.running.set(sessionId, job)
+    let r
+    try {
+      r = await proc.prompt(sessionId, job.text)
+    } finally {
+      this.running.delete(sessionId)
+    }
     if (r.text.trim() === '') {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
     }

@@ -20,7 +20,8 @@ Commands:
   chat [#ch]      interactive chat through the running node
   send #ch TEXT   post a message (queued in the outbox if the node is not running)
   log [#ch]       print messages (--follow, --json)
-  status          the node's hubs, lag, cursors, outbox
+  status          the node's hubs, lag, cursors, outbox, agents
+  permit ID N     answer an agent's permission request with option N
 
 State lives in KITH_HOME (default ~/.kith). Exit codes: 0 ok, 1 failed (or a hub did not take
 a change; it is kept and sent on the next sync), 2 usage, 3 not initialised (run kith init),
@@ -54,6 +55,8 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/pair.js')).runPair(rest, out)
     case 'join':
       return (await import('./commands/join.js')).runJoin(rest, out)
+    case 'permit':
+      return (await import('./commands/permit.js')).runPermit(rest, out)
     case 'up':
       return (await import('./commands/up.js')).runUp(rest, out)
     case 'send':

@@ -208,9 +208,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const close = () =>
     (closing ??= (async () => {
       clearInterval(heartbeat)
+      const closed = [...conns].map(
+        (conn) => new Promise<void>((resolve) => conn.ws.once('close', () => resolve())),
+      )
       for (const conn of conns) conn.ws.close(1001, 'hub shutting down')
       // Events already accepted for commit are written before the store closes.
       ctx.commit.flush()
+      // Give clients a moment to complete the close handshake (they see 1001, not 1006); then
+      // whoever is left is cut off.
+      await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, 1000).unref())])
       await new Promise<void>((resolve) => {
         wss.close(() => resolve())
         for (const conn of conns) conn.ws.terminate()

@@ -14,6 +14,7 @@ import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
 import { AgentHost } from '../acp/host.js'
+import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import { listAgentRecords, readAgentSecret, type AgentRecord } from '../identity/agents.js'
 
 export const controlSocketFile = 'node.sock'
@@ -31,6 +32,8 @@ const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation]
 
 export interface NodeOptions {
   home: string
+  /** How long a permission request waits for a person before it is answered cancelled. */
+  permissionTimeoutMs?: number
   log?: (line: string) => void
   /** Port of the embedded hub when no hub is configured (0 picks one). */
   embedPort?: number
@@ -75,6 +78,16 @@ export class KithNode {
   private stopped = false
   /** Agents this node hosts, by pubkey. Their secret keys stay in this process. */
   readonly agents = new Map<string, { record: AgentRecord; host: AgentHost; secret: Uint8Array }>()
+  /** Permission requests (kind 4142) of hosted agents waiting for a decision (4143). */
+  private readonly pendingPermissions = new Map<
+    string,
+    {
+      agent: string
+      options: PermissionAsk['options']
+      resolve: (a: PermissionAnswer) => void
+      timer: NodeJS.Timeout
+    }
+  >()
 
   private constructor(
     readonly id: Identity,
@@ -120,6 +133,7 @@ export class KithNode {
       send: (p) => this.sendChat(p),
       subscribe: (p, client) => this.subscribeClient(p, client),
       history: (p) => this.history(p),
+      decide: (p) => this.decide(p),
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
@@ -233,6 +247,7 @@ export class KithNode {
       agent.host.enqueue({
         channel,
         text,
+        permission: (ask) => this.askPermission(agent, event, ask),
         done: (outcome) =>
           this.replyAs(
             agent,
@@ -241,6 +256,131 @@ export class KithNode {
           ),
       })
     }
+  }
+
+  /**
+   * Turns an agent's permission request into a kind-4142 event (signed by the agent, threaded
+   * under the prompt) and waits for a kind-4143 decision from a person allowed to approve; a
+   * timeout answers cancelled, visibly.
+   */
+  private askPermission(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+    ask: PermissionAsk,
+  ): Promise<PermissionAnswer> {
+    const timeoutMs = this.opts.permissionTimeoutMs ?? 5 * 60_000
+    const request = signEvent(
+      {
+        kind: Kind.PermissionRequest,
+        created_at: this.now(),
+        tags: [
+          ['h', channelOf(question) ?? 'general'],
+          ['e', question.id, '', 'root'],
+          ['p', question.pubkey],
+        ],
+        content: JSON.stringify({
+          title: ask.title,
+          toolKind: ask.toolKind,
+          options: ask.options,
+          expires: this.now() + Math.ceil(timeoutMs / 1000),
+        }),
+      },
+      agent.secret,
+    )
+    return new Promise<PermissionAnswer>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pendingPermissions.delete(request.id)
+        resolve('cancelled')
+        this.replyAs(
+          agent,
+          question,
+          `⏱ permission request for "${ask.title}" timed out; the tool call was cancelled`,
+        )
+      }, timeoutMs)
+      timer.unref()
+      this.pendingPermissions.set(request.id, {
+        agent: agent.record.pubkey,
+        options: ask.options,
+        resolve,
+        timer,
+      })
+      this.store.enqueue(request, this.now())
+      this.emit(request)
+      for (const link of this.links) this.pump(link)
+    })
+  }
+
+  /** A kind-4143 decision: answers the pending request if its author may approve for the agent. */
+  private applyDecision(decision: NostrEvent): void {
+    const requestId = decision.tags.find((t) => t[0] === 'e')?.[1]
+    const pending = requestId === undefined ? undefined : this.pendingPermissions.get(requestId)
+    if (pending === undefined || requestId === undefined) return
+    if (this.ownerOf(decision.pubkey) !== this.ownerOf(pending.agent)) {
+      this.log(
+        `ignored a decision on ${requestId.slice(0, 12)}… from a key that may not approve for this agent`,
+      )
+      return
+    }
+    let optionId: unknown
+    try {
+      optionId = (JSON.parse(decision.content) as { optionId?: unknown }).optionId
+    } catch {
+      // An unreadable decision answers nothing.
+      return
+    }
+    if (!pending.options.some((o) => o.optionId === optionId)) return
+    clearTimeout(pending.timer)
+    this.pendingPermissions.delete(requestId)
+    pending.resolve({ optionId: optionId as string })
+  }
+
+  /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
+  decide(params: Record<string, unknown>): { event: NostrEvent } {
+    const requestText = params.request
+    const option = params.option
+    if (
+      typeof requestText !== 'string' ||
+      (typeof option !== 'string' && typeof option !== 'number')
+    ) {
+      throw new KithError('usage', 'decide needs request and option')
+    }
+    const rows = this.store.events.query([{ kinds: [Kind.PermissionRequest], limit: 200 }], {
+      defaultLimit: 200,
+      maxLimit: 200,
+    })
+    const row = rows.find((r) => r.id.startsWith(requestText))
+    if (row === undefined)
+      throw new KithError('usage', `no permission request ${requestText} is known here`)
+    const request = JSON.parse(row.raw) as NostrEvent
+    const { options } = JSON.parse(request.content) as { options: PermissionAsk['options'] }
+    const chosen =
+      typeof option === 'number' || /^\d+$/.test(option)
+        ? options[Number(option) - 1]
+        : options.find((o) => o.optionId === option)
+    if (chosen === undefined) {
+      throw new KithError(
+        'usage',
+        `option ${String(option)} is not one of: ${options.map((o, i) => `${i + 1} ${o.name}`).join(', ')}`,
+      )
+    }
+    const decision = signEvent(
+      {
+        kind: Kind.PermissionDecision,
+        created_at: this.now(),
+        tags: [
+          ['e', request.id],
+          ['h', channelOf(request) ?? 'general'],
+          ['p', request.pubkey],
+        ],
+        content: JSON.stringify({ optionId: chosen.optionId }),
+      },
+      this.id.deviceSecret,
+    )
+    this.store.enqueue(decision, this.now())
+    this.emit(decision)
+    this.applyDecision(decision)
+    for (const link of this.links) this.pump(link)
+    return { event: decision }
   }
 
   /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
@@ -384,9 +524,16 @@ export class KithNode {
     if (accepted.length === 0) return
     const outcomes = this.store.events.insertBatch(accepted)
     accepted.forEach((e, i) => {
-      if (outcomes[i] !== 'stored' || e.kind !== Kind.ChatMessage) return
-      this.emit(e)
-      this.dispatch(e)
+      if (outcomes[i] !== 'stored') return
+      if (
+        e.kind === Kind.ChatMessage ||
+        e.kind === Kind.PermissionRequest ||
+        e.kind === Kind.PermissionDecision
+      ) {
+        this.emit(e)
+      }
+      if (e.kind === Kind.ChatMessage) this.dispatch(e)
+      if (e.kind === Kind.PermissionDecision) this.applyDecision(e)
     })
   }
 
@@ -491,6 +638,11 @@ export class KithNode {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
+    for (const p of this.pendingPermissions.values()) {
+      clearTimeout(p.timer)
+      p.resolve('cancelled')
+    }
+    this.pendingPermissions.clear()
     await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
     for (const a of this.agents.values()) a.secret.fill(0)
     for (const link of this.links) link.stop()
@@ -542,7 +694,9 @@ export function chatHistory(
   names: Names,
   params: Record<string, unknown>,
 ): ChatItem[] {
-  const filter: Record<string, unknown> = { kinds: [Kind.ChatMessage] }
+  const filter: Record<string, unknown> = {
+    kinds: [Kind.ChatMessage, Kind.PermissionRequest, Kind.PermissionDecision],
+  }
   if (typeof params.channel === 'string') filter.tags = { h: [params.channel] }
   if (typeof params.since === 'number') filter.since = params.since
   const limit = typeof params.limit === 'number' ? params.limit : 50

@@ -28,14 +28,15 @@ async function ask(home: string, text: string): Promise<string> {
   return (JSON.parse(r.stdout) as { id: string }).id
 }
 
-/** The agent's reply threaded under `question`, once it has arrived. */
-async function replyTo(home: string, question: string): Promise<ChatItem> {
+/** The agent's event (of `kind`: a reply by default) threaded under `question`, once it has arrived. */
+async function replyTo(home: string, question: string, kind = 9): Promise<ChatItem> {
   let found: ChatItem | undefined
   await expect
     .poll(
       async () => {
-        found = (await history(home)).find((i) =>
-          i.event.tags.some((t) => t[0] === 'e' && t[1] === question),
+        found = (await history(home)).find(
+          (i) =>
+            i.event.kind === kind && i.event.tags.some((t) => t[0] === 'e' && t[1] === question),
         )
         return found !== undefined
       },
@@ -68,7 +69,7 @@ describe(
         home: devbox,
       })
       expect(added.code, added.stderr).toBe(0)
-      const nd = await startNodeProcess(devbox)
+      const nd = await startNodeProcess(devbox, ['--permission-timeout', '3'])
       const nl = await startNodeProcess(laptop)
       await nd.waitFor(/linked to/)
       await nl.waitFor(/linked to/)
@@ -97,6 +98,54 @@ describe(
       expect(readFileSync(join(devbox, 'agents', 'claude.log'), 'utf8')).toMatch(
         /\[non-JSON stdout\] .*just noise/,
       )
+
+      // A gated tool call becomes a permission card (kind 4142) answered from another device.
+      const q6 = await ask(laptop, '@claude permission rm -rf build')
+      let card: ChatItem | undefined
+      await expect
+        .poll(
+          async () => {
+            card = (await history(laptop)).find(
+              (i) => i.event.kind === 4142 && i.event.tags.some((t) => t[0] === 'e' && t[1] === q6),
+            )
+            return card !== undefined
+          },
+          { timeout: 20_000 },
+        )
+        .toBe(true)
+      expect(JSON.parse(card!.event.content)).toMatchObject({
+        title: 'rm -rf build',
+        toolKind: 'execute',
+        options: [
+          { optionId: 'allow', name: 'Allow once', kind: 'allow_once' },
+          { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+        ],
+      })
+      const permit = await runKith(['permit', card!.event.id.slice(0, 10), '1'], { home: laptop })
+      expect(permit.code, permit.stderr).toBe(0)
+      expect((await replyTo(laptop, q6, 9)).event.content).toBe('permission: selected allow')
+      // Rejected, and unanswered (timed out after 3 s here): the agent hears it either way.
+      const q7 = await ask(laptop, '@claude permission deploy')
+      const card7 = await replyTo(laptop, q7, 4142)
+      await runKith(['permit', card7.event.id, 'reject'], { home: laptop })
+      expect((await replyTo(laptop, q7, 9)).event.content).toBe('permission: selected reject')
+      const q8 = await ask(laptop, '@claude permission wait forever')
+      await expect
+        .poll(
+          async () =>
+            (await history(laptop))
+              .filter((i) => i.event.tags.some((t) => t[1] === q8))
+              .map((i) => i.event.content),
+          {
+            timeout: 20_000,
+          },
+        )
+        .toEqual(
+          expect.arrayContaining([
+            'permission: cancelled',
+            expect.stringMatching(/^⏱ permission request for "wait forever" timed out/),
+          ]),
+        )
 
       const status = JSON.parse((await runKith(['status', '--json'], { home: devbox })).stdout) as {
         agents: { name: string; state: string; crashes: number; adapter: { name?: string } }[]

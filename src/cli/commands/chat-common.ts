@@ -30,7 +30,22 @@ export function connectDaemon(): Promise<ControlClient | undefined> {
 
 const time = (s: number) => new Date(s * 1000).toISOString().slice(11, 16)
 
-/** One line for a chat message: time, channel, author with role, text. */
+interface PermissionContent {
+  title?: string
+  toolKind?: string
+  options?: { optionId: string; name: string }[]
+}
+
+function parseJson<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T
+  } catch {
+    // Not ours to render: shown as it is.
+    return undefined
+  }
+}
+
+/** One line for a chat message, a permission card (4142) or a decision (4143). */
 export function formatChat(item: ChatItem, opts: { channel?: boolean } = {}): string {
   const from = item.from
   const who =
@@ -39,7 +54,18 @@ export function formatChat(item: ChatItem, opts: { channel?: boolean } = {}): st
       : from.role === 'unknown'
         ? from.name
         : `${from.name} [${from.role}]`
-  const reply = item.event.tags.some((t) => t[0] === 'e') ? '↳ ' : ''
   const channel = opts.channel && item.channel ? `#${item.channel} ` : ''
-  return `${time(item.event.created_at)} ${channel}${who}: ${reply}${item.event.content}`
+  const head = `${time(item.event.created_at)} ${channel}`
+  if (item.event.kind === 4142) {
+    const p = parseJson<PermissionContent>(item.event.content) ?? {}
+    const options = (p.options ?? []).map((o, i) => `[${i + 1}] ${o.name}`).join('  ')
+    return `${head}🔐 ${from.name} asks to run: ${p.title ?? '?'} (${p.toolKind ?? 'tool'})  ${options}  → /allow N  (request ${item.event.id.slice(0, 8)})`
+  }
+  if (item.event.kind === 4143) {
+    const d = parseJson<{ optionId?: string }>(item.event.content) ?? {}
+    const request = item.event.tags.find((t) => t[0] === 'e')?.[1] ?? '?'
+    return `${head}✔ ${from.name} decided ${d.optionId ?? '?'} on request ${request.slice(0, 8)}`
+  }
+  const reply = item.event.tags.some((t) => t[0] === 'e') ? '↳ ' : ''
+  return `${head}${who}: ${reply}${item.event.content}`
 }

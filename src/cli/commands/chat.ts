@@ -12,6 +12,7 @@ export const chatHelp = `Usage: kith chat [#channel]
 Interactive chat in a channel (default #general) through the running node (kith up): recent
 history, then live messages with each author's name and role; type a line to send it.
   /join #other   switch channel      /who       what this is
+  /allow N       answer the last permission card with option N (e.g. /allow 1)
   /quit          leave (or Ctrl-D)    /help      this list
 Plain terminal output: works inside tmux and over SSH.`
 
@@ -48,11 +49,16 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     out.line(line)
     if (tty) rl.prompt(true)
   }
+  let lastRequest: string | undefined
   const enter = async (name: string) => {
     channel = name
+    lastRequest = undefined
     const history = await daemon.request<ChatItem[]>('history', { channel, limit: 20 })
     show(`── #${channel} ──${history.length === 0 ? ' (no messages yet)' : ''}`)
-    for (const item of history) show(formatChat(item))
+    for (const item of history) {
+      if (item.event.kind === 4142) lastRequest = item.event.id
+      show(formatChat(item))
+    }
     prompt()
   }
   const handle = async (line: string): Promise<boolean> => {
@@ -61,7 +67,12 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     if (line === '/help') show(chatHelp)
     else if (line === '/who') show(`chatting in #${channel} through the local kith node`)
     else if (line.startsWith('/join')) await enter(parseChannel(line.slice(5).trim() || '#general'))
-    else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
+    else if (line.startsWith('/allow')) {
+      const option = line.slice(6).trim()
+      if (lastRequest === undefined) show('no permission request in this channel yet')
+      else if (!/^\d+$/.test(option)) show('usage: /allow N (the option number on the card)')
+      else await daemon.request('decide', { request: lastRequest, option: Number(option) })
+    } else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
     else {
       const r = await daemon.request<{
         deliveries: { ok: boolean; hub: string; message: string }[]
@@ -109,7 +120,9 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     })
     daemon.on('chat', (p) => {
       const item = p as ChatItem
-      if (item.channel === channel) show(formatChat(item))
+      if (item.channel !== channel) return
+      if (item.event.kind === 4142) lastRequest = item.event.id
+      show(formatChat(item))
     })
     enqueue(async () => {
       await daemon.request('subscribe', {})

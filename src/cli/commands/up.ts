@@ -16,6 +16,7 @@ itself. CLI commands (send, chat, log, status) talk to it through KITH_HOME/node
 Options:
   --port PORT       port of the embedded hub (default 7447; 0 picks a free one)
   --page-size N     events per catch-up page (default 2000)
+  --permission-timeout S  seconds an agent's permission request waits for a person (default 300)
   --json            log lines as JSON
   -h, --help    show this help`
 
@@ -25,6 +26,7 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     {
       port: { type: 'string' },
       'page-size': { type: 'string' },
+      'permission-timeout': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -41,6 +43,12 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   const node = await KithNode.start({
     home: resolveKithHome(),
     embedPort: parsePort(values.port, 7447),
+    ...(values['permission-timeout'] === undefined
+      ? {}
+      : {
+          permissionTimeoutMs:
+            1000 * parseCount('--permission-timeout', values['permission-timeout'], 300),
+        }),
     ...(values['page-size'] === undefined
       ? {}
       : { pageSize: Math.max(1, parseCount('--page-size', values['page-size'], 2000)) }),
