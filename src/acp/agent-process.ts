@@ -193,6 +193,11 @@ export class AgentProcess {
     }
   }
 
+  /** Asks the agent to stop the session's turn (ACP session/cancel, a notification). */
+  async cancel(sessionId: string): Promise<void> {
+    await this.conn?.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+  }
+
   get running(): boolean {
     return (
       this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null

@@ -31,6 +31,8 @@ export class AgentHost {
   /** The job whose turn is running in each session, to route its permission requests. */
   private readonly running = new Map<string, PromptJob>()
   crashes = 0
+  /** Sessions whose turn a person cancelled: their end is reported as a cancel, not a failure. */
+  private readonly cancelled = new Set<string>()
 
   constructor(
     readonly name: string,
@@ -120,13 +122,41 @@ export class AgentHost {
     let r
     try {
       r = await proc.prompt(sessionId, job.text)
+    } catch (err) {
+      if (this.cancelled.has(sessionId))
+        throw new KithError('error', 'turn cancelled (the agent was stopped)')
+      throw err
     } finally {
       this.running.delete(sessionId)
+      this.cancelled.delete(sessionId)
     }
+    if (r.stopReason === 'cancelled') throw new KithError('error', 'turn cancelled')
     if (r.text.trim() === '') {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return r.text
+  }
+
+  /**
+   * Cancels the turn running in `channel`: ACP session/cancel first, then, if the agent has not
+   * ended the turn within the grace window, the process is killed (and restarted on the next
+   * prompt). Returns false when nothing was running there.
+   */
+  cancel(channel: string, graceMs = 5000): boolean {
+    const sessionId = this.sessions.get(channel)
+    if (sessionId === undefined || !this.running.has(sessionId) || this.proc === undefined)
+      return false
+    const proc = this.proc
+    this.cancelled.add(sessionId)
+    proc.cancel(sessionId).catch((err: unknown) => this.log(`cancel ${this.name}: ${String(err)}`))
+    setTimeout(() => {
+      if (this.running.has(sessionId) && this.proc === proc) {
+        this.log(`agent ${this.name} ignored cancel for ${graceMs} ms; stopping it`)
+        this.state = 'crashed'
+        void proc.stop()
+      }
+    }, graceMs).unref()
+    return true
   }
 
   async stop(): Promise<void> {

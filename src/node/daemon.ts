@@ -34,6 +34,8 @@ export interface NodeOptions {
   home: string
   /** How long a permission request waits for a person before it is answered cancelled. */
   permissionTimeoutMs?: number
+  /** After a cancel, how long an agent may take to end its turn before it is killed. */
+  cancelGraceMs?: number
   log?: (line: string) => void
   /** Port of the embedded hub when no hub is configured (0 picks one). */
   embedPort?: number
@@ -83,6 +85,7 @@ export class KithNode {
     string,
     {
       agent: string
+      channel: string
       options: PermissionAsk['options']
       resolve: (a: PermissionAnswer) => void
       timer: NodeJS.Timeout
@@ -134,6 +137,7 @@ export class KithNode {
       subscribe: (p, client) => this.subscribeClient(p, client),
       history: (p) => this.history(p),
       decide: (p) => this.decide(p),
+      cancel: (p) => this.cancelTurn(p),
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
@@ -252,7 +256,11 @@ export class KithNode {
           this.replyAs(
             agent,
             event,
-            outcome.ok ? outcome.text : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
+            outcome.ok
+              ? outcome.text
+              : outcome.message.startsWith('turn cancelled')
+                ? `⏹ ${agent.record.name}: ${outcome.message}`
+                : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
           ),
       })
     }
@@ -300,6 +308,7 @@ export class KithNode {
       timer.unref()
       this.pendingPermissions.set(request.id, {
         agent: agent.record.pubkey,
+        channel: channelOf(question) ?? 'general',
         options: ask.options,
         resolve,
         timer,
@@ -332,6 +341,61 @@ export class KithNode {
     clearTimeout(pending.timer)
     this.pendingPermissions.delete(requestId)
     pending.resolve({ optionId: optionId as string })
+  }
+
+  /**
+   * Agent control (kind 4144) `cancel`: from someone who may approve for the agent, it answers
+   * the turn's pending permission requests `cancelled` first (or the agent deadlocks), then
+   * cancels the turn (session/cancel, then a kill after the grace window).
+   */
+  private applyControl(control: NostrEvent): void {
+    const channel = channelOf(control)
+    let action: unknown
+    try {
+      action = (JSON.parse(control.content) as { action?: unknown }).action
+    } catch {
+      // Unreadable control events do nothing.
+      return
+    }
+    if (action !== 'cancel' || channel === undefined) return
+    const targets = control.tags.filter((t) => t[0] === 'p').map((t) => t[1])
+    for (const [pubkey, agent] of this.agents) {
+      if (targets.length > 0 && !targets.includes(pubkey)) continue
+      if (this.ownerOf(control.pubkey) !== this.ownerOf(pubkey)) continue
+      for (const [id, p] of this.pendingPermissions) {
+        if (p.agent !== pubkey || p.channel !== channel) continue
+        clearTimeout(p.timer)
+        this.pendingPermissions.delete(id)
+        p.resolve('cancelled')
+      }
+      if (agent.host.cancel(channel, this.opts.cancelGraceMs))
+        this.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
+    }
+  }
+
+  /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+    const channel = params.channel
+    if (typeof channel !== 'string') throw new KithError('usage', 'cancel needs a channel')
+    const tags: string[][] = [['h', channel]]
+    if (typeof params.agent === 'string') {
+      const pubkey = this.names.resolve(params.agent)
+      if (pubkey === undefined) throw new KithError('usage', `no agent named ${params.agent}`)
+      tags.push(['p', pubkey])
+    }
+    const control = signEvent(
+      {
+        kind: Kind.AgentControl,
+        created_at: this.now(),
+        tags,
+        content: JSON.stringify({ action: 'cancel' }),
+      },
+      this.id.deviceSecret,
+    )
+    this.store.enqueue(control, this.now())
+    this.applyControl(control)
+    for (const link of this.links) this.pump(link)
+    return { event: control }
   }
 
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
@@ -534,6 +598,7 @@ export class KithNode {
       }
       if (e.kind === Kind.ChatMessage) this.dispatch(e)
       if (e.kind === Kind.PermissionDecision) this.applyDecision(e)
+      if (e.kind === Kind.AgentControl) this.applyControl(e)
     })
   }
 

@@ -69,7 +69,12 @@ describe(
         home: devbox,
       })
       expect(added.code, added.stderr).toBe(0)
-      const nd = await startNodeProcess(devbox, ['--permission-timeout', '3'])
+      const nd = await startNodeProcess(devbox, [
+        '--permission-timeout',
+        '3',
+        '--cancel-grace',
+        '1',
+      ])
       const nl = await startNodeProcess(laptop)
       await nd.waitFor(/linked to/)
       await nl.waitFor(/linked to/)
@@ -146,6 +151,43 @@ describe(
             expect.stringMatching(/^⏱ permission request for "wait forever" timed out/),
           ]),
         )
+
+      // The agent's environment holds only the allowlist: no KITH_HOME, no secret.
+      const q9 = await ask(laptop, '@claude env')
+      const envNames = (await replyTo(laptop, q9)).event.content.split(',')
+      expect(envNames).not.toContain('KITH_HOME')
+      for (const name of envNames) {
+        expect([
+          'PATH',
+          'HOME',
+          'LANG',
+          'LC_ALL',
+          'TERM',
+          'USER',
+          'SHELL',
+          'TMPDIR',
+          'NODE_PATH',
+        ]).toContain(name)
+      }
+
+      // Cancel: a cooperative agent ends its turn; one that ignores cancel is stopped after the
+      // grace window (1 s here) and the next prompt still works.
+      const q10 = await ask(laptop, '@claude hang')
+      await expect
+        .poll(async () => (await runKith(['status', '--json'], { home: devbox })).stdout)
+        .toMatch(/"state": "working"/)
+      expect((await runKith(['cancel', '#ops', 'claude'], { home: laptop })).code).toBe(0)
+      expect((await replyTo(laptop, q10)).event.content).toBe('⏹ claude: turn cancelled')
+      const q11 = await ask(laptop, '@claude hang hard')
+      await expect
+        .poll(async () => (await runKith(['status', '--json'], { home: devbox })).stdout)
+        .toMatch(/"state": "working"/)
+      await runKith(['cancel', '#ops'], { home: laptop })
+      expect((await replyTo(laptop, q11)).event.content).toBe(
+        '⏹ claude: turn cancelled (the agent was stopped)',
+      )
+      const q12 = await ask(laptop, '@claude echo alive')
+      expect((await replyTo(laptop, q12)).event.content).toBe('alive')
 
       const status = JSON.parse((await runKith(['status', '--json'], { home: devbox })).stdout) as {
         agents: { name: string; state: string; crashes: number; adapter: { name?: string } }[]

@@ -13,6 +13,7 @@ Interactive chat in a channel (default #general) through the running node (kith 
 history, then live messages with each author's name and role; type a line to send it.
   /join #other   switch channel      /who       what this is
   /allow N       answer the last permission card with option N (e.g. /allow 1)
+  /cancel [name] cancel the turn of the agents (or one agent) working in this channel
   /quit          leave (or Ctrl-D)    /help      this list
 Plain terminal output: works inside tmux and over SSH.`
 
@@ -67,7 +68,11 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     if (line === '/help') show(chatHelp)
     else if (line === '/who') show(`chatting in #${channel} through the local kith node`)
     else if (line.startsWith('/join')) await enter(parseChannel(line.slice(5).trim() || '#general'))
-    else if (line.startsWith('/allow')) {
+    else if (line === '/cancel' || line.startsWith('/cancel ')) {
+      const agent = line.slice(7).trim().replace(/^@/, '')
+      await daemon.request('cancel', { channel, ...(agent ? { agent } : {}) })
+      show(`cancel sent${agent ? ` to @${agent}` : ''}`)
+    } else if (line.startsWith('/allow')) {
       const option = line.slice(6).trim()
       if (lastRequest === undefined) show('no permission request in this channel yet')
       else if (!/^\d+$/.test(option)) show('usage: /allow N (the option number on the card)')

@@ -17,6 +17,7 @@ Options:
   --port PORT       port of the embedded hub (default 7447; 0 picks a free one)
   --page-size N     events per catch-up page (default 2000)
   --permission-timeout S  seconds an agent's permission request waits for a person (default 300)
+  --cancel-grace S  seconds a cancelled agent may take to stop before it is killed (default 5)
   --json            log lines as JSON
   -h, --help    show this help`
 
@@ -27,6 +28,7 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
       port: { type: 'string' },
       'page-size': { type: 'string' },
       'permission-timeout': { type: 'string' },
+      'cancel-grace': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -43,6 +45,9 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   const node = await KithNode.start({
     home: resolveKithHome(),
     embedPort: parsePort(values.port, 7447),
+    ...(values['cancel-grace'] === undefined
+      ? {}
+      : { cancelGraceMs: 1000 * parseCount('--cancel-grace', values['cancel-grace'], 5) }),
     ...(values['permission-timeout'] === undefined
       ? {}
       : {

@@ -1,0 +1,41 @@
+import { KithError } from '../../errors.js'
+import { parseChannel } from '../../events/chat.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { connectDaemon } from './chat-common.js'
+
+export const cancelHelp = `Usage: kith cancel '#channel' [AGENT]
+
+Cancels the turn an agent is running in the channel (every agent there, or the one named), from
+any device of the agent's owner. The agent gets ACP session/cancel; one still busy after a 5 s
+grace window is stopped and restarted. Needs the node running (kith up).`
+
+export async function runCancel(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { help: { type: 'boolean', short: 'h' } },
+    cancelHelp,
+  )
+  if (values.help) {
+    out.line(cancelHelp)
+    return 0
+  }
+  if (positionals.length < 1 || positionals.length > 2) {
+    throw new KithError(
+      'usage',
+      `kith cancel takes a channel and optionally an agent\n\n${cancelHelp}`,
+    )
+  }
+  const daemon = await connectDaemon()
+  if (daemon === undefined)
+    throw new KithError('io', 'kith cancel needs the node running: start kith up')
+  try {
+    const channel = parseChannel(positionals[0]!)
+    const agent = positionals[1]?.replace(/^@/, '')
+    await daemon.request('cancel', { channel, ...(agent ? { agent } : {}) })
+    out.line(`cancel sent to ${agent ? `@${agent}` : 'the agents'} in #${channel}`)
+    return 0
+  } finally {
+    daemon.close()
+  }
+}
