@@ -195,7 +195,7 @@ describe(
       expect(status.agents).toEqual([
         expect.objectContaining({
           name: 'claude',
-          crashes: 1,
+          crashes: 2,
           adapter: { name: 'kith-fake-agent', version: '1.0.0' },
         }),
       ])
