@@ -159,6 +159,9 @@ export class AgentProcess {
         })
       }
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
+        // The stream can end before the exit event: wait for it (briefly) so that whoever
+        // watches the process has counted the crash before the caller hears of it.
+        await Promise.race([this.exited, new Promise((r) => setTimeout(r, 2000).unref())])
         throw new KithError('error', 'agent crashed', { cause: err })
       }
       throw new KithError(

@@ -6,7 +6,17 @@ import {
   type PermissionAsk,
 } from './agent-process.js'
 
-export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed'
+export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed' | 'circuit-open'
+
+export interface HostOptions {
+  /** First respawn delay after a crash; doubles per recent crash up to 30 s, jittered. */
+  respawnBaseMs?: number
+  /** Crashes within `breakerWindowMs` that open the breaker. */
+  breakerCrashes?: number
+  breakerWindowMs?: number
+  /** How long the breaker stays open. */
+  breakerOpenMs?: number
+}
 
 export interface PromptJob {
   channel: string
@@ -34,11 +44,32 @@ export class AgentHost {
   /** Sessions whose turn a person cancelled: their end is reported as a cancel, not a failure. */
   private readonly cancelled = new Set<string>()
 
+  private crashTimes: number[] = []
+  private openUntil = 0
+
   constructor(
     readonly name: string,
     private readonly spec: AgentSpec,
     private readonly log: (line: string) => void,
+    private readonly opts: HostOptions = {},
   ) {}
+
+  /** Records a crash; 3 within a minute open the breaker for 5 minutes. */
+  private noteCrash(): void {
+    const now = Date.now()
+    this.crashes++
+    this.crashTimes = [
+      ...this.crashTimes.filter((t) => t > now - (this.opts.breakerWindowMs ?? 60_000)),
+      now,
+    ]
+    if (this.crashTimes.length >= (this.opts.breakerCrashes ?? 3)) {
+      this.openUntil = now + (this.opts.breakerOpenMs ?? 5 * 60_000)
+      this.state = 'circuit-open'
+      this.log(
+        `agent ${this.name} crashed ${this.crashTimes.length} times in a minute: not restarted until ${new Date(this.openUntil).toISOString()}`,
+      )
+    }
+  }
 
   get queueDepth(): number {
     let n = 0
@@ -77,7 +108,19 @@ export class AgentHost {
 
   private async process(): Promise<AgentProcess> {
     if (this.proc?.running) return this.proc
+    if (Date.now() < this.openUntil) {
+      throw new KithError(
+        'error',
+        `circuit open: it crashed ${this.crashTimes.length} times in a minute; it is left stopped until ${new Date(this.openUntil).toISOString().slice(11, 19)} UTC`,
+      )
+    }
     this.starting ??= (async () => {
+      // Back off after recent crashes (jittered exponential, 1 s to 30 s by default).
+      const recent = this.crashTimes.filter((t) => t > Date.now() - 60_000).length
+      if (recent > 0) {
+        const base = Math.min(30_000, (this.opts.respawnBaseMs ?? 1000) * 2 ** (recent - 1))
+        await new Promise((r) => setTimeout(r, Math.round(base * (0.5 + Math.random() / 2))))
+      }
       this.state = 'starting'
       this.sessions.clear()
       const proc = new AgentProcess(this.spec, (ask) => {
@@ -89,6 +132,7 @@ export class AgentHost {
         await proc.start()
       } catch (err) {
         this.state = 'crashed'
+        this.noteCrash()
         await proc.stop()
         throw err
       }
@@ -96,8 +140,8 @@ export class AgentHost {
       this.state = 'idle'
       void proc.exited.then((code) => {
         if (this.proc === proc && this.state !== 'stopped') {
-          this.crashes++
           this.state = 'crashed'
+          this.noteCrash()
           this.log(
             `agent ${this.name} exited (${code ?? 'signal'}); it is restarted on the next prompt`,
           )

@@ -1,0 +1,70 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { AgentHost, type HostOptions } from '../../src/acp/host.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
+
+function host(opts: HostOptions = {}) {
+  const dir = tempDir()
+  const h = new AgentHost(
+    'fake',
+    { argv: [process.execPath, fakeAgent], cwd: dir, logPath: join(dir, 'fake.log') },
+    () => undefined,
+    opts,
+  )
+  onTestFinished(() => h.stop())
+  return h
+}
+
+type Outcome = { ok: true; text: string } | { ok: false; message: string }
+
+function prompt(h: AgentHost, text: string, channel = 'ops'): Promise<Outcome> {
+  return new Promise((resolve) =>
+    h.enqueue({ channel, text, done: resolve, permission: () => Promise.resolve('cancelled') }),
+  )
+}
+
+describe('AgentHost (a real fake-agent process over ACP)', () => {
+  it('runs one turn at a time per channel, in order', async () => {
+    const h = host()
+    const replies = await Promise.all(['echo 1', 'echo 2', 'echo 3'].map((t) => prompt(h, t)))
+    expect(replies).toEqual([
+      { ok: true, text: '1' },
+      { ok: true, text: '2' },
+      { ok: true, text: '3' },
+    ])
+    expect(h.state).toBe('idle')
+    expect(h.info).toEqual({ name: 'kith-fake-agent', version: '1.0.0' })
+  })
+
+  it('opens the circuit breaker after 3 crashes within a minute, and says so', async () => {
+    const h = host({ respawnBaseMs: 10 })
+    for (let i = 0; i < 3; i++) {
+      expect(await prompt(h, 'crash')).toEqual({
+        ok: false,
+        message: expect.stringMatching(/^agent crashed/) as string,
+      })
+    }
+    expect(h.state).toBe('circuit-open')
+    expect(await prompt(h, 'echo hi')).toEqual({
+      ok: false,
+      message: expect.stringMatching(/^circuit open: it crashed 3 times in a minute/) as string,
+    })
+    expect(h.crashes).toBe(3)
+  })
+
+  it('reports a command that cannot start', async () => {
+    const dir = tempDir()
+    const h = new AgentHost(
+      'missing',
+      { argv: [join(dir, 'no-such-agent')], cwd: dir, logPath: join(dir, 'x.log') },
+      () => undefined,
+    )
+    expect(await prompt(h, 'hello')).toEqual({
+      ok: false,
+      message: expect.stringMatching(/cannot start/) as string,
+    })
+  })
+})
