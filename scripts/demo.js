@@ -1,13 +1,17 @@
 // npm run demo: the whole story so far on one machine, with embedded defaults.
 // Two nodes ("laptop" and "devbox"), each with its own KITH_HOME in a temp dir: the laptop's
 // `kith up` embeds a hub; `kith pair` / `kith join` enroll the devbox (the 6 digits are confirmed
-// on both sides automatically here, and the demo says so); the devbox's `kith up` links to the
-// hub; then a message each way, a look at kith status, and a clean shutdown.
+// on both sides automatically here, and the demo says so); the devbox hosts the test ACP agent
+// and its `kith up` links to the hub; the laptop prompts the agent, gets its reply, approves a
+// permission the agent asks for; then a look at kith status, and a clean shutdown.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { kithBin } from './hub-process.js'
+
+const fakeAgent = fileURLToPath(new URL('../test/fixtures/fake-agent.mjs', import.meta.url))
 
 const root = mkdtempSync(join(tmpdir(), 'kith-demo-'))
 const homes = { laptop: join(root, 'laptop'), devbox: join(root, 'devbox') }
@@ -74,6 +78,15 @@ async function main() {
   say(indent((await pair.done).match(/paired: .*/)?.[0] ?? ''))
   say(indent((await join.done).match(/joined .*/)?.[0] ?? ''))
 
+  step(
+    'kith agent add on the devbox: the test ACP agent (any ACP command works: claude-agent-acp, …)',
+  )
+  say(
+    indent(
+      await kith('devbox', ['agent', 'add', 'claude', '--', process.execPath, fakeAgent]).done,
+    ),
+  )
+
   step('kith up on the devbox')
   const devboxUp = kith('devbox', ['up'])
   say(indent((await waitFor(devboxUp, /kith up: linked to .*/))[0]))
@@ -91,9 +104,46 @@ async function main() {
     await new Promise((r) => setTimeout(r, 100))
   }
 
+  step("the laptop prompts the devbox's agent")
+  const untilLog = async (pattern) => {
+    for (let i = 0; i < 200; i++) {
+      const log = await kith('laptop', ['log', '#ops', '--json']).done
+      const hit = log
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l))
+        .find((m) => pattern(m))
+      if (hit) return hit
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    throw new Error('the agent did not answer')
+  }
+  say(indent(await kith('laptop', ['send', '#ops', '@claude echo hello from the laptop']).done))
+  const reply = await untilLog(
+    (m) => m.from.name === 'claude' && m.content === 'hello from the laptop',
+  )
+  say(`    claude [agent] replied: ${reply.content}`)
+
+  step('a tool call that needs permission, approved from the laptop')
+  say(indent(await kith('laptop', ['send', '#ops', '@claude permission rm -rf build']).done))
+  const card = await untilLog(
+    (m) => m.from.name === 'claude' && m.content.includes('"title":"rm -rf build"'),
+  )
+  const options = JSON.parse(card.content)
+    .options.map((o, i) => `[${i + 1}] ${o.name}`)
+    .join('  ')
+  say(`    🔐 claude asks to run: rm -rf build   ${options}   (request ${card.id.slice(0, 8)})`)
+  say('    (demo: answering 1 from the laptop; in kith chat a person types /allow 1)')
+  say(indent(await kith('laptop', ['permit', card.id, '1']).done))
+  const done = await untilLog(
+    (m) => m.from.name === 'claude' && m.content.startsWith('permission:'),
+  )
+  say(`    claude [agent] replied: ${done.content}`)
+
   step('kith device list and kith status on the laptop')
   say(indent(await kith('laptop', ['device', 'list']).done))
   say(indent(await kith('laptop', ['status']).done))
+  say(indent(await kith('devbox', ['status']).done))
 
   step('shutting down')
   devboxUp.child.kill('SIGTERM')

@@ -6,7 +6,7 @@ const demo = fileURLToPath(new URL('../../scripts/demo.js', import.meta.url))
 
 describe('npm run demo (the README first command)', () => {
   it(
-    'pairs two fresh nodes over the embedded hub and carries a message each way',
+    'pairs two fresh nodes, carries a message each way, prompts an agent and approves its tool call',
     { timeout: 60_000 },
     async () => {
       const stdout = await new Promise<string>((resolve, reject) =>
@@ -25,6 +25,12 @@ describe('npm run demo (the README first command)', () => {
       expect(stdout).toMatch(/laptop \[device\]: hello @devbox/)
       expect(stdout).toMatch(/devbox \[device\]: thanks, I am up/)
       expect(stdout).toMatch(/devbox\s+npub1\w+\s+active/)
+      expect(stdout).toMatch(/claude \[agent\] replied: hello from the laptop/)
+      expect(stdout).toMatch(
+        /🔐 claude asks to run: rm -rf build\s+\[1\] Allow once\s+\[2\] Reject/,
+      )
+      expect(stdout).toMatch(/claude \[agent\] replied: permission: selected allow/)
+      expect(stdout).toMatch(/agent\s+claude \(kith-fake-agent 1\.0\.0\): idle/)
       expect(stdout).toMatch(/both nodes stopped cleanly/)
     },
   )
