@@ -55,6 +55,8 @@ export class AgentProcess {
   loadSession = false
   private readonly listeners = new Map<string, (text: string) => void>()
   exited: Promise<number | null> = Promise.resolve(null)
+  /** When the agent last wrote anything on stdout (ms): agents are silent while tools run. */
+  lastOutputAt = Date.now()
 
   constructor(
     private readonly spec: AgentSpec,
@@ -85,7 +87,8 @@ export class AgentProcess {
     const log = this.log
     let pending = ''
     const onlyJson = new Transform({
-      transform(chunk: Buffer, _enc, done) {
+      transform: (chunk: Buffer, _enc, done) => {
+        this.lastOutputAt = Date.now()
         pending += chunk.toString('utf8')
         let out = ''
         let i

@@ -16,6 +16,10 @@ export interface HostOptions {
   breakerWindowMs?: number
   /** How long the breaker stays open. */
   breakerOpenMs?: number
+  /** A turn with no output from the agent for this long is ended (any stdout byte resets it). */
+  idleTimeoutMs?: number
+  /** No turn runs longer than this. */
+  turnCapMs?: number
 }
 
 export interface PromptJob {
@@ -163,17 +167,42 @@ export class AgentHost {
     }
     this.state = 'working'
     this.running.set(sessionId, job)
+    const started = Date.now()
+    proc.lastOutputAt = started
+    const idle = this.opts.idleTimeoutMs ?? 15 * 60_000
+    const cap = this.opts.turnCapMs ?? 2 * 3600_000
+    let timedOut: string | undefined
+    // The watchdog ends a silent or endless turn the way a person's cancel would.
+    const watchdog = setInterval(
+      () => {
+        if (timedOut !== undefined) return
+        const now = Date.now()
+        if (now - proc.lastOutputAt > idle)
+          timedOut = `no output from the agent for ${Math.round(idle / 1000)} s`
+        else if (now - started > cap)
+          timedOut = `the turn ran past its ${Math.round(cap / 1000)} s cap`
+        if (timedOut === undefined) return
+        this.log(`agent ${this.name}: ${timedOut}; ending the turn`)
+        this.cancel(job.channel, 2000)
+      },
+      Math.max(10, Math.min(1000, Math.min(idle, cap) / 4)),
+    )
+    watchdog.unref()
     let r
     try {
       r = await proc.prompt(sessionId, job.text)
     } catch (err) {
-      if (this.cancelled.has(sessionId))
+      if (timedOut !== undefined) throw new KithError('error', `timed out: ${timedOut}`)
+      if (this.cancelled.has(sessionId)) {
         throw new KithError('error', 'turn cancelled (the agent was stopped)')
+      }
       throw err
     } finally {
+      clearInterval(watchdog)
       this.running.delete(sessionId)
       this.cancelled.delete(sessionId)
     }
+    if (timedOut !== undefined) throw new KithError('error', `timed out: ${timedOut}`)
     if (r.stopReason === 'cancelled') throw new KithError('error', 'turn cancelled')
     if (r.text.trim() === '') {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)

@@ -36,6 +36,10 @@ export interface NodeOptions {
   permissionTimeoutMs?: number
   /** After a cancel, how long an agent may take to end its turn before it is killed. */
   cancelGraceMs?: number
+  /** Agent watchdog: a silent turn ends after this long (default 15 min)… */
+  agentIdleTimeoutMs?: number
+  /** …and no turn runs longer than this (default 2 h). */
+  agentTurnCapMs?: number
   log?: (line: string) => void
   /** Port of the embedded hub when no hub is configured (0 picks one). */
   embedPort?: number
@@ -207,6 +211,14 @@ export class KithNode {
           logPath: join(this.id.home, 'agents', `${record.name}.log`),
         },
         this.log,
+        {
+          ...(this.opts.agentIdleTimeoutMs === undefined
+            ? {}
+            : { idleTimeoutMs: this.opts.agentIdleTimeoutMs }),
+          ...(this.opts.agentTurnCapMs === undefined
+            ? {}
+            : { turnCapMs: this.opts.agentTurnCapMs }),
+        },
       )
       this.agents.set(record.pubkey, { record, host, secret })
       this.log(`hosting agent ${record.name} (${record.command.join(' ')})`)

@@ -68,3 +68,19 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     })
   })
 })
+
+describe('AgentHost watchdog', () => {
+  it('ends a turn with no output past the idle timeout, and one past the hard cap', async () => {
+    const idle = host({ idleTimeoutMs: 300 })
+    expect(await prompt(idle, 'hang hard')).toEqual({
+      ok: false,
+      message: expect.stringMatching(/^timed out: no output from the agent/) as string,
+    })
+    expect(await prompt(idle, 'echo after')).toEqual({ ok: true, text: 'after' })
+    const capped = host({ turnCapMs: 300, idleTimeoutMs: 60_000 })
+    expect(await prompt(capped, 'hang')).toEqual({
+      ok: false,
+      message: expect.stringMatching(/^timed out: the turn ran past its/) as string,
+    })
+  })
+})

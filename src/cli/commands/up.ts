@@ -18,6 +18,8 @@ Options:
   --page-size N     events per catch-up page (default 2000)
   --permission-timeout S  seconds an agent's permission request waits for a person (default 300)
   --cancel-grace S  seconds a cancelled agent may take to stop before it is killed (default 5)
+  --idle-timeout S  end an agent's turn after S seconds without output from it (default 900)
+  --turn-cap S      end any agent turn after S seconds (default 7200)
   --json            log lines as JSON
   -h, --help    show this help`
 
@@ -29,6 +31,8 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
       'page-size': { type: 'string' },
       'permission-timeout': { type: 'string' },
       'cancel-grace': { type: 'string' },
+      'idle-timeout': { type: 'string' },
+      'turn-cap': { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -45,6 +49,12 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   const node = await KithNode.start({
     home: resolveKithHome(),
     embedPort: parsePort(values.port, 7447),
+    ...(values['idle-timeout'] === undefined
+      ? {}
+      : { agentIdleTimeoutMs: 1000 * parseCount('--idle-timeout', values['idle-timeout'], 900) }),
+    ...(values['turn-cap'] === undefined
+      ? {}
+      : { agentTurnCapMs: 1000 * parseCount('--turn-cap', values['turn-cap'], 7200) }),
     ...(values['cancel-grace'] === undefined
       ? {}
       : { cancelGraceMs: 1000 * parseCount('--cancel-grace', values['cancel-grace'], 5) }),
