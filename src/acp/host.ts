@@ -29,6 +29,8 @@ export interface PromptJob {
   done: (outcome: { ok: true; text: string } | { ok: false; message: string }) => void
   /** Asks a person about one of this turn's tool calls. */
   permission: (ask: PermissionAsk) => Promise<PermissionAnswer>
+  /** Filled in as the turn runs (performance.now() ms), for the host-overhead benchmark. */
+  timing?: { promptSentAt?: number; stopAt?: number }
 }
 
 /**
@@ -190,7 +192,9 @@ export class AgentHost {
     watchdog.unref()
     let r
     try {
+      if (job.timing) job.timing.promptSentAt = performance.now()
       r = await proc.prompt(sessionId, job.text)
+      if (job.timing) job.timing.stopAt = performance.now()
     } catch (err) {
       if (timedOut !== undefined) throw new KithError('error', `timed out: ${timedOut}`)
       if (this.cancelled.has(sessionId)) {

@@ -84,6 +84,15 @@ export class KithNode {
   private stopped = false
   /** Agents this node hosts, by pubkey. Their secret keys stay in this process. */
   readonly agents = new Map<string, { record: AgentRecord; host: AgentHost; secret: Uint8Array }>()
+  /**
+   * Per-turn host overhead (ms): accepted prompt → session/prompt sent ("in"), and stopReason →
+   * reply acknowledged by a hub ("out"); the last 1,000 turns, for `npm run bench:agent`.
+   */
+  readonly turnMetrics: { inMs: number; outMs: number; turnMs: number }[] = []
+  private readonly pendingReplyTiming = new Map<
+    string,
+    { receivedAt: number; promptSentAt: number; stopAt: number }
+  >()
   /** Permission requests (kind 4142) of hosted agents waiting for a decision (4143). */
   private readonly pendingPermissions = new Map<
     string,
@@ -142,6 +151,7 @@ export class KithNode {
       history: (p) => this.history(p),
       decide: (p) => this.decide(p),
       cancel: (p) => this.cancelTurn(p),
+      metrics: () => ({ turns: this.turnMetrics }),
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
@@ -260,12 +270,15 @@ export class KithNode {
       const text = event.content
         .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
         .trim()
+      const receivedAt = performance.now()
+      const timing: { promptSentAt?: number; stopAt?: number } = {}
       agent.host.enqueue({
         channel,
         text,
+        timing,
         permission: (ask) => this.askPermission(agent, event, ask),
-        done: (outcome) =>
-          this.replyAs(
+        done: (outcome) => {
+          const reply = this.replyAs(
             agent,
             event,
             outcome.ok
@@ -273,7 +286,20 @@ export class KithNode {
               : outcome.message.startsWith('turn cancelled')
                 ? `⏹ ${agent.record.name}: ${outcome.message}`
                 : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
-          ),
+          )
+          if (
+            reply &&
+            outcome.ok &&
+            timing.promptSentAt !== undefined &&
+            timing.stopAt !== undefined
+          ) {
+            this.pendingReplyTiming.set(reply.id, {
+              receivedAt,
+              promptSentAt: timing.promptSentAt,
+              stopAt: timing.stopAt,
+            })
+          }
+        },
       })
     }
   }
@@ -464,8 +490,8 @@ export class KithNode {
     agent: { record: AgentRecord; secret: Uint8Array },
     question: NostrEvent,
     text: string,
-  ): void {
-    if (this.stopped) return
+  ): NostrEvent | undefined {
+    if (this.stopped) return undefined
     const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
     const tags: string[][] = [['h', channelOf(question) ?? 'general']]
     tags.push(['e', root ?? question.id, '', 'root'])
@@ -485,6 +511,7 @@ export class KithNode {
     this.store.enqueue(reply, this.now())
     this.emit(reply)
     for (const link of this.links) this.pump(link)
+    return reply
   }
 
   /** The device's kind-0 profile, re-published only when its name changed. */
@@ -529,6 +556,16 @@ export class KithNode {
         for (const event of pending) {
           const answer = await link.publish(event)
           this.store.recordDelivery(event.id, link.url, answer.ok, answer.message, this.now())
+          const t = answer.ok ? this.pendingReplyTiming.get(event.id) : undefined
+          if (t !== undefined) {
+            this.pendingReplyTiming.delete(event.id)
+            this.turnMetrics.push({
+              inMs: t.promptSentAt - t.receivedAt,
+              outMs: performance.now() - t.stopAt,
+              turnMs: t.stopAt - t.promptSentAt,
+            })
+            if (this.turnMetrics.length > 1000) this.turnMetrics.shift()
+          }
           if (!answer.ok)
             this.log(`${link.url} refused ${event.id.slice(0, 12)}…: ${answer.message}`)
           this.emitDelivery(event, link.url, answer.ok, answer.message)

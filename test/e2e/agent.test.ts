@@ -129,7 +129,7 @@ describe(
       const permit = await runKith(['permit', card!.event.id.slice(0, 10), '1'], { home: laptop })
       expect(permit.code, permit.stderr).toBe(0)
       expect((await replyTo(laptop, q6, 9)).event.content).toBe('permission: selected allow')
-      // Rejected, and unanswered (timed out after 3 s here): the agent hears it either way.
+      // Rejected, and unanswered (timed out after 8 s here): the agent hears it either way.
       const q7 = await ask(laptop, '@claude permission deploy')
       const card7 = await replyTo(laptop, q7, 4142)
       await runKith(['permit', card7.event.id, 'reject'], { home: laptop })
