@@ -71,7 +71,7 @@ describe(
       expect(added.code, added.stderr).toBe(0)
       const nd = await startNodeProcess(devbox, [
         '--permission-timeout',
-        '3',
+        '8',
         '--cancel-grace',
         '1',
       ])
