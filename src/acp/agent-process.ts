@@ -5,7 +5,7 @@ import * as acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 
 /** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
-const envAllowlist = [
+export const envAllowlist = [
   'PATH',
   'HOME',
   'LANG',

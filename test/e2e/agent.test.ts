@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
+import { envAllowlist } from '../../src/acp/agent-process.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
 import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
@@ -156,19 +157,7 @@ describe(
       const q9 = await ask(laptop, '@claude env')
       const envNames = (await replyTo(laptop, q9)).event.content.split(',')
       expect(envNames).not.toContain('KITH_HOME')
-      for (const name of envNames) {
-        expect([
-          'PATH',
-          'HOME',
-          'LANG',
-          'LC_ALL',
-          'TERM',
-          'USER',
-          'SHELL',
-          'TMPDIR',
-          'NODE_PATH',
-        ]).toContain(name)
-      }
+      for (const name of envNames) expect(envAllowlist).toContain(name)
 
       // Cancel: a cooperative agent ends its turn; one that ignores cancel is stopped after the
       // grace window (1 s here) and the next prompt still works.
