@@ -52,7 +52,7 @@ export class AgentProcess {
   private conn: acp.ClientConnection | undefined
   private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
-  loadSession = false
+  canLoadSession = false
   private readonly listeners = new Map<string, (text: string) => void>()
   exited: Promise<number | null> = Promise.resolve(null)
   /** When the agent last wrote anything on stdout (ms): agents are silent while tools run. */
@@ -144,7 +144,7 @@ export class AgentProcess {
       ...(init.agentInfo?.name ? { name: init.agentInfo.name } : {}),
       ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}),
     }
-    this.loadSession = init.agentCapabilities?.loadSession === true
+    this.canLoadSession = init.agentCapabilities?.loadSession === true
   }
 
   /** Runs an SDK call, turning the agent's death into a clear error. */
@@ -180,6 +180,17 @@ export class AgentProcess {
       this.conn!.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
     )
     return r.sessionId
+  }
+
+  /**
+   * Resumes a session (ACP session/load). The agent replays its history as session/update
+   * notifications before it answers; no turn listener is set for the session meanwhile, so none
+   * of it is taken for a new reply.
+   */
+  async loadSession(sessionId: string, cwd: string): Promise<void> {
+    await this.call(() =>
+      this.conn!.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }),
+    )
   }
 
   /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */

@@ -8,7 +8,16 @@ import {
 
 export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed' | 'circuit-open'
 
+/** Where a host keeps its sessions so a restarted node can resume them. */
+export interface SessionStore {
+  get(channel: string): { sessionId: string; cwd: string } | undefined
+  set(channel: string, sessionId: string, cwd: string): void
+}
+
 export interface HostOptions {
+  sessions?: SessionStore
+  /** Told when a session could not be resumed and a new one was started. */
+  onNewSession?: (channel: string, reason: string) => void
   /** First respawn delay after a crash; doubles per recent crash up to 30 s, jittered. */
   respawnBaseMs?: number
   /** Crashes within `breakerWindowMs` that open the breaker. */
@@ -164,7 +173,7 @@ export class AgentHost {
     const proc = await this.process()
     let sessionId = this.sessions.get(job.channel)
     if (sessionId === undefined) {
-      sessionId = await proc.newSession(this.spec.cwd)
+      sessionId = await this.openSession(proc, job.channel)
       this.sessions.set(job.channel, sessionId)
     }
     this.state = 'working'
@@ -212,6 +221,31 @@ export class AgentHost {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return r.text
+  }
+
+  /**
+   * The channel's session: the persisted one resumed with session/load where the agent
+   * advertises it, else a new one (and, when an old one existed, a visible notice why).
+   */
+  private async openSession(proc: AgentProcess, channel: string): Promise<string> {
+    const saved = this.opts.sessions?.get(channel)
+    if (saved !== undefined) {
+      if (proc.canLoadSession) {
+        try {
+          await proc.loadSession(saved.sessionId, saved.cwd)
+          this.log(`agent ${this.name}: resumed session ${saved.sessionId} for #${channel}`)
+          return saved.sessionId
+        } catch (err) {
+          this.opts.onNewSession?.(
+            channel,
+            `the agent could not resume it (${err instanceof Error ? err.message : String(err)})`,
+          )
+        }
+      } else this.opts.onNewSession?.(channel, 'the agent cannot resume sessions (no session/load)')
+    }
+    const sessionId = await proc.newSession(this.spec.cwd)
+    this.opts.sessions?.set(channel, sessionId, this.spec.cwd)
+    return sessionId
   }
 
   /**

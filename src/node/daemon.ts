@@ -222,6 +222,17 @@ export class KithNode {
         },
         this.log,
         {
+          sessions: {
+            get: (channel) => this.store.agentSession(record.pubkey, channel),
+            set: (channel, sessionId, cwd) =>
+              this.store.setAgentSession(record.pubkey, channel, sessionId, cwd),
+          },
+          onNewSession: (channel, reason) =>
+            this.noticeAs(
+              record.pubkey,
+              channel,
+              `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
+            ),
           ...(this.opts.agentIdleTimeoutMs === undefined
             ? {}
             : { idleTimeoutMs: this.opts.agentIdleTimeoutMs }),
@@ -512,6 +523,21 @@ export class KithNode {
     this.emit(reply)
     for (const link of this.links) this.pump(link)
     return reply
+  }
+
+  /** A channel notice signed by a hosted agent (new session, …), not threaded under anything. */
+  private noticeAs(agentPubkey: string, channel: string, text: string): void {
+    const agent = this.agents.get(agentPubkey)
+    if (agent === undefined || this.stopped) return
+    const tags: string[][] = [['h', channel]]
+    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const notice = signEvent(
+      { kind: Kind.ChatMessage, created_at: this.now(), tags, content: text },
+      agent.secret,
+    )
+    this.store.enqueue(notice, this.now())
+    this.emit(notice)
+    for (const link of this.links) this.pump(link)
   }
 
   /** The device's kind-0 profile, re-published only when its name changed. */

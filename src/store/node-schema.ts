@@ -28,4 +28,16 @@ export const nodeMigrations: readonly Migration[] = [
       );
     `)
   },
+  (db) => {
+    // One ACP session per (agent, channel), kept so a restarted node resumes it (session/load).
+    db.exec(`
+      CREATE TABLE agent_sessions (
+        agent TEXT NOT NULL,
+        channel TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        PRIMARY KEY (agent, channel)
+      );
+    `)
+  },
 ]

@@ -27,6 +27,8 @@ export class NodeStore {
     cursors: Statement<[], { hub: string; since: number }>
     refused: Statement<[], { event_id: string; hub: string; message: string; raw: string }>
     outboxSize: Statement<[], { n: number }>
+    session: Statement<[string, string], { session_id: string; cwd: string }>
+    setSession: Statement<[string, string, string, string]>
   }
 
   constructor(home: string) {
@@ -57,6 +59,12 @@ export class NodeStore {
          WHERE d.state = 'refused' ORDER BY d.at DESC LIMIT 50`,
       ),
       outboxSize: db.prepare('SELECT count(*) AS n FROM outbox'),
+      session: db.prepare(
+        'SELECT session_id, cwd FROM agent_sessions WHERE agent = ? AND channel = ?',
+      ),
+      setSession: db.prepare(
+        'INSERT OR REPLACE INTO agent_sessions (agent, channel, session_id, cwd) VALUES (?, ?, ?, ?)',
+      ),
     }
   }
 
@@ -100,6 +108,15 @@ export class NodeStore {
       message: r.message,
       event: JSON.parse(r.raw) as NostrEvent,
     }))
+  }
+
+  agentSession(agent: string, channel: string): { sessionId: string; cwd: string } | undefined {
+    const row = this.stmts.session.get(agent, channel)
+    return row === undefined ? undefined : { sessionId: row.session_id, cwd: row.cwd }
+  }
+
+  setAgentSession(agent: string, channel: string, sessionId: string, cwd: string): void {
+    this.stmts.setSession.run(agent, channel, sessionId, cwd)
   }
 
   cursor(hub: string): number | undefined {

@@ -191,3 +191,40 @@ describe(
     })
   },
 )
+
+describe('agent sessions across a node restart', { timeout: 90_000 }, () => {
+  it('resumes with session/load without re-posting the replay, or says it started anew', async () => {
+    const dir = tempDir()
+    const owner = bytesToHex(generateSecretKey())
+    const hubHome = join(dir, 'hubhome')
+    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
+    const devbox = join(dir, 'devbox')
+    await runKith(['init', '--name', 'devbox', '--owner-key-stdin'], { home: devbox, input: owner })
+    await runKith(['hub', 'add', hub.url], { home: devbox })
+    await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], { home: devbox })
+    await runKith(['agent', 'add', 'gemini', '--', process.execPath, fakeAgent, '--no-load'], {
+      home: devbox,
+    })
+    let node = await startNodeProcess(devbox)
+    await node.waitFor(/linked to/)
+    for (const name of ['claude', 'gemini']) {
+      const q = await ask(devbox, `@${name} echo before`)
+      expect((await replyTo(devbox, q)).event.content).toBe('before')
+    }
+    await node.stop()
+    node = await startNodeProcess(devbox)
+    await node.waitFor(/linked to/)
+    const q1 = await ask(devbox, '@claude echo after')
+    expect((await replyTo(devbox, q1)).event.content).toBe('after')
+    await node.waitFor(/agent claude: resumed session fake-1 for #ops/)
+    expect((await history(devbox)).some((i) => i.event.content.includes('REPLAYED HISTORY'))).toBe(
+      false,
+    )
+    const q2 = await ask(devbox, '@gemini echo after')
+    expect((await replyTo(devbox, q2)).event.content).toBe('after')
+    expect((await history(devbox)).map((i) => i.event.content)).toContain(
+      'ℹ gemini started a new session in #ops: the agent cannot resume sessions (no session/load)',
+    )
+  })
+})
