@@ -62,6 +62,8 @@ export class AgentProcess {
     private readonly spec: AgentSpec,
     private readonly onPermission: (ask: PermissionAsk) => Promise<PermissionAnswer> = () =>
       Promise.resolve('cancelled'),
+    /** Every session/update of a turn in progress, as the agent sent it (for observer frames). */
+    private readonly onUpdate: (sessionId: string, update: unknown) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -107,6 +109,9 @@ export class AgentProcess {
       .client({ name: 'kith' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const u = params.update
+        // Only updates of a turn we run are passed on: a session/load replay is not.
+        if (!this.listeners.has(params.sessionId)) return
+        this.onUpdate(params.sessionId, u)
         if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') {
           this.listeners.get(params.sessionId)?.(u.content.text)
         }

@@ -38,6 +38,8 @@ export interface PromptJob {
   done: (outcome: { ok: true; text: string } | { ok: false; message: string }) => void
   /** Asks a person about one of this turn's tool calls. */
   permission: (ask: PermissionAsk) => Promise<PermissionAnswer>
+  /** Each session/update of this turn, as the agent sent it. */
+  update?: (update: unknown) => void
   /** Filled in as the turn runs (performance.now() ms), for the host-overhead benchmark. */
   timing?: { promptSentAt?: number; stopAt?: number }
 }
@@ -138,11 +140,15 @@ export class AgentHost {
       }
       this.state = 'starting'
       this.sessions.clear()
-      const proc = new AgentProcess(this.spec, (ask) => {
-        const job = this.running.get(ask.sessionId)
-        // A request outside any turn of ours has nobody to ask.
-        return job ? job.permission(ask) : Promise.resolve('cancelled')
-      })
+      const proc = new AgentProcess(
+        this.spec,
+        (ask) => {
+          const job = this.running.get(ask.sessionId)
+          // A request outside any turn of ours has nobody to ask.
+          return job ? job.permission(ask) : Promise.resolve('cancelled')
+        },
+        (sessionId, update) => this.running.get(sessionId)?.update?.(update),
+      )
       try {
         await proc.start()
       } catch (err) {

@@ -23,6 +23,7 @@ Commands:
   status          the node's hubs, lag, cursors, outbox, agents
   permit ID N     answer an agent's permission request with option N
   cancel #ch      cancel the turn an agent is running in a channel
+  watch [AGENT]   an agent's side transcript, live (tool calls, thoughts, messages)
 
 State lives in KITH_HOME (default ~/.kith). Exit codes: 0 ok, 1 failed (or a hub did not take
 a change; it is kept and sent on the next sync), 2 usage, 3 not initialised (run kith init),
@@ -56,6 +57,8 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/pair.js')).runPair(rest, out)
     case 'join':
       return (await import('./commands/join.js')).runJoin(rest, out)
+    case 'watch':
+      return (await import('./commands/watch.js')).runWatch(rest, out)
     case 'cancel':
       return (await import('./commands/cancel.js')).runCancel(rest, out)
     case 'permit':

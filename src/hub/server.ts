@@ -131,7 +131,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     log,
     lane: new PairingLane<Connection>(),
     fanOut: (raw: string, event: NostrEvent) => {
-      subs.fanOut(event, (conn, subId) => conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`))
+      // Observer frames are for their recipient only: a connection must have proven that key.
+      const onlyTo =
+        event.kind === Kind.ObserverFrame
+          ? new Set(event.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
+          : undefined
+      subs.fanOut(event, (conn, subId) => {
+        if (onlyTo !== undefined && ![...conn.authed].some((k) => onlyTo.has(k))) return
+        conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`)
+      })
     },
   }
 

@@ -17,6 +17,8 @@ export interface LinkOptions {
   kinds: number[]
   /** Kinds fetched whole on every connect (grants, revocations, profiles): small and vital. */
   fullKinds: number[]
+  /** More live-only filters (e.g. observer frames addressed to this device). */
+  extraLive?: Record<string, unknown>[]
   cursor: () => number | undefined
   saveCursor: (since: number) => void
   /** Receives events from the hub; catch-up waits for each page to be processed. */
@@ -221,7 +223,10 @@ export class HubLink {
     await this.subscribe(
       ws,
       'live',
-      [{ kinds: [...this.opts.kinds, ...this.opts.fullKinds], limit: 0 }],
+      [
+        { kinds: [...this.opts.kinds, ...this.opts.fullKinds], limit: 0 },
+        ...(this.opts.extraLive ?? []),
+      ],
       true,
     )
     this.opts.onLive?.()

@@ -15,6 +15,11 @@ import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
 import { AgentHost } from '../acp/host.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
+import {
+  decrypt as nip44Decrypt,
+  encrypt as nip44Encrypt,
+  getConversationKey,
+} from 'nostr-tools/nip44'
 import { listAgentRecords, readAgentSecret, type AgentRecord } from '../identity/agents.js'
 
 export const controlSocketFile = 'node.sock'
@@ -52,6 +57,14 @@ export interface ChatItem {
   event: NostrEvent
   from: Who
   channel: string | undefined
+}
+
+/** A coalesced slice of an agent turn's session/update stream. */
+export interface WatchFrame {
+  agent: Who
+  channel: string
+  prompt: string
+  updates: unknown[]
 }
 
 export interface LinkStatus {
@@ -152,6 +165,16 @@ export class KithNode {
       decide: (p) => this.decide(p),
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
+      watch: (p, client) => {
+        const agent = typeof p.agent === 'string' ? p.agent.toLowerCase() : undefined
+        const fn = (frame: WatchFrame) => {
+          if (agent === undefined || frame.agent.name.toLowerCase() === agent)
+            client.notify('frame', frame)
+        }
+        this.watchers.add(fn)
+        client.onClose(() => this.watchers.delete(fn))
+        return { ok: true }
+      },
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
@@ -184,6 +207,7 @@ export class KithNode {
         chain: () => this.book.chainEvents(id.devicePubkey, this.now()),
         kinds: followedKinds,
         fullKinds: vitalKinds,
+        extraLive: [{ kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 }],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
         deliver: (events) => this.intake(events),
@@ -288,6 +312,7 @@ export class KithNode {
         text,
         timing,
         permission: (ask) => this.askPermission(agent, event, ask),
+        update: (u) => this.observe(agent, event, u),
         done: (outcome) => {
           const reply = this.replyAs(
             agent,
@@ -525,6 +550,108 @@ export class KithNode {
     return reply
   }
 
+  private readonly frames = new Map<string, { updates: unknown[]; timer: NodeJS.Timeout }>()
+  private readonly watchers = new Set<(frame: WatchFrame) => void>()
+
+  /**
+   * Observer frames (kind 24142): a turn's session/update stream, coalesced (every 100 ms or 50
+   * updates), NIP-44 encrypted by the agent to each recipient — the prompter, and the devices of
+   * the agent's owner (at most 10) — and sent live, never stored. Watchers on this node get them
+   * directly.
+   */
+  private observe(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+    update: unknown,
+  ): void {
+    let buf = this.frames.get(question.id)
+    if (buf === undefined) {
+      buf = { updates: [], timer: setTimeout(() => this.flushFrame(agent, question), 100) }
+      this.frames.set(question.id, buf)
+    }
+    buf.updates.push(update)
+    if (buf.updates.length >= 50) this.flushFrame(agent, question)
+  }
+
+  private flushFrame(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+  ): void {
+    const buf = this.frames.get(question.id)
+    if (buf === undefined) return
+    clearTimeout(buf.timer)
+    this.frames.delete(question.id)
+    const channel = channelOf(question) ?? 'general'
+    const frame: WatchFrame = {
+      agent: this.names.who(agent.record.pubkey),
+      channel,
+      prompt: question.id,
+      updates: buf.updates,
+    }
+    for (const fn of this.watchers) fn(frame)
+    const owner = this.ownerOf(agent.record.pubkey)
+    const devices = this.book.verifier
+      .allGrants()
+      .filter(
+        (g) =>
+          g.role === 'device' &&
+          this.ownerOf(g.subject) === owner &&
+          g.subject !== this.id.devicePubkey,
+      )
+      .map((g) => g.subject)
+    const recipients = [...new Set([question.pubkey, ...devices])]
+      .filter((r) => r !== this.id.devicePubkey)
+      .slice(0, 10)
+    const content = JSON.stringify({ prompt: question.id, updates: buf.updates })
+    for (const r of recipients) {
+      const event = signEvent(
+        {
+          kind: Kind.ObserverFrame,
+          created_at: this.now(),
+          tags: [
+            ['p', r],
+            ['h', channel],
+            ['e', question.id],
+          ],
+          content: nip44Encrypt(content, getConversationKey(agent.secret, r)),
+        },
+        agent.secret,
+      )
+      for (const link of this.links) {
+        // Frames are live and best effort (never stored or queued): a lost one is not resent.
+        if (link.authenticated)
+          link.publish(event).then(
+            (a) => {
+              if (!a.ok) this.log(`frame refused by ${link.url}: ${a.message}`)
+            },
+            () => undefined,
+          )
+      }
+    }
+  }
+
+  /** An observer frame addressed to this device: decrypted and shown to local watchers. */
+  private receiveFrame(event: NostrEvent): void {
+    if (!event.tags.some((t) => t[0] === 'p' && t[1] === this.id.devicePubkey)) return
+    let body: { prompt?: unknown; updates?: unknown }
+    try {
+      body = JSON.parse(
+        nip44Decrypt(event.content, getConversationKey(this.id.deviceSecret, event.pubkey)),
+      ) as typeof body
+    } catch {
+      this.log(`dropped an observer frame that does not decrypt`)
+      return
+    }
+    if (!Array.isArray(body.updates) || typeof body.prompt !== 'string') return
+    const frame: WatchFrame = {
+      agent: this.names.who(event.pubkey),
+      channel: channelOf(event) ?? 'general',
+      prompt: body.prompt,
+      updates: body.updates,
+    }
+    for (const fn of this.watchers) fn(frame)
+  }
+
   /** A channel notice signed by a hosted agent (new session, …), not threaded under anything. */
   private noticeAs(agentPubkey: string, channel: string, text: string): void {
     const agent = this.agents.get(agentPubkey)
@@ -654,8 +781,10 @@ export class KithNode {
       const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
       if (!d.ok) continue
       if (isEphemeralKind(e.kind)) {
-        if (e.kind === Kind.Presence)
+        if (e.kind === Kind.Presence) {
           this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
+        }
+        if (e.kind === Kind.ObserverFrame) this.receiveFrame(e)
         continue
       }
       accepted.push(e)

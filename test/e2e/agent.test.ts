@@ -8,7 +8,7 @@ import { envAllowlist } from '../../src/acp/agent-process.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
 import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, spawnKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -97,6 +97,17 @@ describe(
       )
       const q4 = await ask(laptop, '@claude echo back again')
       expect((await replyTo(laptop, q4)).event.content).toBe('back again')
+
+      // The side transcript reaches the prompting device live, encrypted to it (kith watch).
+      const watch = spawnKith(['watch', 'claude'], laptop)
+      await watch.waitFor(/watching @claude/)
+      const qw = await ask(laptop, '@claude work')
+      expect((await replyTo(laptop, qw)).event.content).toBe('done')
+      await watch.waitFor(/claude #ops: ⚙ run tests \(in_progress\)/)
+      await watch.waitFor(/claude #ops: … checking the output/)
+      await watch.waitFor(/claude #ops: ⚙ t1 → completed/)
+      await watch.waitFor(/claude #ops: done/)
+      watch.child.kill('SIGTERM')
 
       // An adapter printing noise on stdout is tolerated (and logged), not fatal.
       const q5 = await ask(laptop, '@claude garbage')

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { publicKeyOf } from '../../src/events/event.js'
 import { startTestHub } from '../helpers/hub.js'
 
 describe('hub NIP-01 semantics', () => {
@@ -86,6 +88,37 @@ describe('hub NIP-01 semantics', () => {
     expect(await listener.next((f) => f[0] === 'EVENT')).toEqual(['EVENT', 'presence', e])
     expect((await listener.req('later', { kinds: [24141] })).events).toEqual([])
     expect(t.hub.store.count()).toBe(0)
+  })
+
+  it('delivers observer frames (24142) only to connections authenticated as their p', async () => {
+    const t = await startTestHub()
+    const deviceSk = generateSecretKey()
+    const owner = await t.member()
+    const grant = t.sign({
+      kind: 4140,
+      tags: [
+        ['p', publicKeyOf(deviceSk)],
+        ['role', 'device'],
+        ['fleet', t.owner],
+      ],
+      content: '',
+    })
+    owner.send(['EVENT', grant])
+    expect((await owner.ok(grant.id))[2]).toBe(true)
+    const device = await t.connect()
+    expect((await device.auth(t.url, deviceSk))[2]).toBe(true)
+    for (const c of [owner, device]) await c.req('frames', { kinds: [24142] })
+    const frame = t.sign({ kind: 24142, tags: [['p', publicKeyOf(deviceSk)]], content: 'sealed' })
+    owner.send(['EVENT', frame])
+    expect((await owner.ok(frame.id))[2]).toBe(true)
+    expect(await device.next((f) => f[0] === 'EVENT')).toEqual(['EVENT', 'frames', frame])
+    // The owner's own connection matched the filter but is not the recipient.
+    const marker = t.sign({ kind: 24141, content: 'after' })
+    owner.send(['EVENT', marker])
+    await owner.ok(marker.id)
+    expect(
+      owner.frames.some((f) => f[0] === 'EVENT' && (f[2] as { kind: number }).kind === 24142),
+    ).toBe(false)
   })
 
   it('serves the NIP-11 document on the same port', async () => {
