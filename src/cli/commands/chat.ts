@@ -2,7 +2,8 @@ import { createInterface } from 'node:readline'
 import { clearLine, cursorTo, moveCursor } from 'node:readline'
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import type { ChatItem } from '../../node/daemon.js'
+import type { ChatItem, WatchFrame } from '../../node/daemon.js'
+import { describeUpdate } from './watch.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
 import { connectDaemon, formatChat } from './chat-common.js'
@@ -129,8 +130,19 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
       if (item.event.kind === 4142) lastRequest = item.event.id
       show(formatChat(item))
     })
+    // Agents' tool calls show as a progress line while they work (observer frames).
+    daemon.on('frame', (p) => {
+      const frame = p as WatchFrame
+      if (frame.channel !== channel) return
+      for (const u of frame.updates as { sessionUpdate?: string }[]) {
+        if (u.sessionUpdate !== 'tool_call' && u.sessionUpdate !== 'tool_call_update') continue
+        const line = describeUpdate(u)
+        if (line !== undefined) show(`  ⋯ ${frame.agent.name}: ${line}`)
+      }
+    })
     enqueue(async () => {
       await daemon.request('subscribe', {})
+      await daemon.request('watch', {})
       await enter(channel)
       return true
     })
