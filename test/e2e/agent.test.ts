@@ -41,7 +41,7 @@ async function replyTo(home: string, question: string, kind = 9): Promise<ChatIt
         )
         return found !== undefined
       },
-      { timeout: 20_000 },
+      { timeout: 40_000 },
     )
     .toBe(true)
   return found!
@@ -49,7 +49,7 @@ async function replyTo(home: string, question: string, kind = 9): Promise<ChatIt
 
 describe(
   'agents hosted by a node, prompted from another (fake ACP agent, real processes)',
-  { timeout: 90_000 },
+  { timeout: 180_000 },
   () => {
     it('answers @mentions with replies signed by the agent key, streams, and survives a crash', async () => {
       const dir = tempDir()
@@ -108,16 +108,6 @@ describe(
       await watch.waitFor(/claude #ops: ⚙ t1 → completed/)
       await watch.waitFor(/claude #ops: done/)
       watch.child.kill('SIGTERM')
-      // kith chat shows the agent's tool calls as a progress line, then its answer.
-      const chat = spawnKith(['chat', '#ops'], laptop)
-      await chat.waitFor(/── #ops ──/)
-      chat.write('@claude work\n')
-      await chat.waitFor(/⋯ claude: ⚙ run tests \(in_progress\)/)
-      await chat.waitFor(
-        /claude \[agent, authorized by [^\]]+\]: ↳ done[\s\S]*claude \[agent, authorized by [^\]]+\]: ↳ done/,
-      )
-      chat.write('/quit\n')
-      expect(await chat.exit).toBe(0)
 
       // An adapter printing noise on stdout is tolerated (and logged), not fatal.
       const q5 = await ask(laptop, '@claude garbage')
