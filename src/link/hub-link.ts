@@ -104,16 +104,22 @@ export class HubLink {
     return this.sendEvent(this.ws, event)
   }
 
+  /** In-flight EVENTs by id: sending the same event again waits for the same OK. */
+  private readonly inFlight = new Map<string, Promise<OkAnswer>>()
+
   private sendEvent(ws: WebSocket, event: NostrEvent): Promise<OkAnswer> {
-    const existing = this.oks.get(event.id)
-    if (existing) clearTimeout(existing.timer)
+    // A second send of an event still waiting for its OK must not orphan the first waiter
+    // (its promise would never settle): both get the one answer.
+    const pending = this.inFlight.get(event.id)
+    if (pending !== undefined) return pending
     const answer = new Promise<OkAnswer>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.oks.delete(event.id)
         reject(new KithError('io', `${this.url} did not answer EVENT in ${requestTimeoutMs} ms`))
       }, requestTimeoutMs)
       this.oks.set(event.id, { resolve, reject, timer })
-    })
+    }).finally(() => this.inFlight.delete(event.id))
+    this.inFlight.set(event.id, answer)
     ws.send(JSON.stringify(['EVENT', event]))
     return answer
   }
