@@ -107,6 +107,8 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     synchronous: values.sync ?? 'full',
     log: (line) => out.err(`kith hub: ${line}`),
   })
+  // Handlers first: the ready line can reach a supervisor that signals at once.
+  const stopped = runUntilSignal(out, 'kith hub', () => hub.close())
   if (values.json) {
     process.stdout.write(
       `${JSON.stringify({ event: 'listening', url: hub.url, port: hub.port, urls: hub.relayUrls, db: dbPath, owner: npub(owner) })}\n`,
@@ -117,6 +119,6 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     out.line(`  db    ${dbPath}`)
     out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
   }
-  await runUntilSignal(out, 'kith hub', () => hub.close())
+  await stopped
   return 0
 }

@@ -70,12 +70,14 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     log: (message) => say('log', { message }),
   })
   const hubs = node.links.map((l) => l.url)
+  // Handlers first: the ready line can reach a supervisor that signals at once.
+  const stopped = runUntilSignal(out, 'kith up', () => node.stop())
   say('ready', {
     message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}`,
     device: npub(node.id.devicePubkey),
     hubs,
     embedded: node.embedded?.url ?? null,
   })
-  await runUntilSignal(out, 'kith up', () => node.stop())
+  await stopped
   return 0
 }
