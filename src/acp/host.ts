@@ -264,10 +264,13 @@ export class AgentHost {
     if (sessionId === undefined || !this.running.has(sessionId) || this.proc === undefined)
       return false
     const proc = this.proc
+    // The grace timer belongs to this turn: a later turn in the same session must not be killed
+    // by it.
+    const turn = this.running.get(sessionId)
     this.cancelled.add(sessionId)
     proc.cancel(sessionId).catch((err: unknown) => this.log(`cancel ${this.name}: ${String(err)}`))
     setTimeout(() => {
-      if (this.running.has(sessionId) && this.proc === proc) {
+      if (this.running.get(sessionId) === turn && this.proc === proc) {
         this.log(`agent ${this.name} ignored cancel for ${graceMs} ms; stopping it`)
         this.state = 'crashed'
         void proc.stop()

@@ -84,3 +84,25 @@ describe('AgentHost watchdog', () => {
     })
   })
 })
+
+describe('AgentHost cancel', () => {
+  it('kills only the cancelled turn: a new turn in the same session survives the old grace timer', async () => {
+    const h = host()
+    const first = prompt(h, 'hang')
+    await expect.poll(() => h.state).toBe('working')
+    expect(h.cancel('ops', 300)).toBe(true)
+    expect(await first).toEqual({ ok: false, message: 'turn cancelled' })
+    // Started well inside the first cancel's grace window, and still running after it (its
+    // permission answer takes 600 ms): the old timer must not kill it.
+    const second = new Promise<Outcome>((resolve) =>
+      h.enqueue({
+        channel: 'ops',
+        text: 'permission slow',
+        done: resolve,
+        permission: () => new Promise((r) => setTimeout(() => r({ optionId: 'allow' }), 600)),
+      }),
+    )
+    expect(await second).toEqual({ ok: true, text: 'permission: selected allow' })
+    expect(h.crashes).toBe(0)
+  })
+})
