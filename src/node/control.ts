@@ -165,4 +165,17 @@ export class ControlClient {
   close(): void {
     this.socket.end()
   }
+
+  /** Resolves when the daemon closes the connection or the user stops (SIGINT/SIGTERM). */
+  untilClosedOrStopped(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const stop = () => {
+        this.close()
+        resolve()
+      }
+      this.on('close', () => resolve())
+      process.once('SIGINT', stop)
+      process.once('SIGTERM', stop)
+    })
+  }
 }

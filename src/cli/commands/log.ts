@@ -68,12 +68,6 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
     throw new KithError('io', '--follow needs the node running: start kith up')
   daemon.on('chat', (p) => print(p as ChatItem))
   await daemon.request('subscribe', channel === undefined ? {} : { channel })
-  await new Promise<void>((resolve) => {
-    daemon.on('close', () => resolve())
-    process.once('SIGINT', () => {
-      daemon.close()
-      resolve()
-    })
-  })
+  await daemon.untilClosedOrStopped()
   return 0
 }

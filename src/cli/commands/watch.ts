@@ -66,16 +66,6 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
   })
   await daemon.request('watch', agent === undefined ? {} : { agent })
   out.err(`watching ${agent === undefined ? 'every agent' : `@${agent}`}; Ctrl-C stops`)
-  await new Promise<void>((resolve) => {
-    daemon.on('close', () => resolve())
-    process.once('SIGINT', () => {
-      daemon.close()
-      resolve()
-    })
-    process.once('SIGTERM', () => {
-      daemon.close()
-      resolve()
-    })
-  })
+  await daemon.untilClosedOrStopped()
   return 0
 }
