@@ -34,6 +34,8 @@ export interface HostOptions {
 export interface PromptJob {
   channel: string
   text: string
+  /** The key that asked (the chat message's author), so a removed member's prompts can go. */
+  from?: string
   /** Called once with the agent's final text, or with a one-line refusal/failure. */
   done: (outcome: { ok: true; text: string } | { ok: false; message: string }) => void
   /** Asks a person about one of this turn's tool calls. */
@@ -282,5 +284,22 @@ export class AgentHost {
   async stop(): Promise<void> {
     this.state = 'stopped'
     await this.proc?.stop()
+  }
+
+  /** Removes and returns the queued (not yet running) jobs that match. */
+  dropQueued(match: (job: PromptJob) => boolean): PromptJob[] {
+    const dropped: PromptJob[] = []
+    for (const [channel, q] of this.queues) {
+      const keep = q.filter((job) => !match(job))
+      if (keep.length === q.length) continue
+      dropped.push(...q.filter(match))
+      this.queues.set(channel, keep)
+    }
+    return dropped
+  }
+
+  /** The jobs whose turns are running now. */
+  runningJobs(): PromptJob[] {
+    return [...this.running.values()]
   }
 }

@@ -11,6 +11,7 @@ Commands:
   whoami          show owner, device and hubs
   pair            enroll a new machine: shows a QR/code and a 6-digit check
   join CODE       join a fleet on a new machine with a code from kith pair
+  fleet           share this fleet with other people: invite, join, members, remove
   hub             run a standalone hub (Nostr relay with NIP-42 auth)
   hub add URL     use a hub; hub list, hub rm URL
   device          list or revoke this fleet's devices
@@ -47,6 +48,8 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       }
       return (await import('./commands/hub-serve.js')).runHubServe(rest, out)
     }
+    case 'fleet':
+      return (await import('./commands/fleet.js')).runFleet(rest, out)
     case 'device':
       return (await import('./commands/device.js')).runDevice(rest, out)
     case 'agent':

@@ -2,6 +2,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { KithError } from '../errors.js'
+import type { AgentPolicy } from '../grants/policy.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
 import { readKeyFile, writeKeyFile } from './key-file.js'
 
@@ -18,8 +19,10 @@ export interface AgentRecord {
   command?: string[]
   /** Working directory of the agent's sessions. */
   cwd?: string
-  /** Who may prompt it: the agent's owner (any of their devices) or every fleet member. */
-  allow?: 'owner' | 'fleet'
+  /** Who may prompt it (default: its owner's devices only). */
+  allow?: AgentPolicy
+  /** Who may answer its permission requests and cancel its turns (default: its owner). */
+  approvers?: AgentPolicy
 }
 
 const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/

@@ -13,7 +13,9 @@ import { startControlServer, type ControlClientHandle } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
-import { AgentHost } from '../acp/host.js'
+import { AgentHost, type PromptJob } from '../acp/host.js'
+import { personOf } from '../grants/members.js'
+import { describePolicy, policyAllows } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import {
   decrypt as nip44Decrypt,
@@ -111,6 +113,8 @@ export class KithNode {
     string,
     {
       agent: string
+      /** The prompt whose turn asked; refusals are threaded under it. */
+      question: NostrEvent
       channel: string
       options: PermissionAsk['options']
       resolve: (a: PermissionAnswer) => void
@@ -178,6 +182,7 @@ export class KithNode {
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
+        this.enforceMembership()
         for (const link of this.links) this.pump(link)
         return { ok: true }
       },
@@ -272,11 +277,42 @@ export class KithNode {
 
   /** The person (owner key) a key belongs to: the top owner of its chain, or the founder. */
   private ownerOf(pubkey: string): string | undefined {
-    if (pubkey === this.fleet) return pubkey
-    const d = this.book.verifier.isMember(pubkey, this.now())
-    if (!d.ok) return undefined
-    if (d.role === 'owner') return pubkey
-    return d.chain.find((g) => g.role === 'owner')?.subject ?? this.fleet
+    return personOf(this.book.verifier, pubkey, this.now())
+  }
+
+  /** Whether `key` may act on `agent` under one of its policies (prompt or approve). */
+  private mayUse(
+    agent: { record: AgentRecord },
+    key: string,
+    which: 'allow' | 'approvers',
+  ): boolean {
+    return policyAllows(
+      agent.record[which],
+      { key, person: this.ownerOf(key) },
+      this.ownerOf(agent.record.pubkey),
+    )
+  }
+
+  /**
+   * After grants change: a key that is no longer a member loses its queued prompts (each dropped
+   * with a visible notice) and its running turns (cancelled), on every agent hosted here.
+   */
+  private enforceMembership(): void {
+    const gone = (job: PromptJob) =>
+      job.from !== undefined && !this.book.verifier.isMember(job.from, this.now()).ok
+    for (const agent of this.agents.values()) {
+      for (const job of agent.host.dropQueued(gone)) {
+        job.done({ ok: false, message: 'dropped: its author is no longer a member of this fleet' })
+      }
+      for (const job of agent.host.runningJobs()) {
+        if (!gone(job)) continue
+        this.log(
+          `cancelling ${agent.record.name}'s turn in #${job.channel}: its author was removed`,
+        )
+        this.cancelPending(agent.record.pubkey, job.channel)
+        agent.host.cancel(job.channel, this.opts.cancelGraceMs)
+      }
+    }
   }
 
   /**
@@ -291,14 +327,11 @@ export class KithNode {
       if (tag[0] !== 'p' || tag[1] === undefined) continue
       const agent = this.agents.get(tag[1])
       if (agent === undefined || event.pubkey === tag[1] || this.agents.has(event.pubkey)) continue
-      const allowed =
-        agent.record.allow === 'fleet' ||
-        this.ownerOf(event.pubkey) === this.ownerOf(agent.record.pubkey)
-      if (!allowed) {
+      if (!this.mayUse(agent, event.pubkey, 'allow')) {
         this.replyAs(
           agent,
           event,
-          `⚠ ${agent.record.name} takes prompts only from its owner's devices (policy: owner)`,
+          `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
         )
         continue
       }
@@ -310,6 +343,7 @@ export class KithNode {
       agent.host.enqueue({
         channel,
         text,
+        from: event.pubkey,
         timing,
         permission: (ask) => this.askPermission(agent, event, ask),
         update: (u) => this.observe(agent, event, u),
@@ -382,6 +416,7 @@ export class KithNode {
       timer.unref()
       this.pendingPermissions.set(request.id, {
         agent: agent.record.pubkey,
+        question,
         channel: channelOf(question) ?? 'general',
         options: ask.options,
         resolve,
@@ -398,9 +433,13 @@ export class KithNode {
     const requestId = decision.tags.find((t) => t[0] === 'e')?.[1]
     const pending = requestId === undefined ? undefined : this.pendingPermissions.get(requestId)
     if (pending === undefined || requestId === undefined) return
-    if (this.ownerOf(decision.pubkey) !== this.ownerOf(pending.agent)) {
-      this.log(
-        `ignored a decision on ${requestId.slice(0, 12)}… from a key that may not approve for this agent`,
+    const agent = this.agents.get(pending.agent)
+    if (agent === undefined) return
+    if (!this.mayUse(agent, decision.pubkey, 'approvers')) {
+      this.replyAs(
+        agent,
+        pending.question,
+        `⚠ ${this.names.who(decision.pubkey).name} may not approve ${agent.record.name}'s tool calls: its approvers are ${describePolicy(agent.record.approvers)} (kith agent add --approvers); the request is still open`,
       )
       return
     }
@@ -435,15 +474,20 @@ export class KithNode {
     const targets = control.tags.filter((t) => t[0] === 'p').map((t) => t[1])
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
-      if (this.ownerOf(control.pubkey) !== this.ownerOf(pubkey)) continue
-      for (const [id, p] of this.pendingPermissions) {
-        if (p.agent !== pubkey || p.channel !== channel) continue
-        clearTimeout(p.timer)
-        this.pendingPermissions.delete(id)
-        p.resolve('cancelled')
-      }
+      if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
+      this.cancelPending(pubkey, channel)
       if (agent.host.cancel(channel, this.opts.cancelGraceMs))
         this.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
+    }
+  }
+
+  /** Answers `cancelled` to the agent's pending permission requests in `channel`. */
+  private cancelPending(agent: string, channel: string): void {
+    for (const [id, p] of this.pendingPermissions) {
+      if (p.agent !== agent || p.channel !== channel) continue
+      clearTimeout(p.timer)
+      this.pendingPermissions.delete(id)
+      p.resolve('cancelled')
     }
   }
 
@@ -773,7 +817,10 @@ export class KithNode {
     const grantEvents = valid
       .filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
       .sort((a, b) => a.created_at - b.created_at)
-    if (grantEvents.length > 0) this.book.learn(grantEvents, { verified: true })
+    if (grantEvents.length > 0) {
+      this.book.learn(grantEvents, { verified: true })
+      this.enforceMembership()
+    }
     const now = this.now()
     const accepted: NostrEvent[] = []
     for (const e of valid) {

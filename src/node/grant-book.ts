@@ -1,5 +1,5 @@
 import { KithError } from '../errors.js'
-import { signEvent, verifyEventSignature, type NostrEvent } from '../events/event.js'
+import { publicKeyOf, signEvent, verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makeGrant, type GrantSpec, type Grant } from '../grants/grant.js'
 import { makeRevocation } from '../grants/revocation.js'
@@ -59,7 +59,17 @@ export class GrantBook {
 
   /** Signs, checks (as a hub would, at `now`) and stores a grant. Throws KithError('restricted'). */
   issueGrant(spec: Omit<GrantSpec, 'fleet'>, issuerSecret: Uint8Array, now: number): NostrEvent {
-    return this.commit(signEvent(makeGrant({ ...spec, fleet: this.fleet }, now), issuerSecret), now)
+    // Below the founder every grant names the issuer's own current grant as its parent.
+    const issuer = publicKeyOf(issuerSecret)
+    const parent =
+      spec.parent ?? (issuer === this.fleet ? undefined : this.currentGrant(issuer, now)?.id)
+    return this.commit(
+      signEvent(
+        makeGrant({ ...spec, fleet: this.fleet, ...(parent === undefined ? {} : { parent }) }, now),
+        issuerSecret,
+      ),
+      now,
+    )
   }
 
   issueRevocation(

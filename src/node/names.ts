@@ -50,9 +50,10 @@ export class Names {
       return { pubkey, name, role: 'person' }
     if (grant === undefined) return { pubkey, name, role: 'unknown' }
     if (grant.role === 'device') return { pubkey, name, role: 'device' }
-    // An agent is authorized by the person at the top of its chain below the founder, or the founder.
+    // An agent is authorized by the nearest person above it on its chain, or the founder.
     const chain = d.ok ? d.chain : [grant]
-    const owner = chain.find((g) => g.role === 'owner')?.subject ?? this.grants.founder
+    const owner =
+      [...chain].reverse().find((g) => g.role === 'owner')?.subject ?? this.grants.founder
     return { pubkey, name, role: 'agent', authorizedBy: this.who(owner, now).name }
   }
 

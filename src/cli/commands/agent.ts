@@ -9,6 +9,7 @@ import {
 } from '../../identity/agents.js'
 import { syncHubs } from '../../node/fleet.js'
 import { parseCommandArgs } from '../args.js'
+import { parsePolicyFlag } from '../policy-flag.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { parseDuration } from '../duration.js'
@@ -25,7 +26,7 @@ import { describeReports } from '../../node/fleet.js'
 
 export const agentHelp = `Usage:
   kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
-                      [--cwd DIR] [--allow owner|fleet] [-- COMMAND ARGS…]
+                      [--cwd DIR] [--allow POLICY] [--approvers POLICY] [-- COMMAND ARGS…]
   kith agent list [--json]
   kith agent revoke NAME|NPUB [--json]
 
@@ -36,7 +37,10 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         30d). The grant is published to the configured hubs at once. With -- COMMAND (any
         ACP agent: claude-agent-acp, codex-acp, gemini --acp, …) kith up spawns it and anyone
         allowed can chat with it: @NAME in a channel. --cwd sets its working directory
-        (default: the current one); --allow owner (default: your own devices) or fleet.
+        (default: the current one). --allow says who may prompt it, --approvers who may
+        answer its tool-call permission requests and cancel its turns. POLICY is owner (the
+        default: your own devices), fleet (every member) or npub1…,npub1… (you plus those
+        people, with their devices, or single keys).
 list    the agents hosted on this node, with their grant state.
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
         new agent to restore.`
@@ -60,6 +64,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       expires: { type: 'string' },
       cwd: { type: 'string' },
       allow: { type: 'string' },
+      approvers: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -82,9 +87,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   if (command !== undefined && (sub !== 'add' || command.length === 0)) {
     throw new KithError('usage', `-- COMMAND goes with kith agent add NAME\n\n${agentHelp}`)
   }
-  if (values.allow !== undefined && values.allow !== 'owner' && values.allow !== 'fleet') {
-    throw new KithError('usage', `--allow is owner or fleet, got ${values.allow}`)
-  }
+  const allow = parsePolicyFlag(values.allow, '--allow')
+  const approvers = parsePolicyFlag(values.approvers, '--approvers')
   return withNode(async (node) => {
     const now = nowSeconds()
     const { id, book } = node
@@ -152,7 +156,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
           : {
               command,
               cwd: resolve(values.cwd ?? process.cwd()),
-              allow: values.allow === 'fleet' ? ('fleet' as const) : ('owner' as const),
+              allow: allow ?? 'owner',
+              approvers: approvers ?? 'owner',
             }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))

@@ -88,6 +88,7 @@ export function resolveTarget(
   text: string,
   rows: readonly KeyRow[],
   what: string,
+  listCommand = `kith ${what} list`,
 ): KeyRow | string {
   if (text.startsWith('npub1') || /^[0-9a-f]{64}$/i.test(text)) {
     const pubkey = parsePubkeyText(text)
@@ -101,7 +102,7 @@ export function resolveTarget(
       `${matches.length} ${what}s are named ${text}; give the npub instead`,
     )
   }
-  throw new KithError('usage', `no ${what} named ${text}; see kith ${what} list`)
+  throw new KithError('usage', `no ${what} named ${text}; see ${listCommand}`)
 }
 
 /** The key this node signs revocations with: the owner key when here, else the device key. */

@@ -1,0 +1,280 @@
+import { userInfo } from 'node:os'
+import { KithError } from '../../errors.js'
+import { fleetPeople, type MemberKey, type Person } from '../../grants/members.js'
+import { readConfig, writeConfig } from '../../identity/config.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { ensureOwnDeviceGrant, describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { GrantBook } from '../../node/grant-book.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { npub } from '../key-text.js'
+import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
+import { runInvite } from './invite-flow.js'
+import { runJoinExchange } from './join-flow.js'
+
+export const fleetHelp = `Usage:
+  kith fleet invite [--admin] [--name NAME] [--hub URL]
+                                  admit another person (their own owner key) into this fleet
+  kith fleet join CODE [--name NAME] [--yes]
+                                  join the fleet that invited you, with your owner key
+  kith fleet members [--json] [--offline]
+                                  people, their devices and agents, who admitted whom
+  kith fleet remove NAME|NPUB [--json]
+                                  remove a person: their devices and agents go with them
+
+A fleet is shared by people who each keep their own owner key and machines. Its founder (or an
+admin: a person invited with --admin) runs kith fleet invite, which shows a pairing code; the
+other person, who has run kith init on their own laptop, runs kith fleet join CODE there. Both
+screens then show the same 6 digits: compare them over a call or a shared screen, and answer y
+on both sides. The new member then pairs their own machines with kith pair / kith join.
+
+Removal revokes the person's owner grant: every hub drops their devices' and agents'
+connections and refuses their events at once; every node drops their queued prompts.
+
+Options:
+  --admin       (invite) the new member may invite and remove people too
+  --name NAME   (invite) the name the fleet knows them by; (join) the name you propose
+  --hub URL     (invite) the hub URL the other person should use, if it differs from yours
+  --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
+  --offline     (members) do not sync grants with the hubs first
+  --json        machine-readable output`
+
+export async function runFleet(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    {
+      admin: { type: 'boolean' },
+      name: { type: 'string' },
+      hub: { type: 'string' },
+      yes: { type: 'boolean' },
+      offline: { type: 'boolean' },
+      json: { type: 'boolean' },
+      rearm: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    fleetHelp,
+  )
+  const [sub, arg, ...extra] = positionals
+  if (values.help || sub === undefined) {
+    out.line(fleetHelp)
+    return values.help ? 0 : 2
+  }
+  const noArgs = (what: string) => {
+    if (arg !== undefined) throw new KithError('usage', `kith fleet ${what} takes no arguments`)
+  }
+  switch (sub) {
+    case 'invite':
+      noArgs('invite')
+      return invite(values, out)
+    case 'join':
+      if (arg === undefined || extra.length > 0)
+        throw new KithError('usage', `kith fleet join takes one CODE (or -)\n\n${fleetHelp}`)
+      return join(arg, values, out)
+    case 'members':
+      noArgs('members')
+      return members(values, out)
+    case 'remove':
+      if (arg === undefined || extra.length > 0)
+        throw new KithError('usage', `kith fleet remove takes one NAME or NPUB\n\n${fleetHelp}`)
+      return remove(arg, values.json === true, out)
+    default:
+      throw new KithError('usage', `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetHelp}`)
+  }
+}
+
+async function invite(
+  values: { admin?: boolean; name?: string; hub?: string; rearm?: boolean },
+  out: Out,
+): Promise<number> {
+  const admin = values.admin === true
+  return runInvite(
+    {
+      role: 'owner',
+      joinCommand: 'kith fleet join',
+      hub: values.hub,
+      rearm: values.rearm === true,
+      check: (node, now) => {
+        const me = node.id.ownerPubkey!
+        if (me === node.fleet) return
+        const grant = node.book.currentGrant(me, now)
+        if (grant === undefined || grant.role !== 'owner' || !grant.deleg) {
+          throw new KithError(
+            'restricted',
+            'only the founder or an admin may invite people into this fleet; ask one of them',
+          )
+        }
+      },
+      grant: (node, proof, ownerSecret, now) => {
+        if (proof.device === node.fleet || node.book.authorize(proof.device, now).ok) {
+          throw new KithError('restricted', `${npub(proof.device)} is already in this fleet`)
+        }
+        return node.book.issueGrant(
+          { subject: proof.device, role: 'owner', deleg: admin, name: values.name ?? proof.name },
+          ownerSecret,
+          now,
+        )
+      },
+      done: (proof) =>
+        `admitted ${values.name ?? proof.name} ${npub(proof.device)} into this fleet${admin ? ' as an admin' : ''}`,
+    },
+    out,
+  )
+}
+
+async function join(
+  text: string,
+  values: { name?: string; yes?: boolean },
+  out: Out,
+): Promise<number> {
+  const home = resolveKithHome()
+  const id = loadIdentity(home)
+  const ownerSecret = id.ownerSecret
+  const ownerPubkey = id.ownerPubkey
+  if (ownerSecret === undefined || ownerPubkey === undefined) {
+    throw new KithError(
+      'restricted',
+      'kith fleet join runs on the machine that holds your owner key (the one where you ran kith init first)',
+    )
+  }
+  const name = values.name ?? personName()
+  const { code, hubs } = await runJoinExchange(
+    {
+      text,
+      role: 'owner',
+      yes: values.yes === true,
+      check: (code) => {
+        if (code.owner === ownerPubkey)
+          throw new KithError('usage', 'this invitation is your own; give it to the other person')
+        if (id.config.fleet !== undefined && id.config.fleet !== ownerPubkey) {
+          throw new KithError(
+            'restricted',
+            `this machine is already in the fleet of ${npub(id.config.fleet)}; a person belongs to one fleet`,
+          )
+        }
+      },
+      key: () => ({ pubkey: ownerPubkey, secret: ownerSecret, name }),
+      enroll: (_code, enrollment, hubs) => {
+        const book = GrantBook.open(home, enrollment.fleet)
+        try {
+          book.learn([...enrollment.chain, enrollment.grant, ...enrollment.revocations])
+        } finally {
+          book.close()
+        }
+        const config = readConfig(home)!
+        writeConfig(home, { ...config, owner: ownerPubkey, fleet: enrollment.fleet, hubs })
+      },
+    },
+    out,
+  )
+  // This machine becomes the new member's first device in the fleet, granted by their owner key.
+  const node = openFleetNode(loadIdentity(home))
+  try {
+    const now = nowSeconds()
+    const grant = ensureOwnDeviceGrant(node, now)
+    const reports = await syncHubs(node, now, (l) => out.err(l))
+    out.line(`joined the fleet of ${code.name} (${npub(node.fleet)}) as ${name}`)
+    out.line(
+      `this machine (${node.id.config.name}) is your device in it${grant === undefined ? '' : ' (granted by your owner key)'}`,
+    )
+    out.line(`hubs: ${hubs.join(', ')}`)
+    for (const l of describeReports(reports)) out.line(`  ${l}`)
+    out.line('pair your other machines with kith pair; (re)start this node with kith up')
+    return 0
+  } finally {
+    node.book.close()
+  }
+}
+
+function personName(): string {
+  try {
+    return userInfo().username
+  } catch (err) {
+    // No passwd entry (some containers): fall back to the environment.
+    if (!(err instanceof Error)) throw err
+    return process.env.USER ?? 'member'
+  }
+}
+
+async function members(values: { json?: boolean; offline?: boolean }, out: Out): Promise<number> {
+  return withNode(async (node) => {
+    const now = nowSeconds()
+    if (!values.offline) await syncHubs(node, now, (l) => out.err(l))
+    const people = fleetPeople(node.book.verifier, now)
+    const label = (p: Person) => p.name || (p.role === 'founder' ? 'founder' : '-')
+    const nameOf = new Map(people.map((p) => [p.pubkey, label(p)]))
+    if (values.json) {
+      const key = (k: MemberKey) => ({
+        name: k.name,
+        npub: npub(k.pubkey),
+        role: k.role,
+        status: k.status,
+        admittedBy: k.admittedBy === undefined ? null : npub(k.admittedBy),
+      })
+      out.json({
+        fleet: npub(node.fleet),
+        people: people.map((p) => ({
+          ...key(p),
+          name: label(p),
+          admin: p.admin,
+          you: p.pubkey === node.id.ownerPubkey,
+          devices: p.devices.map((d) => ({ ...key(d), agents: d.agents.map(key) })),
+          agents: p.agents.map(key),
+        })),
+      })
+      return 0
+    }
+    for (const p of people) {
+      const tags = [
+        p.role === 'founder' ? 'founder' : p.admin ? 'admin' : 'member',
+        ...(p.admittedBy === undefined
+          ? []
+          : [`admitted by ${nameOf.get(p.admittedBy) ?? npub(p.admittedBy)}`]),
+        ...(p.status === 'active' ? [] : [p.status]),
+        ...(p.pubkey === node.id.ownerPubkey ? ['you'] : []),
+      ]
+      out.line(`${label(p)}  ${npub(p.pubkey)}  (${tags.join(', ')})`)
+      for (const d of p.devices) {
+        out.line(`  device ${(d.name || '-').padEnd(14)} ${npub(d.pubkey)}  ${d.status}`)
+        for (const a of d.agents)
+          out.line(`    agent ${(a.name || '-').padEnd(13)} ${npub(a.pubkey)}  ${a.status}`)
+      }
+      for (const a of p.agents)
+        out.line(`  agent ${(a.name || '-').padEnd(15)} ${npub(a.pubkey)}  ${a.status}`)
+    }
+    return 0
+  })
+}
+
+async function remove(target: string, json: boolean, out: Out): Promise<number> {
+  return withNode(async (node) => {
+    const now = nowSeconds()
+    if (node.id.ownerSecret === undefined) {
+      throw new KithError(
+        'restricted',
+        'kith fleet remove runs on the machine that holds your owner key',
+      )
+    }
+    const rows: KeyRow[] = fleetPeople(node.book.verifier, now)
+      .filter((p) => p.role === 'owner')
+      .map((p) => ({
+        name: p.name,
+        pubkey: p.pubkey,
+        npub: npub(p.pubkey),
+        role: 'owner',
+        status: p.status,
+        issuer: p.admittedBy ?? '',
+        deleg: p.admin,
+        grant: '',
+      }))
+    const row = resolveTarget(target, rows, 'member', 'kith fleet members')
+    const pubkey = typeof row === 'string' ? row : row.pubkey
+    if (pubkey === node.fleet) throw new KithError('usage', 'the founder cannot be removed')
+    if (pubkey === node.id.ownerPubkey)
+      throw new KithError('usage', 'you cannot remove yourself; ask the founder or an admin')
+    if (typeof row === 'string' && !rows.some((r) => r.pubkey === pubkey))
+      throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
+    const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
+    return revokeKey(node, pubkey, label, out, json)
+  })
+}
