@@ -16,6 +16,7 @@ import WebSocket from 'ws'
 import * as acp from '@agentclientprotocol/sdk'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { decode } from 'nostr-tools/nip19'
+import * as nip44 from 'nostr-tools/nip44'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { ControlClient } from '../dist/node/control.js'
@@ -37,7 +38,9 @@ progress('raw SDK turns')
 const child = spawn(process.execPath, [fakeAgent], { stdio: ['pipe', 'pipe', 'inherit'] })
 const conn = acp
   .client({ name: 'bench' })
-  .onNotification(acp.methods.client.session.update, () => undefined)
+  .onNotification(acp.methods.client.session.update, () => {
+    rawUpdates++
+  })
   .connect(acp.ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout)))
 await conn.agent.request(acp.methods.agent.initialize, {
   protocolVersion: acp.PROTOCOL_VERSION,
@@ -48,6 +51,9 @@ const { sessionId } = await conn.agent.request(acp.methods.agent.session.new, {
   mcpServers: [],
 })
 const raw = []
+// The raw update rate: one turn streaming U chunks, counted as the SDK client receives them.
+const U = 5000
+let rawUpdates = 0
 for (let i = 0; i < N; i++) {
   const t = performance.now()
   await conn.agent.request(acp.methods.agent.session.prompt, {
@@ -56,6 +62,13 @@ for (let i = 0; i < N; i++) {
   })
   raw.push(performance.now() - t)
 }
+rawUpdates = 0
+const rawStart = performance.now()
+await conn.agent.request(acp.methods.agent.session.prompt, {
+  sessionId,
+  prompt: [{ type: 'text', text: `stream ${U}` }],
+})
+const rawUpdatesPerS = rawUpdates / ((performance.now() - rawStart) / 1000)
 conn.close()
 child.kill()
 
@@ -85,6 +98,7 @@ await new Promise((resolve) =>
 progress(`${N} turns through the node`)
 const ws = new WebSocket(hub.url)
 const replies = new Map()
+let onFrame = () => undefined
 await new Promise((resolve, reject) => {
   ws.on('message', (data) => {
     const msg = JSON.parse(data.toString())
@@ -95,6 +109,7 @@ await new Promise((resolve, reject) => {
       ws.send(JSON.stringify(['REQ', 'replies', { kinds: [9], authors: [agent], limit: 0 }]))
       resolve()
     } else if (msg[0] === 'OK' && msg[2] === false) reject(new Error(msg[3]))
+    else if (msg[0] === 'EVENT' && msg[1] === 'frames') onFrame(msg[2])
     else if (msg[0] === 'EVENT' && msg[1] === 'replies') {
       const q = msg[2].tags.find((t) => t[0] === 'e')?.[1]
       replies.get(q)?.(msg[2])
@@ -122,6 +137,39 @@ for (let i = 0; i < N; i++) {
   if (reply.content !== String(i)) throw new Error(`wrong reply ${reply.content}`)
   e2e.push(performance.now() - t)
 }
+
+// Observer frames: the owner's client receives the streaming turn's updates (kind 24142,
+// NIP-44 to the owner key), decrypts and counts them.
+progress(`observer frames: one turn streaming ${U} updates`)
+const convKey = nip44.getConversationKey(ownerSk, agent)
+let frameCount = 0
+let frameUpdates = 0
+const allFrames = new Promise((resolve) => {
+  onFrame = (event) => {
+    frameCount++
+    frameUpdates += JSON.parse(nip44.decrypt(event.content, convKey)).updates.length
+    if (frameUpdates >= U) resolve()
+  }
+})
+ws.send(JSON.stringify(['REQ', 'frames', { kinds: [24142], '#p': [owner], limit: 0 }]))
+const streamPrompt = finalizeEvent(
+  {
+    kind: 9,
+    created_at: Math.floor(Date.now() / 1000),
+    tags: [
+      ['h', 'bench'],
+      ['p', agent],
+    ],
+    content: `@claude stream ${U}`,
+  },
+  ownerSk,
+)
+const streamStart = performance.now()
+const streamReply = new Promise((resolve) => replies.set(streamPrompt.id, resolve))
+ws.send(JSON.stringify(['EVENT', streamPrompt]))
+await Promise.all([streamReply, allFrames])
+const streamS = (performance.now() - streamStart) / 1000
+
 const control = await ControlClient.connect(join(home, 'node.sock'))
 const { turns } = await control.request('metrics')
 control.close()
@@ -148,8 +196,14 @@ console.log(
         ...stats(e2e),
         what: 'client EVENT -> agent reply received by the client, through hub, node and agent',
       },
-      observer_frames_per_s: null,
-      observer_note: 'observer frames (kind 24142) are not implemented yet',
+      observer: {
+        updates: U,
+        frames: frameCount,
+        updates_per_s: Math.round(U / streamS),
+        frames_per_s: Math.round(frameCount / streamS),
+        raw_sdk_updates_per_s: Math.round(rawUpdatesPerS),
+        what: 'one turn streaming U updates: received and decrypted by the owner client as kind 24142 frames, vs the raw SDK client',
+      },
     },
     null,
     2,

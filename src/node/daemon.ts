@@ -643,7 +643,10 @@ export class KithNode {
           g.subject !== this.id.devicePubkey,
       )
       .map((g) => g.subject)
-    const recipients = [...new Set([question.pubkey, ...devices])]
+    // The owner key itself too: a person may watch from any Nostr client holding it.
+    const recipients = [
+      ...new Set([question.pubkey, ...(owner === undefined ? [] : [owner]), ...devices]),
+    ]
       .filter((r) => r !== this.id.devicePubkey)
       .slice(0, 10)
     const content = JSON.stringify({ prompt: question.id, updates: buf.updates })
