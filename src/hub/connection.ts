@@ -3,11 +3,14 @@ import type { Socket } from 'node:net'
 import type { WebSocket } from 'ws'
 import { KithError, toNostrMessage } from '../errors.js'
 import { parseEvent, tagValue, type NostrEvent } from '../events/event.js'
+import { channelsOfEvent } from '../events/channel-def.js'
 import { grantCodePrefix } from '../grants/codes.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import { checkEventPolicy } from './policy.js'
+import { channelRefusal } from '../grants/channels.js'
+import type { HideRule } from '../store/event-store.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 
@@ -28,6 +31,9 @@ export class Connection {
   readonly authed = new Set<string>()
   alive = true
   private corked = false
+  /** Private-channel decisions for this connection's keys, valid while `readStamp` holds. */
+  private readonly readable = new Map<string, boolean>()
+  private readStamp = ''
 
   constructor(
     readonly ws: WebSocket,
@@ -74,6 +80,45 @@ export class Connection {
     const now = this.ctx.now()
     for (const key of this.authed) if (this.ctx.grants.isMember(key, now).ok) return true
     return false
+  }
+
+  /**
+   * May this connection receive `event`? Events of a private channel go only to connections
+   * that proved a key of a member (kith-channels). Decisions are cached until the grants, the
+   * channel definitions or the second change.
+   */
+  mayReceive(event: NostrEvent): boolean {
+    const { channels } = this.ctx
+    const now = this.ctx.now()
+    const stamp = `${channels.generation}:${now}`
+    if (stamp !== this.readStamp) {
+      this.readable.clear()
+      this.readStamp = stamp
+    }
+    const key = `${event.kind === Kind.ChannelDefinition ? 'd' : 'h'}:${channelsOfEvent(event).join(',')}`
+    let ok = this.readable.get(key)
+    if (ok === undefined) {
+      ok = channels.mayReceive(this.authed, event, now)
+      this.readable.set(key, ok)
+    }
+    return ok
+  }
+
+  /** What a REQ's stored results must leave out for this connection: unreadable private channels. */
+  private hiddenChannels(): HideRule[] {
+    const { channels } = this.ctx
+    const now = this.ctx.now()
+    const messages: string[] = []
+    const definitions: string[] = []
+    for (const channel of channels.privateChannels()) {
+      const keys = [...this.authed]
+      if (!keys.some((k) => channels.isMember(k, channel, now))) messages.push(channel)
+      if (!keys.some((k) => channels.maySeeDefinition(k, channel, now))) definitions.push(channel)
+    }
+    return [
+      { tag: 'h', values: messages },
+      { kind: Kind.ChannelDefinition, tag: 'd', values: definitions },
+    ]
   }
 
   /**
@@ -192,6 +237,7 @@ export class Connection {
     const ctx = this.ctx
     const now = ctx.now()
     const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
+    const isDefinition = event.kind === Kind.ChannelDefinition
     try {
       if (!isGrantEvent) {
         const d = ctx.grants.authorize(event.pubkey, {
@@ -201,8 +247,21 @@ export class Connection {
         })
         if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
       }
+      if (!isGrantEvent && !isDefinition) {
+        const c = ctx.channels.mayPost(event, now)
+        if (!c.ok) throw channelRefusal(c)
+      }
       ctx.rate.take(event.pubkey, Date.now())
       checkEventPolicy(event, ctx.limits, now)
+      if (isDefinition) {
+        // Like a revocation, a new member list applies to every delivery from here on.
+        const r = ctx.channels.add(event, { now })
+        if (r.status === 'rejected') throw channelRefusal(r)
+        if (r.status === 'superseded') {
+          this.ok(event.id, true, 'duplicate: a newer definition of this channel is in effect')
+          return
+        }
+      }
       if (isGrantEvent) {
         // The verifier checks the issuer's authority at `now` and the chain's structure; a
         // revocation takes effect here, before it is stored, so no event slips in meanwhile.
@@ -356,7 +415,8 @@ export class Connection {
     // the stored results and the live stream.
     let rows
     try {
-      rows = this.ctx.store.query(filters, limits)
+      const hide = this.ctx.channels.privateChannels().length > 0 ? this.hiddenChannels() : []
+      rows = this.ctx.store.query(filters, limits, hide)
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)
       closed('error: query failed')
