@@ -39,6 +39,7 @@ export function channelRefusal(d: { code: ChannelCode; reason: string }): KithEr
 export class ChannelBook {
   private readonly defs = new Map<string, ChannelDefinition>()
   private changes = 0
+  private privateCount = 0
 
   constructor(readonly grants: GrantVerifier) {}
 
@@ -77,6 +78,7 @@ export class ChannelBook {
     if (current !== undefined && compareNewestFirst(toOrder(current), toOrder(def)) <= 0) {
       return { status: 'superseded' }
     }
+    this.privateCount += (def.private ? 1 : 0) - (current?.private ? 1 : 0)
     this.defs.set(def.channel, def)
     this.changes++
     return { status: 'accepted' }
@@ -129,6 +131,11 @@ export class ChannelBook {
 
   isPrivate(channel: string): boolean {
     return this.defs.get(channel)?.private === true
+  }
+
+  /** Cheap check for the hub's hot path: no private channel, nothing to filter. */
+  get hasPrivate(): boolean {
+    return this.privateCount > 0
   }
 
   privateChannels(): string[] {

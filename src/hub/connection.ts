@@ -415,7 +415,7 @@ export class Connection {
     // the stored results and the live stream.
     let rows
     try {
-      const hide = this.ctx.channels.privateChannels().length > 0 ? this.hiddenChannels() : []
+      const hide = this.ctx.channels.hasPrivate ? this.hiddenChannels() : []
       rows = this.ctx.store.query(filters, limits, hide)
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)

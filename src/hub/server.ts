@@ -143,7 +143,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
           ? new Set(event.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
           : undefined
       // A private channel's events go to its members only (kith-channels).
-      const scoped = channels.privateChannels().length > 0
+      const scoped = channels.hasPrivate
       subs.fanOut(event, (conn, subId) => {
         if (onlyTo !== undefined && ![...conn.authed].some((k) => onlyTo.has(k))) return
         if (scoped && !conn.mayReceive(event)) return

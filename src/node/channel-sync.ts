@@ -1,4 +1,4 @@
-import type { NostrEvent } from '../events/event.js'
+import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { ChannelBook } from '../grants/channels.js'
 import { HubSession } from '../link/hub-session.js'
@@ -61,7 +61,10 @@ export class ChannelSync {
       this.node.book.learn(
         await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
       )
-      const defs = await session.query({ kinds: [Kind.ChannelDefinition], limit: 5000, ...filter })
+      // Signed by their authors, not by the hub: a forged one is dropped here.
+      const defs = (
+        await session.query({ kinds: [Kind.ChannelDefinition], limit: 5000, ...filter })
+      ).filter((e) => e.kind === Kind.ChannelDefinition && verifyEventSignature(e))
       if (defs.length > 0) this.store.events.insertBatch(defs)
       this.sessions.push({ url, session })
     } catch (err) {

@@ -6,7 +6,7 @@ import { npubEncode } from 'nostr-tools/nip19'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeGrant } from '../../src/grants/grant.js'
 import { RawClient } from '../helpers/raw-client.js'
-import { runKith, startHubProcess } from '../helpers/cli.js'
+import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const now = () => Math.floor(Date.now() / 1000)
@@ -135,6 +135,59 @@ describe('kith channel', () => {
       expect((await runKith(['channel', '--help'], { home: laptop })).stdout).toMatch(
         /create --private makes one whose messages/,
       )
+    } finally {
+      for (const c of clients) c.close()
+    }
+  })
+
+  it('publishes through the running node to its embedded hub, which then keeps the channel private', async () => {
+    const laptop = join(tempDir(), 'laptop')
+    const founderSk = generateSecretKey()
+    const founder = publicKeyOf(founderSk)
+    await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+      home: laptop,
+      input: bytesToHex(founderSk),
+    })
+    const node = await startNodeProcess(laptop, ['--port', '0'])
+    const ready = JSON.parse(await node.waitFor(/"event":"ready"/)) as { embedded: string }
+    const url = ready.embedded
+    const clients: RawClient[] = []
+    try {
+      const admin = await client(url, founderSk, clients)
+      const bobSk = generateSecretKey()
+      const bobGrant = signEvent(
+        makeGrant(
+          { subject: publicKeyOf(bobSk), role: 'owner', fleet: founder, name: 'bob' },
+          now(),
+        ),
+        founderSk,
+      )
+      expect((await publish(admin, bobGrant))[2]).toBe(true)
+      const created = await runKith(
+        ['channel', 'create', '#secret', '--private', '--members', npubEncode(publicKeyOf(bobSk))],
+        { home: laptop },
+      )
+      expect(created.stdout).toMatch(new RegExp(`${url}: accepted`))
+      expect(created.code).toBe(0)
+
+      const bob = await client(url, bobSk, clients)
+      const outsiderSk = generateSecretKey()
+      const outsiderGrant = signEvent(
+        makeGrant({ subject: publicKeyOf(outsiderSk), role: 'owner', fleet: founder }, now()),
+        founderSk,
+      )
+      expect((await publish(admin, outsiderGrant))[2]).toBe(true)
+      const outsider = await client(url, outsiderSk, clients)
+      await bob.req('live', { kinds: [9], limit: 0 })
+      await outsider.req('live', { kinds: [9], limit: 0 })
+
+      const sent = await runKith(['send', '#secret', 'for bob only'], { home: laptop })
+      expect(sent.stdout).toMatch(/sent .* to #secret/)
+      expect((await runKith(['send', '#general', 'for all'], { home: laptop })).code).toBe(0)
+      const content = (f: unknown[]) => f[0] === 'EVENT' && (f[2] as NostrEvent).content
+      await bob.next((f) => content(f) === 'for bob only')
+      await outsider.next((f) => content(f) === 'for all')
+      expect(outsider.frames.filter((f) => content(f) === 'for bob only')).toEqual([])
     } finally {
       for (const c of clients) c.close()
     }
