@@ -3,14 +3,13 @@ import type { Socket } from 'node:net'
 import type { WebSocket } from 'ws'
 import { KithError, toNostrMessage } from '../errors.js'
 import { parseEvent, tagValue, type NostrEvent } from '../events/event.js'
-import { channelsOfEvent } from '../events/channel-def.js'
 import { grantCodePrefix } from '../grants/codes.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import { checkEventPolicy } from './policy.js'
 import { channelRefusal } from '../grants/channels.js'
-import type { HideRule } from '../store/event-store.js'
+import { ChannelGate } from './channel-gate.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 
@@ -31,9 +30,7 @@ export class Connection {
   readonly authed = new Set<string>()
   alive = true
   private corked = false
-  /** Private-channel decisions for this connection's keys, valid while `readStamp` holds. */
-  private readonly readable = new Map<string, boolean>()
-  private readStamp = ''
+  private readonly gate: ChannelGate
 
   constructor(
     readonly ws: WebSocket,
@@ -42,6 +39,7 @@ export class Connection {
     private readonly socket: Socket,
     readonly remote: string,
   ) {
+    this.gate = new ChannelGate(ctx.channels, this.authed)
     this.send(['AUTH', this.challenge])
   }
 
@@ -82,43 +80,9 @@ export class Connection {
     return false
   }
 
-  /**
-   * May this connection receive `event`? Events of a private channel go only to connections
-   * that proved a key of a member (kith-channels). Decisions are cached until the grants, the
-   * channel definitions or the second change.
-   */
+  /** May this connection receive `event` (private channels: members only)? */
   mayReceive(event: NostrEvent): boolean {
-    const { channels } = this.ctx
-    const now = this.ctx.now()
-    const stamp = `${channels.generation}:${now}`
-    if (stamp !== this.readStamp) {
-      this.readable.clear()
-      this.readStamp = stamp
-    }
-    const key = `${event.kind === Kind.ChannelDefinition ? 'd' : 'h'}:${channelsOfEvent(event).join(',')}`
-    let ok = this.readable.get(key)
-    if (ok === undefined) {
-      ok = channels.mayReceive(this.authed, event, now)
-      this.readable.set(key, ok)
-    }
-    return ok
-  }
-
-  /** What a REQ's stored results must leave out for this connection: unreadable private channels. */
-  private hiddenChannels(): HideRule[] {
-    const { channels } = this.ctx
-    const now = this.ctx.now()
-    const messages: string[] = []
-    const definitions: string[] = []
-    for (const channel of channels.privateChannels()) {
-      const keys = [...this.authed]
-      if (!keys.some((k) => channels.isMember(k, channel, now))) messages.push(channel)
-      if (!keys.some((k) => channels.maySeeDefinition(k, channel, now))) definitions.push(channel)
-    }
-    return [
-      { tag: 'h', values: messages },
-      { kind: Kind.ChannelDefinition, tag: 'd', values: definitions },
-    ]
+    return this.gate.mayReceive(event, this.ctx.now())
   }
 
   /**
@@ -415,8 +379,7 @@ export class Connection {
     // the stored results and the live stream.
     let rows
     try {
-      const hide = this.ctx.channels.hasPrivate ? this.hiddenChannels() : []
-      rows = this.ctx.store.query(filters, limits, hide)
+      rows = this.ctx.store.query(filters, limits, this.gate.hidden(this.ctx.now()))
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)
       closed('error: query failed')

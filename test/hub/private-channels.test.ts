@@ -256,6 +256,29 @@ describe('private channels at the hub', () => {
     expect((await shared.req('h', { '#h': ['secret'] })).events).toEqual([])
   })
 
+  it('lets a connection read once it proves a member key (NIP-42 AUTH again)', async () => {
+    const t = await startTestHub()
+    const f = await fleet(t)
+    const def = define(t, f.alice.sk, {
+      channel: 'secret',
+      creator: f.alice.pubkey,
+      members: [f.alice.pubkey],
+    })
+    expect((await publish(f.founder, def))[2]).toBe(true)
+    const aliceDev = await connectAs(t, f.alice.deviceSk)
+    const c = await connectAs(t, f.bob.deviceSk)
+    await c.req('live', { kinds: [9], limit: 0 })
+    expect((await publish(aliceDev, chat(f.alice.deviceSk, 'secret', 'one')))[2]).toBe(true)
+    expect((await publish(aliceDev, chat(f.alice.deviceSk, 'general', 'marker')))[2]).toBe(true)
+    await waitFor(c, 'live', 'marker')
+    expect(received(c, 'live')).toEqual([])
+    expect((await c.auth(t.url, f.alice.deviceSk))[2]).toBe(true)
+    expect((await publish(aliceDev, chat(f.alice.deviceSk, 'secret', 'two')))[2]).toBe(true)
+    await waitFor(c, 'live', 'two')
+    const stored = (await c.req('h', { '#h': ['secret'] })).events as NostrEvent[]
+    expect(stored.map((e) => e.content).sort()).toEqual(['one', 'two'])
+  })
+
   it('refuses definitions from anyone but the founder, an admin or the creator', async () => {
     const t = await startTestHub()
     const f = await fleet(t)
