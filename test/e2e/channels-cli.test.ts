@@ -105,7 +105,7 @@ describe('kith channel', () => {
       const members = await runKith(['channel', 'members', '#secret'], { home: laptop })
       expect(members.stdout).toMatch(/owner bob npub1/)
       expect((await runKith(['channel', 'members', '#general'], { home: laptop })).stdout).toMatch(
-        /#general is open to the whole fleet/,
+        /#general has no definition visible to you: it is open to the whole fleet/,
       )
 
       // Replacing the member list takes Bob off at once.

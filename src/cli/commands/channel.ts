@@ -194,7 +194,9 @@ function list(node: FleetNode, defs: ChannelDefinition[], out: Out, json: boolea
     out.json({ channels: defs.map((d) => describe(node, d)) })
     return 0
   }
-  if (defs.length === 0) out.line('no channel definitions: every channel is open to the fleet')
+  if (defs.length === 0) {
+    out.line('no channel definitions visible to you: every other channel is open to the fleet')
+  }
   for (const d of defs) {
     const access = d.private ? `private, ${d.members.length} members` : 'open'
     out.line(
@@ -215,7 +217,15 @@ function showMembers(
     out.json(def === undefined ? { channel, private: false, members: null } : describe(node, def))
     return 0
   }
-  if (def === undefined || !def.private) {
+  if (def === undefined) {
+    // A private channel's definition is hidden from non-members, so absence proves nothing.
+    out.line(
+      `#${channel} has no definition visible to you: it is open to the whole fleet, unless it ` +
+        'is private and you are not a member',
+    )
+    return 0
+  }
+  if (!def.private) {
     out.line(`#${channel} is open to the whole fleet`)
     return 0
   }
