@@ -105,16 +105,17 @@ export class ChannelBook {
       }
       return { ok: true }
     }
-    if (def.creator !== current.creator) {
-      return refuse(
-        'creator-changed',
-        `#${def.channel} was created by ${current.creator}; keep that creator tag`,
-      )
-    }
+    // Authority first, so a stranger learns nothing about the channel's creator.
     if (!this.mayDefine(def.author, def.channel, now)) {
       return refuse(
         'no-authority',
         `only the founder, an admin or the channel's creator may change #${def.channel}`,
+      )
+    }
+    if (def.creator !== current.creator) {
+      return refuse(
+        'creator-changed',
+        `#${def.channel} has another creator; repeat the creator tag of the definition in effect`,
       )
     }
     return { ok: true }
