@@ -16,6 +16,7 @@ Commands:
   hub add URL     use a hub; hub list, hub rm URL
   device          list or revoke this fleet's devices
   agent           add, list or revoke agent keys hosted on this node
+  channel         create a private channel (--private --members), list channels
   revoke NPUB     revoke any key below you, with everything beneath it
   up              run this machine's node (links to hubs, or embeds one)
   chat [#ch]      interactive chat through the running node
@@ -54,6 +55,8 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/device.js')).runDevice(rest, out)
     case 'agent':
       return (await import('./commands/agent.js')).runAgent(rest, out)
+    case 'channel':
+      return (await import('./commands/channel.js')).runChannel(rest, out)
     case 'revoke':
       return (await import('./commands/revoke.js')).runRevoke(rest, out)
     case 'pair':

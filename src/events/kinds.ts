@@ -11,6 +11,8 @@ export const Kind = {
   Pairing: 24140,
   Presence: 24141,
   ObserverFrame: 24142,
+  /** Addressable (`d` = channel name): who may read and post in a channel (kith-channels). */
+  ChannelDefinition: 34140,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

@@ -362,6 +362,24 @@ export class GrantVerifier {
     return this.authorize(pubkey, { now })
   }
 
+  /**
+   * Every chain that makes `pubkey` a member at `now` (not revoked, inside its window), founder's
+   * grant first; the founder has one empty chain. Used to find the person behind a key whatever
+   * order its grants arrived in.
+   */
+  validChains(pubkey: string, now: number): (readonly Grant[])[] {
+    if (pubkey === this.founder) return [[]]
+    if (this.revokedKeys.has(pubkey)) return []
+    return this.grantsOf(pubkey)
+      .filter(
+        (eff) =>
+          !this.isRevoked(eff) &&
+          (eff.nbf === undefined || now >= eff.nbf - this.skew) &&
+          (eff.exp === undefined || now <= eff.exp + this.skew),
+      )
+      .map((eff) => eff.chain)
+  }
+
   /** Every key that has at least one grant, for listings and cascade reports. */
   subjects(): string[] {
     return [...this.bySubject.keys()]

@@ -8,6 +8,8 @@ import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import { checkEventPolicy } from './policy.js'
+import { channelRefusal } from '../grants/channels.js'
+import { ChannelGate } from './channel-gate.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 
@@ -28,6 +30,7 @@ export class Connection {
   readonly authed = new Set<string>()
   alive = true
   private corked = false
+  private readonly gate: ChannelGate
 
   constructor(
     readonly ws: WebSocket,
@@ -36,6 +39,7 @@ export class Connection {
     private readonly socket: Socket,
     readonly remote: string,
   ) {
+    this.gate = new ChannelGate(ctx.channels, this.authed)
     this.send(['AUTH', this.challenge])
   }
 
@@ -74,6 +78,11 @@ export class Connection {
     const now = this.ctx.now()
     for (const key of this.authed) if (this.ctx.grants.isMember(key, now).ok) return true
     return false
+  }
+
+  /** May this connection receive `event` (private channels: members only)? */
+  mayReceive(event: NostrEvent): boolean {
+    return this.gate.mayReceive(event, this.ctx.now())
   }
 
   /**
@@ -192,6 +201,7 @@ export class Connection {
     const ctx = this.ctx
     const now = ctx.now()
     const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
+    const isDefinition = event.kind === Kind.ChannelDefinition
     try {
       if (!isGrantEvent) {
         const d = ctx.grants.authorize(event.pubkey, {
@@ -201,8 +211,21 @@ export class Connection {
         })
         if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
       }
+      if (!isGrantEvent && !isDefinition) {
+        const c = ctx.channels.mayPost(event, now)
+        if (!c.ok) throw channelRefusal(c)
+      }
       ctx.rate.take(event.pubkey, Date.now())
       checkEventPolicy(event, ctx.limits, now)
+      if (isDefinition) {
+        // Like a revocation, a new member list applies to every delivery from here on.
+        const r = ctx.channels.add(event, { now })
+        if (r.status === 'rejected') throw channelRefusal(r)
+        if (r.status === 'superseded') {
+          this.ok(event.id, true, 'duplicate: a newer definition of this channel is in effect')
+          return
+        }
+      }
       if (isGrantEvent) {
         // The verifier checks the issuer's authority at `now` and the chain's structure; a
         // revocation takes effect here, before it is stored, so no event slips in meanwhile.
@@ -356,7 +379,7 @@ export class Connection {
     // the stored results and the live stream.
     let rows
     try {
-      rows = this.ctx.store.query(filters, limits)
+      rows = this.ctx.store.query(filters, limits, this.gate.hidden(this.ctx.now()))
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)
       closed('error: query failed')

@@ -1,5 +1,6 @@
 import type { GroupCommit } from './group-commit.js'
 import type { HubLimits } from './limits.js'
+import type { ChannelBook } from '../grants/channels.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { RateLimiter } from './policy.js'
 import type { SubscriptionIndex } from './subscriptions.js'
@@ -15,6 +16,8 @@ export interface HubContext<C> {
   limits: HubLimits
   /** Membership and write permission: the grant chains of the fleet. */
   grants: GrantVerifier
+  /** Channel definitions: who may read and post in a private channel. */
+  channels: ChannelBook
   /** Re-checks every live connection after a revocation; drops those no longer members. */
   enforce: () => void
   rate: RateLimiter

@@ -23,6 +23,7 @@ import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { GrantVerifier } from '../grants/verifier.js'
+import { ChannelBook } from '../grants/channels.js'
 
 export interface HubOptions {
   host?: string
@@ -51,6 +52,7 @@ export interface Hub {
   relayUrls: string[]
   store: EventStore
   grants: GrantVerifier
+  channels: ChannelBook
   connections(): number
   close(): Promise<void>
 }
@@ -76,6 +78,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     for (const event of store.eventsOfKind(kind))
       grants.add(event, { verified: true, keepPending: true })
   }
+  // Then channel definitions, oldest first: the newest of each channel is in effect.
+  const channels = new ChannelBook(grants)
+  for (const event of store.eventsOfKind(Kind.ChannelDefinition)) channels.add(event)
   let verifier: VerifyPool
   try {
     verifier = await VerifyPool.create(opts.verifyWorkers)
@@ -122,6 +127,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     subs,
     limits,
     grants,
+    channels,
     enforce: () => {
       for (const conn of conns) conn.enforceMembership()
     },
@@ -136,8 +142,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         event.kind === Kind.ObserverFrame
           ? new Set(event.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
           : undefined
+      // A private channel's events go to its members only (kith-channels).
+      const scoped = channels.hasPrivate
       subs.fanOut(event, (conn, subId) => {
         if (onlyTo !== undefined && ![...conn.authed].some((k) => onlyTo.has(k))) return
+        if (scoped && !conn.mayReceive(event)) return
         conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`)
       })
     },
@@ -240,6 +249,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     relayUrls: [...relayUrls],
     store,
     grants,
+    channels,
     connections: () => conns.size,
     close,
   }

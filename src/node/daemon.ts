@@ -35,7 +35,7 @@ const followedKinds = [
   Kind.AgentControl,
 ]
 /** Fetched whole on every connect. */
-const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation]
+const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation, Kind.ChannelDefinition]
 
 export interface NodeOptions {
   home: string

@@ -24,6 +24,17 @@ interface ExistingRow {
 
 const maxTagValueIndexed = 1024
 
+/**
+ * Events a query must leave out whatever the filters say: those with a `tag` whose value is one
+ * of `values` (only of `kind`, when given). The hub hides private channels this way, inside the
+ * query, so `limit` still counts what the reader may see.
+ */
+export interface HideRule {
+  kind?: number
+  tag: string
+  values: readonly string[]
+}
+
 /** The sqlite event store of a hub: batch inserts in one transaction, NIP-01 queries. */
 export class EventStore {
   readonly db: Db
@@ -112,12 +123,13 @@ export class EventStore {
   query(
     filters: readonly Filter[],
     limits: { defaultLimit: number; maxLimit: number },
+    hide: readonly HideRule[] = [],
   ): StoredRow[] {
     const seen = new Set<string>()
     const rows: StoredRow[] = []
     for (const filter of filters) {
       const limit = Math.min(filter.limit ?? limits.defaultLimit, limits.maxLimit)
-      for (const row of this.queryOne(filter, limit)) {
+      for (const row of this.queryOne(filter, limit, hide)) {
         if (seen.has(row.id)) continue
         seen.add(row.id)
         rows.push(row)
@@ -127,7 +139,7 @@ export class EventStore {
     return rows
   }
 
-  private queryOne(filter: Filter, limit: number): StoredRow[] {
+  private queryOne(filter: Filter, limit: number, hide: readonly HideRule[]): StoredRow[] {
     if (limit === 0) return []
     for (const list of [filter.ids, filter.authors, filter.kinds]) {
       if (list?.length === 0) return []
@@ -155,6 +167,17 @@ export class EventStore {
         `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${values.map(() => '?').join(',')}))`,
       )
       params.push(name, ...values)
+    }
+    for (const rule of hide) {
+      if (rule.values.length === 0) continue
+      const tagged = `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${rule.values.map(() => '?').join(',')}))`
+      if (rule.kind === undefined) {
+        where.push(`NOT ${tagged}`)
+      } else {
+        where.push(`NOT (kind = ? AND ${tagged})`)
+        params.push(rule.kind)
+      }
+      params.push(rule.tag, ...rule.values)
     }
     const sql =
       'SELECT id, created_at, raw, seq FROM events' +

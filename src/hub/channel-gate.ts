@@ -1,0 +1,59 @@
+import { channelsOfEvent } from '../events/channel-def.js'
+import type { NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import type { ChannelBook } from '../grants/channels.js'
+import type { HideRule } from '../store/event-store.js'
+
+/**
+ * What one connection may read of the fleet's private channels (kith-channels): live events are
+ * checked one by one, stored results are filtered inside the query. Decisions are cached until
+ * the grants, the channel definitions, the connection's keys or the second change.
+ */
+export class ChannelGate {
+  private readonly cache = new Map<string, boolean>()
+  private stamp = ''
+
+  constructor(
+    private readonly channels: ChannelBook,
+    /** The keys the connection proved (NIP-42), live: revoked ones are removed from it. */
+    private readonly keys: ReadonlySet<string>,
+  ) {}
+
+  /** May the connection receive `event`? */
+  mayReceive(event: NostrEvent, now: number): boolean {
+    if (!this.channels.hasPrivate) return true
+    // Keys are only added by AUTH (the size changes) and removed after a revocation (the grants'
+    // generation changes).
+    const stamp = `${this.channels.generation}:${now}:${this.keys.size}`
+    if (stamp !== this.stamp) {
+      this.cache.clear()
+      this.stamp = stamp
+    }
+    const isDef = event.kind === Kind.ChannelDefinition
+    const key = `${isDef ? 'd' : 'h'}:${channelsOfEvent(event).join(',')}`
+    let ok = this.cache.get(key)
+    if (ok === undefined) {
+      ok = this.channels.mayReceive(this.keys, event, now)
+      this.cache.set(key, ok)
+    }
+    return ok
+  }
+
+  /** What a REQ's stored results must leave out: the private channels it may not read. */
+  hidden(now: number): HideRule[] {
+    if (!this.channels.hasPrivate) return []
+    const keys = [...this.keys]
+    const messages: string[] = []
+    const definitions: string[] = []
+    for (const channel of this.channels.privateChannels()) {
+      if (!keys.some((k) => this.channels.isMember(k, channel, now))) messages.push(channel)
+      if (!keys.some((k) => this.channels.maySeeDefinition(k, channel, now))) {
+        definitions.push(channel)
+      }
+    }
+    return [
+      { tag: 'h', values: messages },
+      { kind: Kind.ChannelDefinition, tag: 'd', values: definitions },
+    ]
+  }
+}
