@@ -993,18 +993,25 @@ export function buildChat(
     )?.[1]
     replyTo = { id: spec.reply, ...(root === undefined ? {} : { root }) }
   }
-  return signEvent(
-    makeChatMessage(
-      {
-        channel: spec.channel,
-        text: spec.text,
-        mentions,
-        ...(replyTo === undefined ? {} : { replyTo }),
-      },
-      Math.floor(Date.now() / 1000),
-    ),
-    id.deviceSecret,
-  )
+  const sign = (createdAt: number) =>
+    signEvent(
+      makeChatMessage(
+        {
+          channel: spec.channel,
+          text: spec.text,
+          mentions,
+          ...(replyTo === undefined ? {} : { replyTo }),
+        },
+        createdAt,
+      ),
+      id.deviceSecret,
+    )
+  // The same text sent twice within a second would be the same event (NIP-01 ids hash
+  // created_at in seconds), and the second prompt would vanish as a duplicate: move it on a second.
+  let createdAt = Math.floor(Date.now() / 1000)
+  let event = sign(createdAt)
+  while (store.events.knownIds([event.id]).size > 0) event = sign(++createdAt)
+  return event
 }
 
 /** Chat messages from node.db, oldest first (the newest `limit` of them). */

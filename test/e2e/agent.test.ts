@@ -108,6 +108,17 @@ describe(
       await watch.waitFor(/claude #ops: ⚙ t1 → completed/)
       await watch.waitFor(/claude #ops: done/)
       watch.child.kill('SIGTERM')
+      // kith chat shows the agent's tool calls as a progress line, then its answer. (The same
+      // text as the prompt above, possibly within the same second: still a second prompt.)
+      const chat = spawnKith(['chat', '#ops'], laptop)
+      await chat.waitFor(/── #ops ──/)
+      chat.write('@claude work\n')
+      await chat.waitFor(/⋯ claude: ⚙ run tests \(in_progress\)/)
+      await chat.waitFor(
+        /claude \[agent, authorized by [^\]]+\]: ↳ done[\s\S]*claude \[agent, authorized by [^\]]+\]: ↳ done/,
+      )
+      chat.write('/quit\n')
+      expect(await chat.exit).toBe(0)
 
       // An adapter printing noise on stdout is tolerated (and logged), not fatal.
       const q5 = await ask(laptop, '@claude garbage')

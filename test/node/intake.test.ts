@@ -103,3 +103,19 @@ describe('a node takes only what the grant chains allow', () => {
     expect(node.status().outbox).toBe(0)
   })
 })
+
+describe('sending', () => {
+  it('keeps the same text sent twice within a second as two messages (two prompts)', async () => {
+    const home = join(tempDir(), 'home')
+    initIdentity({ home, ownerSecret: generateSecretKey() })
+    const node = await startNode(home)
+    const first = (await node.sendChat({ channel: 'ops', text: '@claude run tests' })).event
+    const second = (await node.sendChat({ channel: 'ops', text: '@claude run tests' })).event
+    expect(second.id).not.toBe(first.id)
+    expect(second.created_at).toBeGreaterThan(first.created_at)
+    const stored = node
+      .history({ channel: 'ops', limit: 10 })
+      .filter((i) => i.event.content === '@claude run tests')
+    expect(stored).toHaveLength(2)
+  })
+})
