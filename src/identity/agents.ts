@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
+import type { PermissionsMode } from '../acp/permission-policy.js'
 import { KithError } from '../errors.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
 import { readKeyFile, writeKeyFile } from './key-file.js'
@@ -20,6 +21,8 @@ export interface AgentRecord {
   cwd?: string
   /** Who may prompt it: the agent's owner (any of their devices) or every fleet member. */
   allow?: 'owner' | 'fleet'
+  /** Which tool calls the node allows without asking a person; absent: `ask` (none). */
+  permissions?: PermissionsMode
 }
 
 const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/

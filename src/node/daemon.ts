@@ -248,9 +248,9 @@ export class KithNode {
         {
           sessions: {
             get: (channel) => this.store.agentSession(record.pubkey, channel),
-            set: (channel, sessionId, cwd) =>
-              this.store.setAgentSession(record.pubkey, channel, sessionId, cwd),
+            set: (channel, session) => this.store.setAgentSession(record.pubkey, channel, session),
           },
+          permissions: record.permissions ?? 'ask',
           onNewSession: (channel, reason) =>
             this.noticeAs(
               record.pubkey,
