@@ -6,23 +6,12 @@ import {
   type PermissionAsk,
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
-import { pinNewSession, reapplySettings, steer, type SessionSettings } from './session-calls.js'
+import { steer } from './session-calls.js'
+import { openSession, type SessionStore } from './session-open.js'
+
+export type { SavedSession, SessionStore } from './session-open.js'
 
 export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed' | 'circuit-open'
-
-/** A channel's session as kept for resuming: its id and cwd, the adapter, its mode and model. */
-export interface SavedSession extends SessionSettings {
-  sessionId: string
-  cwd: string
-  adapter?: string
-  version?: string
-}
-
-/** Where a host keeps its sessions so a restarted node can resume them. */
-export interface SessionStore {
-  get(channel: string): SavedSession | undefined
-  set(channel: string, session: SavedSession): void
-}
 
 export interface HostOptions {
   sessions?: SessionStore
@@ -232,7 +221,9 @@ export class AgentHost {
     const proc = await this.process()
     let sessionId = this.sessions.get(job.channel)
     if (sessionId === undefined) {
-      sessionId = await this.openSession(proc, job.channel)
+      sessionId = await openSession(proc, job.channel, this.spec.cwd, this.opts, (l) =>
+        this.log(`agent ${this.name}: ${l}`),
+      )
       this.sessions.set(job.channel, sessionId)
     }
     this.state = 'working'
@@ -280,40 +271,6 @@ export class AgentHost {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return r.text
-  }
-
-  /**
-   * The channel's session: the persisted one resumed with session/load where the agent
-   * advertises it, else a new one (and, when an old one existed, a visible notice why).
-   */
-  private async openSession(proc: AgentProcess, channel: string): Promise<string> {
-    const saved = this.opts.sessions?.get(channel)
-    const log = (l: string) => this.log(`agent ${this.name}: ${l}`)
-    if (saved !== undefined) {
-      if (proc.canLoadSession) {
-        try {
-          await proc.loadSession(saved.sessionId, saved.cwd)
-          await reapplySettings(proc, saved.sessionId, saved, log)
-          this.log(`agent ${this.name}: resumed session ${saved.sessionId} for #${channel}`)
-          return saved.sessionId
-        } catch (err) {
-          this.opts.onNewSession?.(
-            channel,
-            `the agent could not resume it (${err instanceof Error ? err.message : String(err)})`,
-          )
-        }
-      } else this.opts.onNewSession?.(channel, 'the agent cannot resume sessions (no session/load)')
-    }
-    const report = await proc.newSession(this.spec.cwd)
-    const settings = await pinNewSession(proc, report.sessionId, report, log)
-    this.opts.sessions?.set(channel, {
-      sessionId: report.sessionId,
-      cwd: this.spec.cwd,
-      ...(proc.agentInfo.name === undefined ? {} : { adapter: proc.agentInfo.name }),
-      ...(proc.agentInfo.version === undefined ? {} : { version: proc.agentInfo.version }),
-      ...settings,
-    })
-    return report.sessionId
   }
 
   /**
