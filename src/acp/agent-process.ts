@@ -71,6 +71,8 @@ export class AgentProcess {
   canLoadSession = false
   /** The adapter advertised steering (initialize `_meta.steering.supported === true`). */
   canSteer = false
+  /** Why the agent's log file stopped taking writes, if it did. */
+  logError: string | undefined
   /** Methods the agent answered -32601 (absent) to: not called again. */
   readonly absent = new Set<string>()
   private readonly listeners = new Map<string, (text: string) => void>()
@@ -89,7 +91,17 @@ export class AgentProcess {
   async start(): Promise<void> {
     const [command, ...args] = this.spec.argv
     if (command === undefined) throw new KithError('usage', 'an agent needs a command')
-    this.log = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
+    const logFile = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
+    this.log = logFile
+    // The log is open before the agent starts (a failure to open it is the caller's error);
+    // a later write error (disk full, file removed) is kept, not fatal: the agent runs on.
+    await new Promise<void>((resolve, reject) => {
+      logFile.once('open', () => resolve())
+      logFile.once('error', (err) =>
+        reject(new KithError('io', `cannot open ${this.spec.logPath}: ${err.message}`)),
+      )
+    })
+    logFile.on('error', (err) => (this.logError = err.message))
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
       if (process.env[name] !== undefined) env[name] = process.env[name]
