@@ -896,6 +896,7 @@ export class KithNode {
         adapter: a.host.info,
         queue: a.host.queueDepth,
         crashes: a.host.crashes,
+        sessions: this.store.agentSessionCount(a.record.pubkey),
       })),
       refused: this.store
         .refusals()
