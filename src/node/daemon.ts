@@ -581,6 +581,8 @@ export class KithNode {
     if (buf === undefined) return
     clearTimeout(buf.timer)
     this.frames.delete(question.id)
+    // A frame timer firing during shutdown has a closed store: frames are best effort.
+    if (this.stopped) return
     const channel = channelOf(question) ?? 'general'
     const frame: WatchFrame = {
       agent: this.names.who(agent.record.pubkey),
