@@ -1,3 +1,4 @@
+import type { PermissionsMode } from '../../acp/permission-policy.js'
 import { listAgentRecords } from '../../identity/agents.js'
 import type { FleetNode } from '../../node/fleet.js'
 import { NodeStore } from '../../store/node-store.js'
@@ -25,7 +26,7 @@ export interface AgentRow {
   command: string[] | null
   cwd: string | null
   allow: 'owner' | 'fleet' | null
-  permissions: 'ask' | 'allow-reads' | 'allow-all' | null
+  permissions: PermissionsMode | null
   /** Process state under kith up: idle, working, crashed, …; `not running` without kith up. */
   state: string | null
   adapter: { name?: string; version?: string } | null
