@@ -182,7 +182,10 @@ describe('a message arriving mid-turn', () => {
       text: '↪ added to the turn in progress',
       steered: true,
     })
-    expect(await first).toEqual({ ok: true, text: 'steered: also check the tests' })
+    expect(await first).toEqual({
+      ok: true,
+      text: 'steered: also check the tests (idleBehavior promptRequired)',
+    })
     expect(lines).toContain('agent fake: steered a message into the turn running in #ops')
     // Idle again: the next message is an ordinary turn.
     expect(await prompt(h, 'echo next')).toEqual({ ok: true, text: 'next' })
