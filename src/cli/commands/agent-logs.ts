@@ -1,12 +1,4 @@
-import {
-  closeSync,
-  existsSync,
-  openSync,
-  readSync,
-  statSync,
-  unwatchFile,
-  watchFile,
-} from 'node:fs'
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { checkAgentName, listAgentRecords } from '../../identity/agents.js'
@@ -97,16 +89,18 @@ export async function runAgentLogs(argv: string[], out: Out): Promise<number> {
     offset = statSync(path).size
   } else out.err(`no log yet for ${name}: kith up starts the agent on its first prompt`)
   if (!values.follow) return 0
-  // Polled (not fs.watch): it sees a file created later and one truncated under it.
-  watchFile(path, { interval: 200 }, (cur) => {
-    if (cur.size < offset) offset = 0
-    if (cur.size === offset) return
-    process.stdout.write(readRange(path, offset, cur.size))
-    offset = cur.size
-  })
+  // Polled against our own offset (not fs.watch, nor watchFile whose first stat may already
+  // include an append): it sees a file created later and one truncated under it.
+  const poll = setInterval(() => {
+    const size = existsSync(path) ? statSync(path).size : 0
+    if (size < offset) offset = 0
+    if (size === offset) return
+    process.stdout.write(readRange(path, offset, size))
+    offset = size
+  }, 200)
   out.err(`following ${path}; Ctrl-C stops`)
   await runUntilSignal(out, 'kith agent logs', () => {
-    unwatchFile(path)
+    clearInterval(poll)
     return Promise.resolve()
   })
   return 0
