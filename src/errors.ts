@@ -22,6 +22,7 @@ export type KithErrorCode =
   | 'config'
   | 'io'
   | 'unsafe-bind'
+  | 'not-found'
 
 export class KithError extends Error {
   override readonly name = 'KithError'
@@ -53,7 +54,10 @@ export function toNostrMessage(err: unknown): string {
   return 'error: internal error'
 }
 
-/** Stable process exit codes: 0 ok, 1 failure, 2 usage, 3 not initialized, 4 insecure key file. */
+/**
+ * Stable process exit codes: 0 ok, 1 failure, 2 usage, 3 not initialized, 4 insecure key file,
+ * 5 no such thing here (an agent name this node does not host).
+ */
 export function toExitCode(err: unknown): number {
   if (!(err instanceof KithError)) return 1
   switch (err.code) {
@@ -65,6 +69,8 @@ export function toExitCode(err: unknown): number {
       return 3
     case 'insecure-key-file':
       return 4
+    case 'not-found':
+      return 5
     default:
       return 1
   }

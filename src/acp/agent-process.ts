@@ -29,6 +29,7 @@ export interface AgentSpec {
 /** What the host needs to ask a person about a tool call. */
 export interface PermissionAsk {
   sessionId: string
+  toolCallId: string
   title: string
   toolKind: string
   options: { optionId: string; name: string; kind: string }[]
@@ -42,6 +43,21 @@ export interface TurnResult {
   text: string
 }
 
+/** What `session/new` (or `session/load`) reported about the session's mode and model. */
+export interface SessionReport {
+  modes?: { currentModeId: string; availableModes: { id: string; name: string }[] } | null
+  configOptions?:
+    { id: string; type: string; category?: string | null; currentValue?: unknown }[] | null
+  /** Not in ACP's stable schema (an unstable field some adapters send): set with session/set_model. */
+  models?: { currentModelId?: unknown } | null
+}
+
+/** The JSON-RPC error code behind a failed call (-32601 method absent, …), if the agent sent one. */
+export function acpErrorCode(err: unknown): number | undefined {
+  const cause = err instanceof KithError ? err.cause : err
+  return cause instanceof acp.RequestError ? cause.code : undefined
+}
+
 /**
  * One spawned ACP agent process and its SDK client connection. Every request races the child's
  * death: the SDK rejects in-flight requests with a bare error when the stream ends, which is
@@ -53,6 +69,12 @@ export class AgentProcess {
   private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
   canLoadSession = false
+  /** The adapter advertised steering (initialize `_meta.steering.supported === true`). */
+  canSteer = false
+  /** Why the agent's log file stopped taking writes, if it did. */
+  logError: string | undefined
+  /** Methods the agent answered -32601 (absent) to: not called again. */
+  readonly absent = new Set<string>()
   private readonly listeners = new Map<string, (text: string) => void>()
   exited: Promise<number | null> = Promise.resolve(null)
   /** When the agent last wrote anything on stdout (ms): agents are silent while tools run. */
@@ -69,7 +91,17 @@ export class AgentProcess {
   async start(): Promise<void> {
     const [command, ...args] = this.spec.argv
     if (command === undefined) throw new KithError('usage', 'an agent needs a command')
-    this.log = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
+    const logFile = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
+    this.log = logFile
+    // The log is open before the agent starts (a failure to open it is the caller's error);
+    // a later write error (disk full, file removed) is kept, not fatal: the agent runs on.
+    await new Promise<void>((resolve, reject) => {
+      logFile.once('open', () => resolve())
+      logFile.once('error', (err) =>
+        reject(new KithError('io', `cannot open ${this.spec.logPath}: ${err.message}`)),
+      )
+    })
+    logFile.on('error', (err) => (this.logError = err.message))
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
       if (process.env[name] !== undefined) env[name] = process.env[name]
@@ -120,6 +152,7 @@ export class AgentProcess {
         // Options are passed on exactly as the agent gave them; the answer names one of them.
         const answer = await this.onPermission({
           sessionId: params.sessionId,
+          toolCallId: params.toolCall.toolCallId,
           title: params.toolCall.title ?? 'a tool call',
           toolKind: params.toolCall.kind ?? 'other',
           options: params.options.map((o) => ({
@@ -150,6 +183,11 @@ export class AgentProcess {
       ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}),
     }
     this.canLoadSession = init.agentCapabilities?.loadSession === true
+    const steering = init._meta?.['steering']
+    this.canSteer =
+      typeof steering === 'object' &&
+      steering !== null &&
+      (steering as { supported?: unknown }).supported === true
   }
 
   /** Runs an SDK call, turning the agent's death into a clear error. */
@@ -180,11 +218,18 @@ export class AgentProcess {
     }
   }
 
-  async newSession(cwd: string): Promise<string> {
-    const r = await this.call(() =>
+  async newSession(cwd: string): Promise<SessionReport & { sessionId: string }> {
+    return this.call(() =>
       this.conn!.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
     )
-    return r.sessionId
+  }
+
+  /**
+   * Any other ACP request by method name (session/set_mode, an extension method, …), raced
+   * against the agent's death like every call.
+   */
+  async request<T>(method: string, params: Record<string, unknown>): Promise<T> {
+    return this.call(() => this.conn!.agent.request<T>(method, params))
   }
 
   /**

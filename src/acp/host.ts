@@ -5,17 +5,18 @@ import {
   type PermissionAnswer,
   type PermissionAsk,
 } from './agent-process.js'
+import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
+import { steer } from './session-calls.js'
+import { openSession, type SessionStore } from './session-open.js'
+
+export type { SavedSession, SessionStore } from './session-open.js'
 
 export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed' | 'circuit-open'
 
-/** Where a host keeps its sessions so a restarted node can resume them. */
-export interface SessionStore {
-  get(channel: string): { sessionId: string; cwd: string } | undefined
-  set(channel: string, sessionId: string, cwd: string): void
-}
-
 export interface HostOptions {
   sessions?: SessionStore
+  /** Which tool calls the host allows without asking a person (default `ask`: none). */
+  permissions?: PermissionsMode
   /** Told when a session could not be resumed and a new one was started. */
   onNewSession?: (channel: string, reason: string) => void
   /** First respawn delay after a crash; doubles per recent crash up to 30 s, jittered. */
@@ -36,8 +37,13 @@ export interface PromptJob {
   text: string
   /** The key that asked (the chat message's author), so a removed member's prompts can go. */
   from?: string
-  /** Called once with the agent's final text, or with a one-line refusal/failure. */
-  done: (outcome: { ok: true; text: string } | { ok: false; message: string }) => void
+  /**
+   * Called once with the agent's final text, or with a one-line refusal/failure. `steered`: the
+   * message went into the turn already running (its answer is that turn's reply).
+   */
+  done: (
+    outcome: { ok: true; text: string; steered?: true } | { ok: false; message: string },
+  ) => void
   /** Asks a person about one of this turn's tool calls. */
   permission: (ask: PermissionAsk) => Promise<PermissionAnswer>
   /** Each session/update of this turn, as the agent sent it. */
@@ -102,6 +108,30 @@ export class AgentHost {
 
   enqueue(job: PromptJob): void {
     const q = this.queues.get(job.channel) ?? []
+    // Mid-turn, with nothing queued before it, a message steers the running turn where the
+    // adapter advertises steering; otherwise (or when the steer is not taken) it waits its turn.
+    const sessionId = this.sessions.get(job.channel)
+    const proc = this.proc
+    if (
+      q.length === 0 &&
+      sessionId !== undefined &&
+      this.running.has(sessionId) &&
+      proc?.canSteer
+    ) {
+      void steer(proc, sessionId, job.text, (l) => this.log(`agent ${this.name}: ${l}`)).then(
+        (taken) => {
+          if (!taken) return this.queue(job)
+          this.log(`agent ${this.name}: steered a message into the turn running in #${job.channel}`)
+          job.done({ ok: true, text: '↪ added to the turn in progress', steered: true })
+        },
+      )
+      return
+    }
+    this.queue(job)
+  }
+
+  private queue(job: PromptJob): void {
+    const q = this.queues.get(job.channel) ?? []
     q.push(job)
     this.queues.set(job.channel, q)
     this.drain(job.channel)
@@ -147,7 +177,7 @@ export class AgentHost {
         (ask) => {
           const job = this.running.get(ask.sessionId)
           // A request outside any turn of ours has nobody to ask.
-          return job ? job.permission(ask) : Promise.resolve('cancelled')
+          return job ? this.permission(job, ask) : Promise.resolve('cancelled')
         },
         (sessionId, update) => this.running.get(sessionId)?.update?.(update),
       )
@@ -177,11 +207,25 @@ export class AgentHost {
     return this.starting
   }
 
+  /** The agent's policy answers at once where it allows the call (visibly); else a person. */
+  private permission(job: PromptJob, ask: PermissionAsk): Promise<PermissionAnswer> {
+    const mode = this.opts.permissions ?? 'ask'
+    const optionId = autoAllowOption(mode, ask)
+    if (optionId === undefined) return job.permission(ask)
+    this.log(
+      `agent ${this.name}: auto-allowed ${ask.toolKind} "${ask.title}" in #${job.channel} (permissions: ${mode})`,
+    )
+    job.update?.(autoAllowedUpdate(mode, ask, optionId))
+    return Promise.resolve({ optionId })
+  }
+
   private async run(job: PromptJob): Promise<string> {
     const proc = await this.process()
     let sessionId = this.sessions.get(job.channel)
     if (sessionId === undefined) {
-      sessionId = await this.openSession(proc, job.channel)
+      sessionId = await openSession(proc, job.channel, this.spec.cwd, this.opts, (l) =>
+        this.log(`agent ${this.name}: ${l}`),
+      )
       this.sessions.set(job.channel, sessionId)
     }
     this.state = 'working'
@@ -229,31 +273,6 @@ export class AgentHost {
       throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return r.text
-  }
-
-  /**
-   * The channel's session: the persisted one resumed with session/load where the agent
-   * advertises it, else a new one (and, when an old one existed, a visible notice why).
-   */
-  private async openSession(proc: AgentProcess, channel: string): Promise<string> {
-    const saved = this.opts.sessions?.get(channel)
-    if (saved !== undefined) {
-      if (proc.canLoadSession) {
-        try {
-          await proc.loadSession(saved.sessionId, saved.cwd)
-          this.log(`agent ${this.name}: resumed session ${saved.sessionId} for #${channel}`)
-          return saved.sessionId
-        } catch (err) {
-          this.opts.onNewSession?.(
-            channel,
-            `the agent could not resume it (${err instanceof Error ? err.message : String(err)})`,
-          )
-        }
-      } else this.opts.onNewSession?.(channel, 'the agent cannot resume sessions (no session/load)')
-    }
-    const sessionId = await proc.newSession(this.spec.cwd)
-    this.opts.sessions?.set(channel, sessionId, this.spec.cwd)
-    return sessionId
   }
 
   /**

@@ -29,7 +29,7 @@ Commands:
 
 State lives in KITH_HOME (default ~/.kith). Exit codes: 0 ok, 1 failed (or a hub did not take
 a change; it is kept and sent on the next sync), 2 usage, 3 not initialised (run kith init),
-4 insecure key file.`
+4 insecure key file, 5 no such agent here.`
 
 /**
  * Each command's module is loaded only when it runs: a long-lived `kith hub` then carries none

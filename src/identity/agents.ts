@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
+import type { PermissionsMode } from '../acp/permission-policy.js'
 import { KithError } from '../errors.js'
 import type { AgentPolicy } from '../grants/policy.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
@@ -23,6 +24,8 @@ export interface AgentRecord {
   allow?: AgentPolicy
   /** Who may answer its permission requests and cancel its turns (default: its owner). */
   approvers?: AgentPolicy
+  /** Which tool calls the node allows without asking a person; absent: `ask` (none). */
+  permissions?: PermissionsMode
 }
 
 const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/

@@ -253,9 +253,9 @@ export class KithNode {
         {
           sessions: {
             get: (channel) => this.store.agentSession(record.pubkey, channel),
-            set: (channel, sessionId, cwd) =>
-              this.store.setAgentSession(record.pubkey, channel, sessionId, cwd),
+            set: (channel, session) => this.store.setAgentSession(record.pubkey, channel, session),
           },
+          permissions: record.permissions ?? 'ask',
           onNewSession: (channel, reason) =>
             this.noticeAs(
               record.pubkey,
@@ -625,6 +625,8 @@ export class KithNode {
     if (buf === undefined) return
     clearTimeout(buf.timer)
     this.frames.delete(question.id)
+    // A frame timer firing during shutdown has a closed store: frames are best effort.
+    if (this.stopped) return
     const channel = channelOf(question) ?? 'general'
     const frame: WatchFrame = {
       agent: this.names.who(agent.record.pubkey),
@@ -946,6 +948,7 @@ export class KithNode {
         adapter: a.host.info,
         queue: a.host.queueDepth,
         crashes: a.host.crashes,
+        sessions: this.store.agentSessionCount(a.record.pubkey),
       })),
       refused: this.store
         .refusals()

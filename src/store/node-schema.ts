@@ -40,4 +40,16 @@ export const nodeMigrations: readonly Migration[] = [
       );
     `)
   },
+  (db) => {
+    // What a session was pinned to, re-applied after every session/load (some adapters forget
+    // it), and the adapter that made it. model_option: the ACP config option id that sets the
+    // model; NULL with a model: session/set_model.
+    db.exec(`
+      ALTER TABLE agent_sessions ADD COLUMN adapter TEXT;
+      ALTER TABLE agent_sessions ADD COLUMN version TEXT;
+      ALTER TABLE agent_sessions ADD COLUMN mode TEXT;
+      ALTER TABLE agent_sessions ADD COLUMN model TEXT;
+      ALTER TABLE agent_sessions ADD COLUMN model_option TEXT;
+    `)
+  },
 ]

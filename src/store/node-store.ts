@@ -1,11 +1,22 @@
 import { join } from 'node:path'
 import type { Statement } from 'better-sqlite3'
+import type { SavedSession } from '../acp/session-open.js'
 import type { NostrEvent } from '../events/event.js'
 import { openDatabase, type Db } from './db.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
 
 export const nodeDbFile = 'node.db'
+
+interface SessionRow {
+  session_id: string
+  cwd: string
+  adapter: string | null
+  version: string | null
+  mode: string | null
+  model: string | null
+  model_option: string | null
+}
 
 export interface Delivery {
   hub: string
@@ -27,8 +38,9 @@ export class NodeStore {
     cursors: Statement<[], { hub: string; since: number }>
     refused: Statement<[], { event_id: string; hub: string; message: string; raw: string }>
     outboxSize: Statement<[], { n: number }>
-    session: Statement<[string, string], { session_id: string; cwd: string }>
-    setSession: Statement<[string, string, string, string]>
+    session: Statement<[string, string], SessionRow>
+    setSession: Statement<[SessionRow & { agent: string; channel: string }]>
+    sessionCount: Statement<[string], { n: number }>
   }
 
   constructor(home: string) {
@@ -60,11 +72,15 @@ export class NodeStore {
       ),
       outboxSize: db.prepare('SELECT count(*) AS n FROM outbox'),
       session: db.prepare(
-        'SELECT session_id, cwd FROM agent_sessions WHERE agent = ? AND channel = ?',
+        `SELECT session_id, cwd, adapter, version, mode, model, model_option FROM agent_sessions
+         WHERE agent = ? AND channel = ?`,
       ),
       setSession: db.prepare(
-        'INSERT OR REPLACE INTO agent_sessions (agent, channel, session_id, cwd) VALUES (?, ?, ?, ?)',
+        `INSERT OR REPLACE INTO agent_sessions
+           (agent, channel, session_id, cwd, adapter, version, mode, model, model_option)
+         VALUES (@agent, @channel, @session_id, @cwd, @adapter, @version, @mode, @model, @model_option)`,
       ),
+      sessionCount: db.prepare('SELECT count(*) AS n FROM agent_sessions WHERE agent = ?'),
     }
   }
 
@@ -110,13 +126,40 @@ export class NodeStore {
     }))
   }
 
-  agentSession(agent: string, channel: string): { sessionId: string; cwd: string } | undefined {
+  agentSession(agent: string, channel: string): SavedSession | undefined {
     const row = this.stmts.session.get(agent, channel)
-    return row === undefined ? undefined : { sessionId: row.session_id, cwd: row.cwd }
+    if (row === undefined) return undefined
+    const opt = <K extends string>(key: K, value: string | null) =>
+      value === null ? {} : ({ [key]: value } as Record<K, string>)
+    return {
+      sessionId: row.session_id,
+      cwd: row.cwd,
+      ...opt('adapter', row.adapter),
+      ...opt('version', row.version),
+      ...opt('mode', row.mode),
+      ...(row.model === null
+        ? {}
+        : { model: { value: row.model, ...opt('configId', row.model_option) } }),
+    }
   }
 
-  setAgentSession(agent: string, channel: string, sessionId: string, cwd: string): void {
-    this.stmts.setSession.run(agent, channel, sessionId, cwd)
+  setAgentSession(agent: string, channel: string, s: SavedSession): void {
+    this.stmts.setSession.run({
+      agent,
+      channel,
+      session_id: s.sessionId,
+      cwd: s.cwd,
+      adapter: s.adapter ?? null,
+      version: s.version ?? null,
+      mode: s.mode ?? null,
+      model: s.model?.value ?? null,
+      model_option: s.model?.configId ?? null,
+    })
+  }
+
+  /** How many channels have a session with this agent (kept for resuming). */
+  agentSessionCount(agent: string): number {
+    return this.stmts.sessionCount.get(agent)!.n
   }
 
   cursor(hub: string): number | undefined {

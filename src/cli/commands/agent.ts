@@ -23,11 +23,16 @@ import {
   withNode,
 } from './fleet-common.js'
 import { describeReports } from '../../node/fleet.js'
+import { parsePermissionsMode } from '../../acp/permission-policy.js'
+import { listAgents } from './agent-list.js'
+import { runAgentLogs } from './agent-logs.js'
 
 export const agentHelp = `Usage:
   kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
-                      [--cwd DIR] [--allow POLICY] [--approvers POLICY] [-- COMMAND ARGS…]
+                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]
+                      [--permissions ask|allow-reads|allow-all] [-- COMMAND ARGS…]
   kith agent list [--json]
+  kith agent logs NAME [--lines N] [--follow]
   kith agent revoke NAME|NPUB [--json]
 
 add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the agent process
@@ -41,7 +46,12 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         answer its tool-call permission requests and cancel its turns. POLICY is owner (the
         default: your own devices), fleet (every member) or npub1…,npub1… (you plus those
         people, with their devices, or single keys).
-list    the agents hosted on this node, with their grant state.
+        --permissions: ask (default) sends every tool call to a person for approval;
+        allow-reads lets read, search, think and fetch calls run without asking; allow-all lets
+        every call run. The agent is kept in a mode that asks, so each call is seen either way.
+list    the agents hosted on this node: grant state, permissions, and under kith up the
+        process state, adapter, queue and sessions.
+logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
         new agent to restore.`
 
@@ -56,6 +66,7 @@ function parseList(text: string | undefined, what: string): string[] | undefined
 }
 
 export async function runAgent(argv: string[], out: Out): Promise<number> {
+  if (argv[0] === 'logs') return runAgentLogs(argv.slice(1), out)
   const { values, positionals } = parseCommandArgs(
     argv,
     {
@@ -65,6 +76,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       cwd: { type: 'string' },
       allow: { type: 'string' },
       approvers: { type: 'string' },
+      permissions: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -89,6 +101,11 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   }
   const allow = parsePolicyFlag(values.allow, '--allow')
   const approvers = parsePolicyFlag(values.approvers, '--approvers')
+  const permissions =
+    values.permissions === undefined ? undefined : parsePermissionsMode(values.permissions)
+  if (permissions !== undefined && command === undefined) {
+    throw new KithError('usage', `--permissions goes with an agent command (-- COMMAND)`)
+  }
   return withNode(async (node) => {
     const now = nowSeconds()
     const { id, book } = node
@@ -158,6 +175,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
               cwd: resolve(values.cwd ?? process.cwd()),
               allow: allow ?? 'owner',
               approvers: approvers ?? 'owner',
+              permissions: permissions ?? 'ask',
             }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
@@ -176,30 +194,17 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         )
         if (kinds) out.line(`  kinds ${kinds.join(', ')}`)
         if (channels) out.line(`  channels ${channels.map((c) => `#${c}`).join(', ')}`)
-        if (command)
+        if (command) {
           out.line(`  runs ${command.join(' ')} (kith up starts it; prompt it with @${name})`)
+          out.line(`  permissions ${permissions ?? 'ask'}`)
+        }
         for (const l of describeReports(reports)) out.line(l)
       }
       return exitForReports(reports)
     }
     if (sub === 'list') {
       if (name !== undefined) throw new KithError('usage', 'kith agent list takes no arguments')
-      const rows = listAgentRecords(id.home).map((a) => {
-        const d = book.authorize(a.pubkey, now)
-        return {
-          name: a.name,
-          npub: npub(a.pubkey),
-          status: d.ok ? 'active' : d.code,
-          grant: a.grant,
-        }
-      })
-      if (values.json) {
-        out.json({ agents: rows })
-        return 0
-      }
-      if (rows.length === 0) out.line('no agents on this node: kith agent add NAME')
-      for (const r of rows) out.line(`${r.name.padEnd(16)} ${r.npub}  ${r.status}`)
-      return 0
+      return listAgents(node, now, values.json ?? false, out)
     }
     if (sub === 'revoke') {
       if (name === undefined)

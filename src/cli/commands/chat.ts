@@ -135,7 +135,8 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
       const frame = p as WatchFrame
       if (frame.channel !== channel) return
       for (const u of frame.updates as { sessionUpdate?: string }[]) {
-        if (u.sessionUpdate !== 'tool_call' && u.sessionUpdate !== 'tool_call_update') continue
+        if (!['tool_call', 'tool_call_update', 'kith_auto_allowed'].includes(u.sessionUpdate ?? ''))
+          continue
         const line = describeUpdate(u)
         if (line !== undefined) show(`  ⋯ ${frame.agent.name}: ${line}`)
       }

@@ -17,6 +17,8 @@ interface Update {
   status?: string
   toolCallId?: string
   entries?: { content?: string; status?: string }[]
+  toolKind?: string
+  policy?: string
 }
 
 /** One line per update, for a person. */
@@ -32,6 +34,8 @@ export function describeUpdate(u: Update): string | undefined {
       return `⚙ ${u.title ?? u.toolCallId ?? 'tool'} → ${u.status ?? 'updated'}`
     case 'plan':
       return `plan: ${(u.entries ?? []).map((e) => `[${e.status ?? ' '}] ${e.content ?? ''}`).join('; ')}`
+    case 'kith_auto_allowed':
+      return `✓ ${u.toolKind ?? 'tool'} "${u.title ?? u.toolCallId ?? 'tool'}" allowed by policy (permissions: ${u.policy ?? '?'})`
     default:
       return undefined
   }

@@ -1,0 +1,62 @@
+import type { AgentProcess } from './agent-process.js'
+import { pinNewSession, reapplySettings, type SessionSettings } from './session-calls.js'
+
+/** A channel's session as kept for resuming: its id and cwd, the adapter, its mode and model. */
+export interface SavedSession extends SessionSettings {
+  sessionId: string
+  cwd: string
+  adapter?: string
+  version?: string
+}
+
+/** Where a host keeps its sessions so a restarted node can resume them. */
+export interface SessionStore {
+  get(channel: string): SavedSession | undefined
+  set(channel: string, session: SavedSession): void
+}
+
+export interface OpenSessionOptions {
+  sessions?: SessionStore | undefined
+  /** Told when a session could not be resumed and a new one was started. */
+  onNewSession?: ((channel: string, reason: string) => void) | undefined
+}
+
+/**
+ * The channel's session: the persisted one resumed with session/load where the agent
+ * advertises it (then its mode and model set again: some adapters forget them on load), else a
+ * new one pinned to an asking mode (and, when an old one existed, a visible notice why).
+ */
+export async function openSession(
+  proc: AgentProcess,
+  channel: string,
+  cwd: string,
+  opts: OpenSessionOptions,
+  log: (line: string) => void,
+): Promise<string> {
+  const saved = opts.sessions?.get(channel)
+  if (saved !== undefined) {
+    if (proc.canLoadSession) {
+      try {
+        await proc.loadSession(saved.sessionId, saved.cwd)
+        await reapplySettings(proc, saved.sessionId, saved, log)
+        log(`resumed session ${saved.sessionId} for #${channel}`)
+        return saved.sessionId
+      } catch (err) {
+        opts.onNewSession?.(
+          channel,
+          `the agent could not resume it (${err instanceof Error ? err.message : String(err)})`,
+        )
+      }
+    } else opts.onNewSession?.(channel, 'the agent cannot resume sessions (no session/load)')
+  }
+  const report = await proc.newSession(cwd)
+  const settings = await pinNewSession(proc, report.sessionId, report, log)
+  opts.sessions?.set(channel, {
+    sessionId: report.sessionId,
+    cwd,
+    ...(proc.agentInfo.name === undefined ? {} : { adapter: proc.agentInfo.name }),
+    ...(proc.agentInfo.version === undefined ? {} : { version: proc.agentInfo.version }),
+    ...settings,
+  })
+  return report.sessionId
+}

@@ -1,0 +1,104 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import { ControlClient } from '../../src/node/control.js'
+import type { ChatItem } from '../../src/node/daemon.js'
+import type { AgentRow } from '../../src/cli/commands/agent-list.js'
+import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
+
+async function history(home: string): Promise<ChatItem[]> {
+  const c = await ControlClient.connect(join(home, 'node.sock'))
+  if (c === undefined) return []
+  try {
+    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
+  } finally {
+    c.close()
+  }
+}
+
+/** Sends `text` to #ops and waits for the agent's reply threaded under it. */
+async function ask(home: string, text: string): Promise<string> {
+  const sent = await runKith(['send', '#ops', text, '--json'], { home })
+  expect(sent.code, sent.stderr).toBe(0)
+  const id = (JSON.parse(sent.stdout) as { id: string }).id
+  let reply: ChatItem | undefined
+  await expect
+    .poll(
+      async () => {
+        reply = (await history(home)).find(
+          (i) =>
+            i.event.kind === 9 &&
+            i.from.role === 'agent' &&
+            i.event.tags.some((t) => t[0] === 'e' && t[1] === id),
+        )
+        return reply !== undefined
+      },
+      { timeout: 30_000 },
+    )
+    .toBe(true)
+  return reply!.event.content
+}
+
+async function listed(home: string): Promise<AgentRow> {
+  const r = await runKith(['agent', 'list', '--json'], { home })
+  expect(r.code, r.stderr).toBe(0)
+  return (JSON.parse(r.stdout) as { agents: AgentRow[] }).agents[0]!
+}
+
+describe('agent host behaviours through a real node (kith up, fake ACP agent)', () => {
+  it(
+    'pins the mode, keeps it across a restart, auto-allows reads, and lists it all',
+    {
+      timeout: 120_000,
+    },
+    async () => {
+      const home = join(tempDir(), 'h')
+      await runKith(['init', '--name', 'box'], { home })
+      const add = await runKith(
+        [
+          'agent',
+          'add',
+          'bot',
+          '--permissions',
+          'allow-reads',
+          '--',
+          process.execPath,
+          fakeAgent,
+          '--modes',
+          '--model-option',
+        ],
+        { home },
+      )
+      expect(add.code, add.stderr).toBe(0)
+      let node = await startNodeProcess(home, ['--port', '0'])
+      expect(await ask(home, '@bot mode')).toBe('mode: default, model: fake-large')
+      // A read runs at once (no 4142 card), and the node says so.
+      expect(await ask(home, '@bot permission-read src/index.ts')).toBe(
+        'permission: selected allow',
+      )
+      await node.waitFor(
+        /auto-allowed read .*src\/index\.ts.* in #ops \(permissions: allow-reads\)/,
+      )
+      expect((await history(home)).filter((i) => i.event.kind === 4142)).toEqual([])
+      expect(await listed(home)).toMatchObject({
+        permissions: 'allow-reads',
+        state: 'idle',
+        adapter: { name: 'kith-fake-agent', version: '1.0.0' },
+        queue: 0,
+        sessions: 1,
+      })
+      expect(await node.stop()).toBe(0)
+      expect(await listed(home)).toMatchObject({ state: 'not running', sessions: 1 })
+
+      // Restarted: the session is resumed and its mode and model set again (the agent forgot).
+      node = await startNodeProcess(home, ['--port', '0'])
+      expect(await ask(home, '@bot mode')).toBe('mode: default, model: fake-large')
+      await node.waitFor(/resumed session fake-1 for #ops/)
+      const code = await node.stop()
+      expect(code, node.lines.join('\n')).toBe(0)
+    },
+  )
+})
