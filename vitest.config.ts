@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config'
+import { configDefaults, defineConfig } from 'vitest/config'
 
 // KITH_TEST_SUMMARY=FILE also writes vitest's JSON report there (.ci/run prints a plain
 // "N passed, N failed" line from it).
@@ -7,6 +7,8 @@ const summary = process.env.KITH_TEST_SUMMARY
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The real-agent tier is its own run: npm run test:agents (vitest.agents.config.ts).
+    exclude: [...configDefaults.exclude, 'test/agents/**'],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // Hub tests spawn real processes; two cores, so keep parallelism modest.

@@ -59,6 +59,28 @@ export function acpErrorCode(err: unknown): number | undefined {
 }
 
 /**
+ * The one-line notice for ACP -32000: authentication required, with the agent's own words (its
+ * error message when it says more than that, and how its authMethods say to log in). Kith never
+ * calls `authenticate` itself: logging in is for a person on that machine.
+ */
+export function authRequired(err: acp.RequestError, hint: string): string {
+  const said = err.message.trim()
+  const detail =
+    typeof err.data === 'string'
+      ? err.data
+      : typeof (err.data as { message?: unknown } | undefined)?.message === 'string'
+        ? (err.data as { message: string }).message
+        : ''
+  const parts = [
+    /^authentication required\.?$/i.test(said) || said === '' ? '' : said,
+    detail,
+    hint === '' ? '' : `to log in: ${hint}`,
+  ].filter((p) => p !== '')
+  const text = `authentication required${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`
+  return text.replace(/\s+/g, ' ')
+}
+
+/**
  * One spawned ACP agent process and its SDK client connection. Every request races the child's
  * death: the SDK rejects in-flight requests with a bare error when the stream ends, which is
  * turned into KithError('error', 'agent crashed …').
@@ -75,6 +97,8 @@ export class AgentProcess {
   logError: string | undefined
   /** Methods the agent answered -32601 (absent) to: not called again. */
   readonly absent = new Set<string>()
+  /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
+  authHint = ''
   private readonly listeners = new Map<string, (text: string) => void>()
   exited: Promise<number | null> = Promise.resolve(null)
   /** When the agent last wrote anything on stdout (ms): agents are silent while tools run. */
@@ -188,6 +212,9 @@ export class AgentProcess {
       typeof steering === 'object' &&
       steering !== null &&
       (steering as { supported?: unknown }).supported === true
+    this.authHint = (init.authMethods ?? [])
+      .map((m) => (m.description ? `${m.name}: ${m.description.replace(/\.$/, '')}` : m.name))
+      .join('; ')
   }
 
   /** Runs an SDK call, turning the agent's death into a clear error. */
@@ -200,9 +227,7 @@ export class AgentProcess {
     } catch (err) {
       if (err instanceof KithError) throw err
       if (err instanceof acp.RequestError && err.code === -32000) {
-        throw new KithError('error', `the agent needs authentication: ${err.message}`, {
-          cause: err,
-        })
+        throw new KithError('error', authRequired(err, this.authHint), { cause: err })
       }
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
         // The stream can end before the exit event: wait for it (briefly) so that whoever

@@ -51,10 +51,17 @@ export interface NodeProcess {
   stop: (signal?: NodeJS.Signals) => Promise<number | null>
 }
 
-/** `kith up --json` as a real subprocess; resolves once it reports ready. */
-export async function startNodeProcess(home: string, args: string[] = []): Promise<NodeProcess> {
+/**
+ * `kith up --json` as a real subprocess; resolves once it reports ready. `env` adds to (or
+ * overrides) the test's environment, e.g. a HOME of its own for the agents it spawns.
+ */
+export async function startNodeProcess(
+  home: string,
+  args: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<NodeProcess> {
   const child = spawn(kithBin, ['up', '--json', ...args], {
-    env: { ...process.env, KITH_HOME: home },
+    env: { ...process.env, ...env, KITH_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const lines: string[] = []

@@ -1,0 +1,195 @@
+// The setting every real-agent test runs in: a real hub, a "laptop" node and a "devbox" node
+// (real `kith` processes, one owner), and one real ACP agent hosted by the devbox, spawned with
+// a HOME of its own. The agents come from test/agents/pinned (npm run test:agents installs them).
+import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { expect, onTestFinished } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import * as nip19 from 'nostr-tools/nip19'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { ControlClient } from '../../src/node/control.js'
+import type { ChatItem } from '../../src/node/daemon.js'
+import { runKith, startHubProcess, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
+import { tempDir } from '../helpers/tmp.js'
+
+/** Where `npm run test:agents` installs the pinned agents (apart from the main dependencies). */
+export const pinned = fileURLToPath(new URL('./pinned/node_modules/', import.meta.url))
+
+/** A file of an installed pinned package; a clear failure (never a skip) when it is missing. */
+export function pinnedFile(...parts: string[]): string {
+  const path = join(pinned, ...parts)
+  if (!existsSync(path)) {
+    throw new Error(
+      `${path} is missing: install the pinned agents first (npm run test:agents does: ` +
+        `npm install --prefix test/agents/pinned --no-save)`,
+    )
+  }
+  return path
+}
+
+export interface Fleet {
+  dir: string
+  laptop: string
+  devbox: string
+  /** The agent's HOME (empty at first, apart from what the test writes there). */
+  agentHome: string
+  /** The agent's working directory (its sessions' cwd). */
+  agentCwd: string
+  agentPubkey: string
+  devboxNode: NodeProcess
+  laptopNode: NodeProcess
+  /** `kith send '#ops' TEXT` from the laptop; the prompt's event id. */
+  ask: (text: string) => Promise<string>
+  /** The laptop's view of #ops. */
+  history: () => Promise<ChatItem[]>
+  /** The first event of `kind` threaded under `question` on the laptop, once it has arrived. */
+  threaded: (question: string, kind?: number, timeoutMs?: number) => Promise<ChatItem>
+  /** Stops the devbox node (SIGTERM: it stops its agents) and starts it again. */
+  restartDevbox: () => Promise<void>
+  /** Stops both nodes as a person would (SIGTERM); the devbox stops its agent first. */
+  stop: () => Promise<void>
+}
+
+/**
+ * Processes whose working directory is `dir` or below it (Linux /proc): the agent and anything
+ * it started there. codex-acp 0.16.0 does not exit when its stdin closes, so an agent left
+ * behind by a node that did not stop it would live on.
+ */
+export function processesIn(dir: string): number[] {
+  const pids: number[] = []
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const cwd = readlinkSync(`/proc/${entry}/cwd`)
+      if (cwd === dir || cwd.startsWith(`${dir}/`)) pids.push(Number(entry))
+    } catch {
+      // Gone meanwhile, or not ours to read.
+    }
+  }
+  return pids
+}
+
+export async function history(home: string): Promise<ChatItem[]> {
+  const c = await ControlClient.connect(join(home, 'node.sock'))
+  if (c === undefined) return []
+  try {
+    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
+  } finally {
+    c.close()
+  }
+}
+
+/**
+ * Sets up the fleet with one agent NAME on the devbox: `kith agent add NAME --cwd CWD --
+ * COMMAND…`. `prepare` writes the agent's own config into its HOME and cwd before anything
+ * starts.
+ */
+export async function startFleet(opts: {
+  name: string
+  command: string[]
+  prepare?: (paths: { agentHome: string; agentCwd: string }) => void
+}): Promise<Fleet> {
+  const dir = tempDir('kith-agents-')
+  const owner = bytesToHex(generateSecretKey())
+  const hubHome = join(dir, 'hubhome')
+  await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+  const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
+  const laptop = join(dir, 'laptop')
+  const devbox = join(dir, 'devbox')
+  for (const [home, name] of [
+    [laptop, 'laptop'],
+    [devbox, 'devbox'],
+  ] as const) {
+    const init = await runKith(['init', '--name', name, '--owner-key-stdin'], {
+      home,
+      input: owner,
+    })
+    expect(init.code, init.stderr).toBe(0)
+    expect((await runKith(['hub', 'add', hub.url], { home })).code).toBe(0)
+  }
+  const agentHome = join(dir, `${opts.name}-home`)
+  const agentCwd = join(dir, `${opts.name}-work`)
+  mkdirSync(agentHome)
+  mkdirSync(agentCwd)
+  opts.prepare?.({ agentHome, agentCwd })
+  const added = await runKith(
+    ['agent', 'add', opts.name, '--cwd', agentCwd, '--json', '--', ...opts.command],
+    { home: devbox },
+  )
+  expect(added.code, added.stderr).toBe(0)
+  const decoded = nip19.decode((JSON.parse(added.stdout) as { agent: string }).agent)
+  expect(decoded.type).toBe('npub')
+  const agentPubkey = decoded.data as string
+
+  // The devbox node's HOME is the agent's: the agent inherits HOME (and PATH, LANG, …) from the
+  // node through the env allowlist, and nothing else.
+  const startDevbox = async () => {
+    const node = await startNodeProcess(devbox, [], { HOME: agentHome })
+    await node.waitFor(/linked to/)
+    return node
+  }
+  const fleet: Fleet = {
+    dir,
+    laptop,
+    devbox,
+    agentHome,
+    agentCwd,
+    agentPubkey,
+    devboxNode: await startDevbox(),
+    laptopNode: await startNodeProcess(laptop),
+    ask: async (text) => {
+      const r = await runKith(['send', '#ops', text, '--json'], { home: laptop })
+      expect(r.code, r.stderr).toBe(0)
+      return (JSON.parse(r.stdout) as { id: string }).id
+    },
+    history: () => history(laptop),
+    threaded: async (question, kind = 9, timeoutMs = 90_000) => {
+      let found: ChatItem | undefined
+      await expect
+        .poll(
+          async () => {
+            found = (await history(laptop)).find(
+              (i) =>
+                i.event.kind === kind &&
+                i.event.tags.some((t) => t[0] === 'e' && t[1] === question),
+            )
+            return found !== undefined
+          },
+          { timeout: timeoutMs, interval: 200 },
+        )
+        .toBe(true)
+      return found!
+    },
+    restartDevbox: async () => {
+      await fleet.devboxNode.stop()
+      fleet.devboxNode = await startDevbox()
+    },
+    stop: async () => {
+      await fleet.devboxNode.stop()
+      await fleet.laptopNode.stop()
+    },
+  }
+  onTestFinished(async () => {
+    await fleet.stop()
+    // Whatever a failed test left running in its directories is ended (by pid, ours only).
+    for (const pid of processesIn(dir)) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // Already gone.
+      }
+    }
+  })
+  await fleet.laptopNode.waitFor(/linked to/)
+  return fleet
+}
+
+/** `kith status --json` of a node, as parsed JSON. */
+export async function status(home: string): Promise<{
+  agents: { name: string; state: string; adapter: { name?: string; version?: string } }[]
+}> {
+  const r = await runKith(['status', '--json'], { home })
+  expect(r.code, r.stderr).toBe(0)
+  return JSON.parse(r.stdout) as Awaited<ReturnType<typeof status>>
+}

@@ -1,0 +1,304 @@
+// A loopback stand-in for a model vendor's cloud: an OpenAI-compatible server on 127.0.0.1
+// (port 0) that real agents are pointed at. It speaks the two streaming wire formats the pinned
+// agents use:
+//   POST /v1/responses          (SSE; codex with wire_api = "responses")
+//   POST /v1/chat/completions   (SSE; opencode through @ai-sdk/openai-compatible)
+// What it answers is scripted by the test (plain text, or a tool call and then, once the tool's
+// result comes back, text). Every request is recorded so a test can assert on what the agent
+// actually sent.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/** A request the model got, reduced to what the tests look at (the raw body is kept too). */
+export interface ModelRequest {
+  api: 'responses' | 'chat' | 'other'
+  method: string
+  path: string
+  /** The text of the last user message. */
+  lastUserText: string
+  /** Results of tool calls sent back to the model, in order (call id and output text). */
+  toolResults: { callId: string; output: string }[]
+  /** Names of the tools the agent offered the model. */
+  tools: string[]
+  body: unknown
+}
+
+/** What the model answers: text, or one tool call (the agent runs it and asks again). */
+export type ModelReply =
+  { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } }
+
+export type Responder = (req: ModelRequest) => ModelReply
+
+export interface MockModel {
+  /** The base URL agents are configured with: http://127.0.0.1:PORT/v1 */
+  baseUrl: string
+  requests: ModelRequest[]
+  /** Replaces how the model answers from now on. */
+  respond: (responder: Responder) => void
+  close: () => Promise<void>
+}
+
+type Json = Record<string, unknown>
+
+const textOf = (content: unknown): string => {
+  if (typeof content === 'string') return content
+  if (!Array.isArray(content)) return ''
+  return content
+    .map((part: unknown) => {
+      const p = part as Json
+      return typeof p.text === 'string' ? p.text : ''
+    })
+    .join('')
+}
+
+/** Normalizes a Responses API request body. */
+function fromResponses(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> {
+  const input = Array.isArray(body.input) ? (body.input as Json[]) : []
+  let lastUserText = typeof body.input === 'string' ? body.input : ''
+  const toolResults: ModelRequest['toolResults'] = []
+  for (const item of input) {
+    if (item.role === 'user') lastUserText = textOf(item.content)
+    if (item.type === 'function_call_output') {
+      const out = item.output
+      toolResults.push({
+        callId: String(item.call_id),
+        output: typeof out === 'string' ? out : JSON.stringify(out),
+      })
+    }
+  }
+  const tools = Array.isArray(body.tools)
+    ? (body.tools as Json[]).map((t) => String(t.name ?? t.type))
+    : []
+  return { api: 'responses', lastUserText, toolResults, tools }
+}
+
+/** Normalizes a Chat Completions request body. */
+function fromChat(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> {
+  const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : []
+  let lastUserText = ''
+  const toolResults: ModelRequest['toolResults'] = []
+  for (const m of messages) {
+    if (m.role === 'user') lastUserText = textOf(m.content)
+    if (m.role === 'tool') {
+      toolResults.push({ callId: String(m.tool_call_id), output: textOf(m.content) })
+    }
+  }
+  const tools = Array.isArray(body.tools)
+    ? (body.tools as Json[]).map((t) => String((t.function as Json | undefined)?.name ?? t.type))
+    : []
+  return { api: 'chat', lastUserText, toolResults, tools }
+}
+
+function sse(res: ServerResponse): (data: unknown, event?: string) => void {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+  })
+  return (data, event) => {
+    res.write(`${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`)
+  }
+}
+
+let counter = 0
+const nextId = (prefix: string) => `${prefix}_${++counter}`
+
+/** Streams a reply in the Responses API's event sequence. */
+function streamResponses(res: ServerResponse, model: string, reply: ModelReply): void {
+  const send = sse(res)
+  const id = nextId('resp')
+  const response = { id, object: 'response', created_at: Math.floor(Date.now() / 1000), model }
+  send(
+    { type: 'response.created', response: { ...response, status: 'in_progress' } },
+    'response.created',
+  )
+  let item: Json
+  if ('text' in reply) {
+    const itemId = nextId('msg')
+    item = {
+      type: 'message',
+      id: itemId,
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: reply.text, annotations: [] }],
+    }
+    send(
+      {
+        type: 'response.output_item.added',
+        output_index: 0,
+        item: { ...item, status: 'in_progress', content: [] },
+      },
+      'response.output_item.added',
+    )
+    // Two deltas, so the agent's streaming path is exercised rather than one lump.
+    const half = Math.ceil(reply.text.length / 2)
+    for (const delta of [reply.text.slice(0, half), reply.text.slice(half)]) {
+      if (delta === '') continue
+      send(
+        {
+          type: 'response.output_text.delta',
+          item_id: itemId,
+          output_index: 0,
+          content_index: 0,
+          delta,
+        },
+        'response.output_text.delta',
+      )
+    }
+  } else {
+    item = {
+      type: 'function_call',
+      id: nextId('fc'),
+      call_id: nextId('call'),
+      name: reply.toolCall.name,
+      arguments: JSON.stringify(reply.toolCall.arguments),
+      status: 'completed',
+    }
+    send(
+      { type: 'response.output_item.added', output_index: 0, item },
+      'response.output_item.added',
+    )
+  }
+  send({ type: 'response.output_item.done', output_index: 0, item }, 'response.output_item.done')
+  send(
+    {
+      type: 'response.completed',
+      response: {
+        ...response,
+        status: 'completed',
+        output: [item],
+        usage: {
+          input_tokens: 10,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: 5,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: 15,
+        },
+      },
+    },
+    'response.completed',
+  )
+  res.end()
+}
+
+/** Streams a reply as Chat Completions chunks, ending with [DONE]. */
+function streamChat(res: ServerResponse, model: string, reply: ModelReply): void {
+  const send = sse(res)
+  const id = nextId('chatcmpl')
+  const chunk = (delta: Json, finish: string | null, extra: Json = {}) => ({
+    id,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+    ...extra,
+  })
+  send(chunk({ role: 'assistant', content: '' }, null))
+  if ('text' in reply) {
+    const half = Math.ceil(reply.text.length / 2)
+    for (const content of [reply.text.slice(0, half), reply.text.slice(half)]) {
+      if (content !== '') send(chunk({ content }, null))
+    }
+  } else {
+    send(
+      chunk(
+        {
+          tool_calls: [
+            {
+              index: 0,
+              id: nextId('call'),
+              type: 'function',
+              function: {
+                name: reply.toolCall.name,
+                arguments: JSON.stringify(reply.toolCall.arguments),
+              },
+            },
+          ],
+        },
+        null,
+      ),
+    )
+  }
+  send(
+    chunk({}, 'text' in reply ? 'stop' : 'tool_calls', {
+      usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+    }),
+  )
+  res.write('data: [DONE]\n\n')
+  res.end()
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const c of req) chunks.push(c as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+/** Starts the server; the default responder answers every request with "ok". */
+export async function startMockModel(
+  responder: Responder = () => ({ text: 'ok' }),
+): Promise<MockModel> {
+  let respond = responder
+  const requests: ModelRequest[] = []
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const raw = await readBody(req)
+      let body: Json = {}
+      try {
+        body = raw === '' ? {} : (JSON.parse(raw) as Json)
+      } catch {
+        // Recorded as is; an agent sending non-JSON is something for the test to see.
+      }
+      const path = (req.url ?? '/').split('?')[0] ?? '/'
+      const api = path.endsWith('/responses')
+        ? 'responses'
+        : path.endsWith('/chat/completions')
+          ? 'chat'
+          : 'other'
+      const normal =
+        api === 'responses'
+          ? fromResponses(body)
+          : api === 'chat'
+            ? fromChat(body)
+            : { api: 'other' as const, lastUserText: '', toolResults: [], tools: [] }
+      const record: ModelRequest = {
+        ...normal,
+        method: req.method ?? 'GET',
+        path,
+        body: raw !== '' && Object.keys(body).length === 0 ? raw : body,
+      }
+      requests.push(record)
+      const model = typeof body.model === 'string' ? body.model : 'mock-model'
+      if (req.method === 'GET' && path.endsWith('/models')) {
+        res.writeHead(200, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model' }] }))
+        return
+      }
+      if (req.method !== 'POST' || api === 'other') {
+        res.writeHead(404, { 'content-type': 'application/json' })
+        res.end(JSON.stringify({ error: { message: `mock model: no ${req.method} ${path}` } }))
+        return
+      }
+      const reply = respond(record)
+      if (api === 'responses') streamResponses(res, model, reply)
+      else streamChat(res, model, reply)
+    })().catch((err: unknown) => {
+      res.writeHead(500)
+      res.end(String(err))
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    respond: (r) => {
+      respond = r
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections()
+        server.close(() => resolve())
+      }),
+  }
+}
