@@ -3,6 +3,7 @@ import { createWriteStream, type WriteStream } from 'node:fs'
 import { Readable, Transform, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
+import { removePidFile, signalGroup, writePidFile } from './process-group.js'
 
 /** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
 export const envAllowlist = [
@@ -24,6 +25,8 @@ export interface AgentSpec {
   logPath: string
   /** Extra environment variable names to pass through. */
   env?: string[]
+  /** Where the running agent's pid is kept (see process-group.ts). */
+  pidPath?: string
 }
 
 /** What the host needs to ask a person about a tool call. */
@@ -130,9 +133,31 @@ export class AgentProcess {
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
       if (process.env[name] !== undefined) env[name] = process.env[name]
     }
-    const child = spawn(command, args, { cwd: this.spec.cwd, env, stdio: ['pipe', 'pipe', 'pipe'] })
+    // Its own process group (detached), so stopping it stops what it started.
+    const child = spawn(command, args, {
+      cwd: this.spec.cwd,
+      env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    })
     this.child = child
-    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)))
+    const pidPath = this.spec.pidPath
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code) => {
+        if (pidPath !== undefined) removePidFile(pidPath)
+        // What it started (tools, MCP servers) goes with it, however it ended.
+        if (child.pid !== undefined) {
+          try {
+            signalGroup(child.pid, 'SIGKILL')
+          } catch (err) {
+            if (this.log?.writable)
+              this.log.write(`[kith] could not stop its process group: ${String(err)}\n`)
+          }
+        }
+        resolve(code)
+      }),
+    )
+    if (pidPath !== undefined && child.pid !== undefined) writePidFile(pidPath, child.pid)
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve())
       child.once('error', (err) =>
@@ -299,8 +324,12 @@ export class AgentProcess {
   async stop(): Promise<void> {
     this.conn?.close()
     if (this.running) {
-      this.child?.kill('SIGTERM')
-      const timer = setTimeout(() => this.child?.kill('SIGKILL'), 2000)
+      const pid = this.child?.pid
+      const kill = (signal: NodeJS.Signals) => {
+        if (pid === undefined || !signalGroup(pid, signal)) this.child?.kill(signal)
+      }
+      kill('SIGTERM')
+      const timer = setTimeout(() => kill('SIGKILL'), 2000)
       await this.exited
       clearTimeout(timer)
     }

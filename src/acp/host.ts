@@ -11,7 +11,8 @@ import { openSession, type SessionStore } from './session-open.js'
 
 export type { SavedSession, SessionStore } from './session-open.js'
 
-export type AgentState = 'stopped' | 'starting' | 'idle' | 'working' | 'crashed' | 'circuit-open'
+export type AgentState =
+  'stopped' | 'starting' | 'idle' | 'working' | 'awaiting-permission' | 'crashed' | 'circuit-open'
 
 export interface HostOptions {
   sessions?: SessionStore
@@ -66,6 +67,8 @@ export class AgentHost {
   /** The job whose turn is running in each session, to route its permission requests. */
   private readonly running = new Map<string, PromptJob>()
   crashes = 0
+  /** Permission requests of this agent waiting for a person. */
+  private asking = 0
   /** Sessions whose turn a person cancelled: their end is reported as a cancel, not a failure. */
   private readonly cancelled = new Set<string>()
 
@@ -150,7 +153,11 @@ export class AgentHost {
       )
       .finally(() => {
         this.busy.delete(channel)
-        if (this.busy.size === 0 && this.state === 'working') this.state = 'idle'
+        if (
+          this.busy.size === 0 &&
+          (this.state === 'working' || this.state === 'awaiting-permission')
+        )
+          this.state = 'idle'
         this.drain(channel)
       })
   }
@@ -211,7 +218,15 @@ export class AgentHost {
   private permission(job: PromptJob, ask: PermissionAsk): Promise<PermissionAnswer> {
     const mode = this.opts.permissions ?? 'ask'
     const optionId = autoAllowOption(mode, ask)
-    if (optionId === undefined) return job.permission(ask)
+    if (optionId === undefined) {
+      // Shown as its own state (kith agent list, kith status) while a person is being asked.
+      this.asking++
+      this.state = 'awaiting-permission'
+      return job.permission(ask).finally(() => {
+        if (--this.asking === 0 && this.state === 'awaiting-permission')
+          this.state = this.busy.size > 0 ? 'working' : 'idle'
+      })
+    }
     this.log(
       `agent ${this.name}: auto-allowed ${ask.toolKind} "${ask.title}" in #${job.channel} (permissions: ${mode})`,
     )

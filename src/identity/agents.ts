@@ -24,6 +24,8 @@ export interface AgentRecord {
   allow?: AgentPolicy
   /** Who may answer its permission requests and cancel its turns (default: its owner). */
   approvers?: AgentPolicy
+  /** Environment variables passed through from kith up's environment (API keys and the like). */
+  env?: string[]
   /** Which tool calls the node allows without asking a person; absent: `ask` (none). */
   permissions?: PermissionsMode
 }

@@ -14,6 +14,7 @@ import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
 import { AgentHost, type PromptJob } from '../acp/host.js'
+import { reapLeftover } from '../acp/process-group.js'
 import { personOf } from '../grants/members.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
@@ -242,12 +243,20 @@ export class KithNode {
         this.log(`agent ${record.name}: key file missing; not started`)
         continue
       }
+      const pidPath = join(this.id.home, 'agents', `${record.name}.pid`)
+      const leftover = reapLeftover(pidPath, record.command[0] ?? '')
+      if (leftover !== undefined)
+        this.log(
+          `agent ${record.name}: stopped its process left from an earlier run (pid ${leftover})`,
+        )
       const host = new AgentHost(
         record.name,
         {
           argv: record.command,
           cwd: record.cwd ?? this.id.home,
           logPath: join(this.id.home, 'agents', `${record.name}.log`),
+          pidPath,
+          ...(record.env === undefined ? {} : { env: record.env }),
         },
         this.log,
         {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -99,6 +100,72 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
       await node.waitFor(/resumed session fake-1 for #ops/)
       const code = await node.stop()
       expect(code, node.lines.join('\n')).toBe(0)
+    },
+  )
+})
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    // ESRCH: gone.
+    return false
+  }
+}
+
+describe('agent processes', () => {
+  it(
+    'stops the tools an agent started with it, and a leftover agent on the next kith up',
+    { timeout: 120_000 },
+    async () => {
+      const home = join(tempDir(), 'h')
+      await runKith(['init', '--name', 'box'], { home })
+      const add = await runKith(
+        [
+          'agent',
+          'add',
+          'bot',
+          '--env',
+          'AGENT_TEST_TOKEN',
+          '--',
+          process.execPath,
+          fakeAgent,
+          '--linger',
+        ],
+        { home },
+      )
+      expect(add.code, add.stderr).toBe(0)
+      const refused = await runKith(['agent', 'add', 'x', '--env', 'KITH_HOME', '--', 'true'], {
+        home,
+      })
+      expect(refused.code).toBe(2)
+      expect(refused.stderr).toMatch(/KITH_HOME is Kith's own and never reaches an agent/)
+
+      // A variable named with --env reaches the agent; nothing else of the node's does.
+      let node = await startNodeProcess(home, ['--port', '0'], { AGENT_TEST_TOKEN: 'x' })
+      expect((await ask(home, '@bot env')).split(',')).toContain('AGENT_TEST_TOKEN')
+
+      // A normal stop takes the agent's tool processes with it.
+      const tool = Number(/^child (\d+)$/.exec(await ask(home, '@bot child'))![1])
+      expect(alive(tool)).toBe(true)
+      expect(await node.stop()).toBe(0)
+      await expect.poll(() => alive(tool), { timeout: 10_000 }).toBe(false)
+
+      // A node killed outright leaves its agent running (this one ignores stdin closing, as
+      // codex-acp does); the next kith up stops it before starting a new one.
+      node = await startNodeProcess(home, ['--port', '0'])
+      expect(await ask(home, '@bot echo up')).toBe('up')
+      const pid = Number(readFileSync(join(home, 'agents', 'bot.pid'), 'utf8'))
+      await node.stop('SIGKILL')
+      expect(alive(pid)).toBe(true)
+      node = await startNodeProcess(home, ['--port', '0'])
+      await node.waitFor(
+        new RegExp(`stopped its process left from an earlier run \\(pid ${pid}\\)`),
+      )
+      await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false)
+      expect(await ask(home, '@bot echo again')).toBe('again')
+      expect(await node.stop()).toBe(0)
     },
   )
 })

@@ -149,6 +149,10 @@ describe(
           { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
         ],
       })
+      // While a person is asked, the agent shows as awaiting permission.
+      expect((await runKith(['status', '--json'], { home: devbox })).stdout).toMatch(
+        /"state": "awaiting-permission"/,
+      )
       const permit = await runKith(['permit', card!.event.id.slice(0, 10), '1'], { home: laptop })
       expect(permit.code, permit.stderr).toBe(0)
       expect((await replyTo(laptop, q6, 9)).event.content).toBe('permission: selected allow')

@@ -30,7 +30,8 @@ import { runAgentLogs } from './agent-logs.js'
 export const agentHelp = `Usage:
   kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
                       [--cwd DIR] [--allow POLICY] [--approvers POLICY]
-                      [--permissions ask|allow-reads|allow-all] [-- COMMAND ARGS…]
+                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]
+                      [-- COMMAND ARGS…]
   kith agent list [--json]
   kith agent logs NAME [--lines N] [--follow]
   kith agent revoke NAME|NPUB [--json]
@@ -49,6 +50,9 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         --permissions: ask (default) sends every tool call to a person for approval;
         allow-reads lets read, search, think and fetch calls run without asking; allow-all lets
         every call run. The agent is kept in a mode that asks, so each call is seen either way.
+        --env passes these variables through from kith up's environment (for example an API
+        key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
+        USER and the like. KITH_* variables are never passed.
 list    the agents hosted on this node: grant state, permissions, and under kith up the
         process state, adapter, queue and sessions.
 logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
@@ -77,6 +81,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       allow: { type: 'string' },
       approvers: { type: 'string' },
       permissions: { type: 'string' },
+      env: { type: 'string' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -103,8 +108,9 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   const approvers = parsePolicyFlag(values.approvers, '--approvers')
   const permissions =
     values.permissions === undefined ? undefined : parsePermissionsMode(values.permissions)
-  if (permissions !== undefined && command === undefined) {
-    throw new KithError('usage', `--permissions goes with an agent command (-- COMMAND)`)
+  const env = parseEnvNames(values.env)
+  if ((permissions !== undefined || env !== undefined) && command === undefined) {
+    throw new KithError('usage', `--permissions and --env go with an agent command (-- COMMAND)`)
   }
   return withNode(async (node) => {
     const now = nowSeconds()
@@ -176,6 +182,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
               allow: allow ?? 'owner',
               approvers: approvers ?? 'owner',
               permissions: permissions ?? 'ask',
+              ...(env === undefined ? {} : { env }),
             }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
@@ -216,4 +223,17 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     }
     throw new KithError('usage', `unknown agent command ${JSON.stringify(sub)}\n\n${agentHelp}`)
   })
+}
+
+/** --env NAME,NAME: variable names to pass through; never Kith's own. */
+function parseEnvNames(text: string | undefined): string[] | undefined {
+  const names = parseList(text, 'env')
+  if (names === undefined) return undefined
+  for (const n of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(n))
+      throw new KithError('usage', `--env: ${JSON.stringify(n)} is not a variable name`)
+    if (/^KITH_/i.test(n))
+      throw new KithError('usage', `--env: ${n} is Kith's own and never reaches an agent`)
+  }
+  return [...new Set(names)]
 }
