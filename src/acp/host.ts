@@ -79,7 +79,7 @@ export class AgentHost {
     readonly name: string,
     private readonly spec: AgentSpec,
     private readonly log: (line: string) => void,
-    private readonly opts: HostOptions = {},
+    private opts: HostOptions = {},
   ) {}
 
   /** Records a crash; 3 within a minute open the breaker for 5 minutes. */
@@ -318,6 +318,11 @@ export class AgentHost {
   async stop(): Promise<void> {
     this.state = 'stopped'
     await this.proc?.stop()
+  }
+
+  /** Changes which tool calls are allowed without asking, from the next request on. */
+  setPermissions(mode: PermissionsMode): void {
+    this.opts = { ...this.opts, permissions: mode }
   }
 
   /** Removes and returns the queued (not yet running) jobs that match. */

@@ -180,6 +180,17 @@ export class KithNode {
         client.onClose(() => this.watchers.delete(fn))
         return { ok: true }
       },
+      // kith agent set changed who may use an agent, or its permissions: apply them now.
+      'agents-changed': () => {
+        for (const record of listAgentRecords(this.id.home)) {
+          const agent = this.agents.get(record.pubkey)
+          if (agent === undefined) continue
+          agent.record = record
+          agent.host.setPermissions(record.permissions ?? 'ask')
+          this.log(`agent ${record.name}: settings updated`)
+        }
+        return { ok: true }
+      },
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()

@@ -215,6 +215,13 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     expect((await under(bobLaptop, q2))[0]!.event.content).toMatch(
       /^⚠ mine does not take your prompts: its policy allows owner/,
     )
+    // Alice opens it to the fleet; the running node applies it at once.
+    const set = await runKith(['agent', 'set', 'mine', '--allow', 'fleet'], { home: aliceDevbox })
+    expect(set.code, set.stderr).toBe(0)
+    expect(set.stdout).toMatch(/mine: prompts from fleet, approvals from owner/)
+    expect(set.stdout).toMatch(/applied now by the running node/)
+    const q2b = await ask(bobLaptop, '@mine echo now I may')
+    expect((await under(bobLaptop, q2b))[0]!.event.content).toBe('now I may')
     // Bob's own agent takes his prompts, not Alice's.
     const q3 = await ask(bobLaptop, '@bobs echo mine')
     expect((await under(bobLaptop, q3))[0]!.event.content).toBe('mine')

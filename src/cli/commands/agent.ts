@@ -26,12 +26,15 @@ import { describeReports } from '../../node/fleet.js'
 import { parsePermissionsMode } from '../../acp/permission-policy.js'
 import { listAgents } from './agent-list.js'
 import { runAgentLogs } from './agent-logs.js'
+import { connectDaemon } from './chat-common.js'
+import { describePolicy } from '../../grants/policy.js'
 
 export const agentHelp = `Usage:
   kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
                       [--cwd DIR] [--allow POLICY] [--approvers POLICY]
                       [--permissions ask|allow-reads|allow-all] [--env NAME,…]
                       [-- COMMAND ARGS…]
+  kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]
   kith agent list [--json]
   kith agent logs NAME [--lines N] [--follow]
   kith agent revoke NAME|NPUB [--json]
@@ -53,6 +56,7 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         --env passes these variables through from kith up's environment (for example an API
         key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
         USER and the like. KITH_* variables are never passed.
+set     changes those settings of an agent hosted here; a running node applies them at once.
 list    the agents hosted on this node: grant state, permissions, and under kith up the
         process state, adapter, queue and sessions.
 logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
@@ -109,7 +113,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   const permissions =
     values.permissions === undefined ? undefined : parsePermissionsMode(values.permissions)
   const env = parseEnvNames(values.env)
-  if ((permissions !== undefined || env !== undefined) && command === undefined) {
+  if (sub === 'add' && (permissions !== undefined || env !== undefined) && command === undefined) {
     throw new KithError('usage', `--permissions and --env go with an agent command (-- COMMAND)`)
   }
   return withNode(async (node) => {
@@ -209,6 +213,50 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       }
       return exitForReports(reports)
     }
+    if (sub === 'set') {
+      if (name === undefined)
+        throw new KithError('usage', `kith agent set needs a NAME\n\n${agentHelp}`)
+      const record = listAgentRecords(id.home).find((a) => a.name === name)
+      if (record === undefined)
+        throw new KithError('not-found', `no agent named ${name} on this node (kith agent list)`)
+      if (record.command === undefined)
+        throw new KithError('usage', `${name} is a key only (no command): nothing runs it here`)
+      if ([allow, approvers, permissions, env].every((v) => v === undefined))
+        throw new KithError(
+          'usage',
+          'kith agent set needs --allow, --approvers, --permissions or --env',
+        )
+      const updated = {
+        ...record,
+        ...(allow === undefined ? {} : { allow }),
+        ...(approvers === undefined ? {} : { approvers }),
+        ...(permissions === undefined ? {} : { permissions }),
+        ...(env === undefined ? {} : { env }),
+      }
+      writeAgentRecord(id.home, updated)
+      const live = await notifyAgentsChanged()
+      if (values.json) {
+        out.json({
+          name,
+          allow: updated.allow ?? 'owner',
+          approvers: updated.approvers ?? 'owner',
+          permissions: updated.permissions ?? 'ask',
+          env: updated.env ?? [],
+          applied: live ? 'now' : 'on the next kith up',
+        })
+        return 0
+      }
+      out.line(
+        `${name}: prompts from ${describePolicy(updated.allow)}, approvals from ${describePolicy(updated.approvers)}, permissions ${updated.permissions ?? 'ask'}`,
+      )
+      out.line(
+        live
+          ? 'applied now by the running node' +
+              (env === undefined ? '' : ' (--env from the next agent start)')
+          : 'applied when kith up next starts',
+      )
+      return 0
+    }
     if (sub === 'list') {
       if (name !== undefined) throw new KithError('usage', 'kith agent list takes no arguments')
       return listAgents(node, now, values.json ?? false, out)
@@ -236,4 +284,16 @@ function parseEnvNames(text: string | undefined): string[] | undefined {
       throw new KithError('usage', `--env: ${n} is Kith's own and never reaches an agent`)
   }
   return [...new Set(names)]
+}
+
+/** Tells a running node that agent records changed; false when no node runs. */
+async function notifyAgentsChanged(): Promise<boolean> {
+  const daemon = await connectDaemon()
+  if (daemon === undefined) return false
+  try {
+    await daemon.request('agents-changed')
+    return true
+  } finally {
+    daemon.close()
+  }
 }
