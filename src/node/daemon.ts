@@ -15,6 +15,7 @@ import { GrantBook } from './grant-book.js'
 import { Names, type Who } from './names.js'
 import { AgentHost, type PromptJob } from '../acp/host.js'
 import { reapLeftover } from '../acp/process-group.js'
+import { ChannelBook } from '../grants/channels.js'
 import { personOf } from '../grants/members.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
@@ -88,6 +89,8 @@ export class KithNode {
   readonly store: NodeStore
   readonly book: GrantBook
   readonly names: Names
+  /** Private channels' definitions: the node enforces membership too (a plain relay does not). */
+  readonly channels: ChannelBook
   readonly links: HubLink[] = []
   embedded: Hub | undefined
   private pool!: VerifyPool
@@ -134,6 +137,8 @@ export class KithNode {
       this.store.enqueue(e, this.now()),
     )
     this.names = new Names(this.book.verifier, this.store.events)
+    this.channels = new ChannelBook(this.book.verifier)
+    for (const e of this.store.events.eventsOfKind(Kind.ChannelDefinition)) this.channels.add(e)
   }
 
   static async start(opts: NodeOptions): Promise<KithNode> {
@@ -847,9 +852,23 @@ export class KithNode {
       this.enforceMembership()
     }
     const now = this.now()
+    // Definitions next (checked as a hub checks them), so the events below meet the right rules.
+    const definitions = valid
+      .filter((e) => e.kind === Kind.ChannelDefinition)
+      .sort((a, b) => a.created_at - b.created_at)
+    const refusedDefinitions = new Set<string>()
+    for (const e of definitions) {
+      const r = this.channels.add(e, { now })
+      if (r.status === 'rejected') {
+        refusedDefinitions.add(e.id)
+        this.log(`ignored a definition of a channel (${r.code}: ${r.reason})`)
+      }
+    }
     const accepted: NostrEvent[] = []
     for (const e of valid) {
       if (e.kind === Kind.Grant || e.kind === Kind.Revocation) continue
+      if (refusedDefinitions.has(e.id)) continue
+      if (e.kind !== Kind.ChannelDefinition && !this.channels.mayPost(e, now).ok) continue
       const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
       if (!d.ok) continue
       if (isEphemeralKind(e.kind)) {
@@ -898,6 +917,15 @@ export class KithNode {
     if (typeof channel !== 'string' || typeof text !== 'string') {
       throw new KithError('usage', 'send needs channel and text')
     }
+    const posting = this.channels.mayPost(
+      { kind: Kind.ChatMessage, tags: [['h', channel]], pubkey: this.id.devicePubkey },
+      this.now(),
+    )
+    if (!posting.ok)
+      throw new KithError(
+        'restricted',
+        `#${channel} is private and you are not a member: ask its creator or an admin (kith channel members '#${channel}')`,
+      )
     const event = buildChat(this.id, this.names, this.store, {
       channel,
       text,

@@ -2,10 +2,12 @@ import { join } from 'node:path'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent } from '../../src/events/event.js'
+import { makeChannelDefinition } from '../../src/events/channel-def.js'
 import { makeGrant } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { readConfig, writeConfig } from '../../src/identity/config.js'
 import { initIdentity, loadIdentity } from '../../src/identity/keys.js'
+import type { KithError } from '../../src/errors.js'
 import { KithNode } from '../../src/node/daemon.js'
 import { GrantBook } from '../../src/node/grant-book.js'
 import { startTestHub } from '../helpers/hub.js'
@@ -117,5 +119,69 @@ describe('sending', () => {
       .history({ channel: 'ops', limit: 10 })
       .filter((i) => i.event.content === '@claude run tests')
     expect(stored).toHaveLength(2)
+  })
+})
+
+describe('private channels at the node', () => {
+  it('takes a private channel’s events only from its members, and will not post into it otherwise', async () => {
+    const aliceSk = generateSecretKey()
+    const alice = publicKeyOf(aliceSk)
+    const home = join(tempDir(), 'alice')
+    initIdentity({ home, ownerSecret: aliceSk })
+    const node = await startNode(home)
+    const bobSk = generateSecretKey()
+    const bobDevSk = generateSecretKey()
+    const bobGrant = signEvent(
+      makeGrant({ subject: publicKeyOf(bobSk), role: 'owner', fleet: alice, name: 'bob' }, now()),
+      aliceSk,
+    )
+    const bobDevice = signEvent(
+      makeGrant(
+        {
+          subject: publicKeyOf(bobDevSk),
+          role: 'device',
+          fleet: alice,
+          parent: bobGrant.id,
+          name: 'bob-laptop',
+        },
+        now(),
+      ),
+      bobSk,
+    )
+    const secret = signEvent(
+      makeChannelDefinition(
+        { channel: 'secret', fleet: alice, creator: alice, private: true, members: [alice] },
+        now(),
+      ),
+      aliceSk,
+    )
+    const msg = (channel: string, text: string) =>
+      signEvent({ kind: 9, created_at: now(), tags: [['h', channel]], content: text }, bobDevSk)
+    const seen: string[] = []
+    node.onChat((item) => seen.push(item.event.content))
+    // As a plain relay would hand them over: a non-member's post in the private channel.
+    await node.intake([
+      bobGrant,
+      bobDevice,
+      secret,
+      msg('secret', 'bob sneaks in'),
+      msg('ops', 'bob in ops'),
+    ])
+    expect(seen).toEqual(['bob in ops'])
+    // A node whose person is not a member refuses to post there, and says why.
+    const bobHome = join(tempDir(), 'bob')
+    initIdentity({ home: bobHome, ownerSecret: bobSk })
+    writeConfig(bobHome, { ...readConfig(bobHome)!, fleet: alice })
+    const book = GrantBook.open(bobHome, alice)
+    book.learn([bobGrant, secret])
+    book.close()
+    const bobNode = await startNode(bobHome)
+    await bobNode.intake([secret])
+    const refused = await bobNode.sendChat({ channel: 'secret', text: 'hi' }).then(
+      () => undefined,
+      (err: unknown) => err as KithError,
+    )
+    expect(refused?.code).toBe('restricted')
+    expect(refused?.message).toMatch(/#secret is private and you are not a member/)
   })
 })
