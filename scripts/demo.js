@@ -124,6 +124,16 @@ async function main() {
   )
   say(`    claude [agent] replied: ${reply.content}`)
 
+  step('live progress: kith watch on the laptop while the agent works')
+  const watch = kith('laptop', ['watch', 'claude'])
+  await waitFor(watch, /watching @claude/)
+  say(indent(await kith('laptop', ['send', '#ops', '@claude work']).done))
+  await waitFor(watch, /claude #ops: done/)
+  say(indent(watch.output()))
+  watch.child.kill('SIGTERM')
+  const worked = await untilLog((m) => m.from.name === 'claude' && m.content === 'done')
+  say(`    claude [agent] replied: ${worked.content}`)
+
   step('a tool call that needs permission, approved from the laptop')
   say(indent(await kith('laptop', ['send', '#ops', '@claude permission rm -rf build']).done))
   const card = await untilLog(

@@ -26,6 +26,8 @@ describe('npm run demo (the README first command)', () => {
       expect(stdout).toMatch(/devbox \[device\]: thanks, I am up/)
       expect(stdout).toMatch(/devbox\s+npub1\w+\s+active/)
       expect(stdout).toMatch(/claude \[agent\] replied: hello from the laptop/)
+      expect(stdout).toMatch(/claude #ops: ⚙ run tests \(in_progress\)\n.*claude #ops: … checking/)
+      expect(stdout).toMatch(/claude \[agent\] replied: done/)
       expect(stdout).toMatch(
         /🔐 claude asks to run: rm -rf build\s+\[1\] Allow once\s+\[2\] Reject/,
       )
