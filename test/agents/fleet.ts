@@ -8,9 +8,9 @@ import { expect, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import * as nip19 from 'nostr-tools/nip19'
 import { bytesToHex } from '@noble/hashes/utils.js'
-import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { runKith, startHubProcess, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
+import { history } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 /** Where `npm run test:agents` installs the pinned agents (apart from the main dependencies). */
@@ -68,16 +68,6 @@ export function processesIn(dir: string): number[] {
     }
   }
   return pids
-}
-
-export async function history(home: string): Promise<ChatItem[]> {
-  const c = await ControlClient.connect(join(home, 'node.sock'))
-  if (c === undefined) return []
-  try {
-    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
-  } finally {
-    c.close()
-  }
 }
 
 /**

@@ -2,46 +2,12 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { ControlClient } from '../../src/node/control.js'
-import type { ChatItem } from '../../src/node/daemon.js'
 import type { AgentRow } from '../../src/cli/commands/agent-list.js'
 import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { askForReply, history } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
-
-async function history(home: string): Promise<ChatItem[]> {
-  const c = await ControlClient.connect(join(home, 'node.sock'))
-  if (c === undefined) return []
-  try {
-    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
-  } finally {
-    c.close()
-  }
-}
-
-/** Sends `text` to #ops and waits for the agent's reply threaded under it. */
-async function ask(home: string, text: string): Promise<string> {
-  const sent = await runKith(['send', '#ops', text, '--json'], { home })
-  expect(sent.code, sent.stderr).toBe(0)
-  const id = (JSON.parse(sent.stdout) as { id: string }).id
-  let reply: ChatItem | undefined
-  await expect
-    .poll(
-      async () => {
-        reply = (await history(home)).find(
-          (i) =>
-            i.event.kind === 9 &&
-            i.from.role === 'agent' &&
-            i.event.tags.some((t) => t[0] === 'e' && t[1] === id),
-        )
-        return reply !== undefined
-      },
-      { timeout: 30_000 },
-    )
-    .toBe(true)
-  return reply!.event.content
-}
 
 async function listed(home: string): Promise<AgentRow> {
   const r = await runKith(['agent', 'list', '--json'], { home })
@@ -75,9 +41,9 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
       )
       expect(add.code, add.stderr).toBe(0)
       let node = await startNodeProcess(home, ['--port', '0'])
-      expect(await ask(home, '@bot mode')).toBe('mode: default, model: fake-large')
+      expect(await askForReply(home, '@bot mode')).toBe('mode: default, model: fake-large')
       // A read runs at once (no 4142 card), and the node says so.
-      expect(await ask(home, '@bot permission-read src/index.ts')).toBe(
+      expect(await askForReply(home, '@bot permission-read src/index.ts')).toBe(
         'permission: selected allow',
       )
       await node.waitFor(
@@ -96,7 +62,7 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
 
       // Restarted: the session is resumed and its mode and model set again (the agent forgot).
       node = await startNodeProcess(home, ['--port', '0'])
-      expect(await ask(home, '@bot mode')).toBe('mode: default, model: fake-large')
+      expect(await askForReply(home, '@bot mode')).toBe('mode: default, model: fake-large')
       await node.waitFor(/resumed session fake-1 for #ops/)
       const code = await node.stop()
       expect(code, node.lines.join('\n')).toBe(0)
@@ -144,10 +110,10 @@ describe('agent processes', () => {
 
       // A variable named with --env reaches the agent; nothing else of the node's does.
       let node = await startNodeProcess(home, ['--port', '0'], { AGENT_TEST_TOKEN: 'x' })
-      expect((await ask(home, '@bot env')).split(',')).toContain('AGENT_TEST_TOKEN')
+      expect((await askForReply(home, '@bot env')).split(',')).toContain('AGENT_TEST_TOKEN')
 
       // A normal stop takes the agent's tool processes with it.
-      const tool = Number(/^child (\d+)$/.exec(await ask(home, '@bot child'))![1])
+      const tool = Number(/^child (\d+)$/.exec(await askForReply(home, '@bot child'))![1])
       expect(alive(tool)).toBe(true)
       expect(await node.stop()).toBe(0)
       await expect.poll(() => alive(tool), { timeout: 10_000 }).toBe(false)
@@ -155,7 +121,7 @@ describe('agent processes', () => {
       // A node killed outright leaves its agent running (this one ignores stdin closing, as
       // codex-acp does); the next kith up stops it before starting a new one.
       node = await startNodeProcess(home, ['--port', '0'])
-      expect(await ask(home, '@bot echo up')).toBe('up')
+      expect(await askForReply(home, '@bot echo up')).toBe('up')
       const pid = Number(readFileSync(join(home, 'agents', 'bot.pid'), 'utf8'))
       await node.stop('SIGKILL')
       expect(alive(pid)).toBe(true)
@@ -164,7 +130,7 @@ describe('agent processes', () => {
         new RegExp(`stopped its process left from an earlier run \\(pid ${pid}\\)`),
       )
       await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false)
-      expect(await ask(home, '@bot echo again')).toBe('again')
+      expect(await askForReply(home, '@bot echo again')).toBe('again')
       expect(await node.stop()).toBe(0)
     },
   )

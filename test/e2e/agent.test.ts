@@ -6,45 +6,16 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { envAllowlist } from '../../src/acp/agent-process.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
-import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { runKith, spawnKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
 
-async function history(home: string): Promise<ChatItem[]> {
-  const c = await ControlClient.connect(join(home, 'node.sock'))
-  if (c === undefined) return []
-  try {
-    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
-  } finally {
-    c.close()
-  }
-}
-
-async function ask(home: string, text: string): Promise<string> {
-  const r = await runKith(['send', '#ops', text, '--json'], { home })
-  expect(r.code, r.stderr).toBe(0)
-  return (JSON.parse(r.stdout) as { id: string }).id
-}
-
 /** The agent's event (of `kind`: a reply by default) threaded under `question`, once it has arrived. */
 async function replyTo(home: string, question: string, kind = 9): Promise<ChatItem> {
-  let found: ChatItem | undefined
-  await expect
-    .poll(
-      async () => {
-        found = (await history(home)).find(
-          (i) =>
-            i.event.kind === kind && i.event.tags.some((t) => t[0] === 'e' && t[1] === question),
-        )
-        return found !== undefined
-      },
-      { timeout: 40_000 },
-    )
-    .toBe(true)
-  return found!
+  return (await threadedUnder(home, question, { kind }))[0]!
 }
 
 describe(

@@ -2,8 +2,6 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { readKeyFile } from '../../src/identity/key-file.js'
-import { ControlClient } from '../../src/node/control.js'
-import type { ChatItem } from '../../src/node/daemon.js'
 import {
   runKith,
   spawnKith,
@@ -12,6 +10,7 @@ import {
   type NodeProcess,
 } from '../helpers/cli.js'
 import { RawClient } from '../helpers/raw-client.js'
+import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -63,39 +62,8 @@ async function members(home: string): Promise<PersonJson[]> {
   return (JSON.parse(r.stdout) as { people: PersonJson[] }).people
 }
 
-async function history(home: string): Promise<ChatItem[]> {
-  const c = await ControlClient.connect(join(home, 'node.sock'))
-  if (c === undefined) return []
-  try {
-    return await c.request<ChatItem[]>('history', { channel: 'ops', limit: 1000 })
-  } finally {
-    c.close()
-  }
-}
-
-async function ask(home: string, text: string): Promise<string> {
-  const r = await runKith(['send', '#ops', text, '--json'], { home })
-  expect(r.code, r.stderr).toBe(0)
-  return (JSON.parse(r.stdout) as { id: string }).id
-}
-
-/** The events of `kind` threaded under `question` as seen from `home`, once `count` arrived. */
-async function under(home: string, question: string, kind = 9, count = 1): Promise<ChatItem[]> {
-  let found: ChatItem[] = []
-  await expect
-    .poll(
-      async () => {
-        found = (await history(home)).filter(
-          (i) =>
-            i.event.kind === kind && i.event.tags.some((t) => t[0] === 'e' && t[1] === question),
-        )
-        return found.length >= count
-      },
-      { timeout: 40_000 },
-    )
-    .toBe(true)
-  return found
-}
+const under = (home: string, question: string, kind = 9, count = 1) =>
+  threadedUnder(home, question, { kind, count })
 
 async function agentState(home: string, name: string) {
   const r = await runKith(['status', '--json'], { home })
