@@ -1,0 +1,311 @@
+import { join } from 'node:path'
+import { KithError } from '../errors.js'
+import { channelOf } from '../events/chat.js'
+import { signEvent, type NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { AgentHost, type PromptJob } from '../acp/host.js'
+import { reapLeftover } from '../acp/process-group.js'
+import { personOf } from '../grants/members.js'
+import { describePolicy, policyAllows } from '../grants/policy.js'
+import { listAgentRecords, readAgentSecret, type AgentRecord } from '../identity/agents.js'
+import { PermissionRequests } from './agent-permissions.js'
+import type { HostedAgent, NodeContext } from './node-context.js'
+import { ObserverFrames } from './observer-frames.js'
+import { TurnMetrics } from './turn-metrics.js'
+
+export interface AgentBridgeOptions {
+  /** How long a permission request waits for a person before it is answered cancelled. */
+  permissionTimeoutMs?: number
+  /** After a cancel, how long an agent may take to end its turn before it is killed. */
+  cancelGraceMs?: number
+  /** Agent watchdog: a silent turn ends after this long (default 15 min)… */
+  agentIdleTimeoutMs?: number
+  /** …and no turn runs longer than this (default 2 h). */
+  agentTurnCapMs?: number
+}
+
+/**
+ * The agents this node hosts, bridged to the fleet: @mentions become prompts, tool calls become
+ * permission requests (4142/4143), cancels (4144) end turns, and turns are watched (24142).
+ */
+export class AgentBridge {
+  /** Agents this node hosts, by pubkey. Their secret keys stay in this process. */
+  readonly agents = new Map<string, HostedAgent>()
+  readonly metrics = new TurnMetrics()
+  readonly permissions: PermissionRequests
+  readonly frames: ObserverFrames
+
+  constructor(
+    private readonly node: NodeContext,
+    private readonly opts: AgentBridgeOptions,
+  ) {
+    this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
+      agent: (pubkey) => this.agents.get(pubkey),
+      mayUse: (agent, key, which) => this.mayUse(agent, key, which),
+      replyAs: (agent, question, text) => this.replyAs(agent, question, text),
+    })
+    this.frames = new ObserverFrames(node, (pubkey) => this.ownerOf(pubkey))
+  }
+
+  /** Agents with a command are spawned on first use; the key only ever lives in this process. */
+  loadAgents(): void {
+    for (const record of listAgentRecords(this.node.id.home)) {
+      if (record.command === undefined) continue
+      const secret = readAgentSecret(this.node.id.home, record.name)
+      if (secret === undefined) {
+        this.node.log(`agent ${record.name}: key file missing; not started`)
+        continue
+      }
+      const pidPath = join(this.node.id.home, 'agents', `${record.name}.pid`)
+      const leftover = reapLeftover(pidPath, record.command[0] ?? '')
+      if (leftover !== undefined)
+        this.node.log(
+          `agent ${record.name}: stopped its process left from an earlier run (pid ${leftover})`,
+        )
+      const host = new AgentHost(
+        record.name,
+        {
+          argv: record.command,
+          cwd: record.cwd ?? this.node.id.home,
+          logPath: join(this.node.id.home, 'agents', `${record.name}.log`),
+          pidPath,
+          ...(record.env === undefined ? {} : { env: record.env }),
+        },
+        this.node.log,
+        {
+          sessions: {
+            get: (channel) => this.node.store.agentSession(record.pubkey, channel),
+            set: (channel, session) =>
+              this.node.store.setAgentSession(record.pubkey, channel, session),
+          },
+          permissions: record.permissions ?? 'ask',
+          onNewSession: (channel, reason) =>
+            this.noticeAs(
+              record.pubkey,
+              channel,
+              `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
+            ),
+          ...(this.opts.agentIdleTimeoutMs === undefined
+            ? {}
+            : { idleTimeoutMs: this.opts.agentIdleTimeoutMs }),
+          ...(this.opts.agentTurnCapMs === undefined
+            ? {}
+            : { turnCapMs: this.opts.agentTurnCapMs }),
+        },
+      )
+      this.agents.set(record.pubkey, { record, host, secret })
+      this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
+    }
+  }
+
+  /** Takes each hosted agent's record from disk again (policies, permissions mode). */
+  reloadSettings(): void {
+    for (const record of listAgentRecords(this.node.id.home)) {
+      const agent = this.agents.get(record.pubkey)
+      if (agent === undefined) continue
+      agent.record = record
+      agent.host.setPermissions(record.permissions ?? 'ask')
+      this.node.log(`agent ${record.name}: settings updated`)
+    }
+  }
+
+  /** The person (owner key) a key belongs to: the top owner of its chain, or the founder. */
+  private ownerOf(pubkey: string): string | undefined {
+    return personOf(this.node.book.verifier, pubkey, this.node.now())
+  }
+
+  /** Whether `key` may act on `agent` under one of its policies (prompt or approve). */
+  private mayUse(
+    agent: { record: AgentRecord },
+    key: string,
+    which: 'allow' | 'approvers',
+  ): boolean {
+    return policyAllows(
+      agent.record[which],
+      { key, person: this.ownerOf(key) },
+      this.ownerOf(agent.record.pubkey),
+    )
+  }
+
+  /**
+   * After grants change: a key that is no longer a member loses its queued prompts (each dropped
+   * with a visible notice) and its running turns (cancelled), on every agent hosted here.
+   */
+  enforceMembership(): void {
+    const gone = (job: PromptJob) =>
+      job.from !== undefined && !this.node.book.verifier.isMember(job.from, this.node.now()).ok
+    for (const agent of this.agents.values()) {
+      for (const job of agent.host.dropQueued(gone)) {
+        job.done({ ok: false, message: 'dropped: its author is no longer a member of this fleet' })
+      }
+      for (const job of agent.host.runningJobs()) {
+        if (!gone(job)) continue
+        this.node.log(
+          `cancelling ${agent.record.name}'s turn in #${job.channel}: its author was removed`,
+        )
+        this.permissions.cancelPending(agent.record.pubkey, job.channel)
+        agent.host.cancel(job.channel, this.opts.cancelGraceMs)
+      }
+    }
+  }
+
+  /**
+   * A chat message that mentions (p tag) an agent hosted here becomes a prompt, if the agent's
+   * policy allows its author; otherwise a one-line refusal is posted. Never silence.
+   */
+  dispatch(event: NostrEvent): void {
+    if (event.kind !== Kind.ChatMessage) return
+    const channel = channelOf(event)
+    if (channel === undefined) return
+    for (const tag of event.tags) {
+      if (tag[0] !== 'p' || tag[1] === undefined) continue
+      const agent = this.agents.get(tag[1])
+      if (agent === undefined || event.pubkey === tag[1] || this.agents.has(event.pubkey)) continue
+      if (!this.mayUse(agent, event.pubkey, 'allow')) {
+        this.replyAs(
+          agent,
+          event,
+          `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        )
+        continue
+      }
+      const text = event.content
+        .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
+        .trim()
+      const receivedAt = performance.now()
+      const timing: { promptSentAt?: number; stopAt?: number } = {}
+      agent.host.enqueue({
+        channel,
+        text,
+        from: event.pubkey,
+        timing,
+        permission: (ask) => this.permissions.ask(agent, event, ask),
+        update: (u) => this.frames.observe(agent, event, u),
+        done: (outcome) => {
+          const reply = this.replyAs(
+            agent,
+            event,
+            outcome.ok
+              ? outcome.text
+              : outcome.message.startsWith('turn cancelled')
+                ? `⏹ ${agent.record.name}: ${outcome.message}`
+                : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
+          )
+          if (
+            reply &&
+            outcome.ok &&
+            timing.promptSentAt !== undefined &&
+            timing.stopAt !== undefined
+          ) {
+            this.metrics.expectReply(reply.id, {
+              receivedAt,
+              promptSentAt: timing.promptSentAt,
+              stopAt: timing.stopAt,
+            })
+          }
+        },
+      })
+    }
+  }
+
+  /**
+   * Agent control (kind 4144) `cancel`: from someone who may approve for the agent, it answers
+   * the turn's pending permission requests `cancelled` first (or the agent deadlocks), then
+   * cancels the turn (session/cancel, then a kill after the grace window).
+   */
+  applyControl(control: NostrEvent): void {
+    const channel = channelOf(control)
+    let action: unknown
+    try {
+      action = (JSON.parse(control.content) as { action?: unknown }).action
+    } catch {
+      // Unreadable control events do nothing.
+      return
+    }
+    if (action !== 'cancel' || channel === undefined) return
+    const targets = control.tags.filter((t) => t[0] === 'p').map((t) => t[1])
+    for (const [pubkey, agent] of this.agents) {
+      if (targets.length > 0 && !targets.includes(pubkey)) continue
+      if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
+      this.permissions.cancelPending(pubkey, channel)
+      if (agent.host.cancel(channel, this.opts.cancelGraceMs))
+        this.node.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
+    }
+  }
+
+  /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+    const channel = params.channel
+    if (typeof channel !== 'string') throw new KithError('usage', 'cancel needs a channel')
+    const tags: string[][] = [['h', channel]]
+    if (typeof params.agent === 'string') {
+      const pubkey = this.node.names.resolve(params.agent)
+      if (pubkey === undefined) throw new KithError('usage', `no agent named ${params.agent}`)
+      tags.push(['p', pubkey])
+    }
+    const control = signEvent(
+      {
+        kind: Kind.AgentControl,
+        created_at: this.node.now(),
+        tags,
+        content: JSON.stringify({ action: 'cancel' }),
+      },
+      this.node.id.deviceSecret,
+    )
+    this.node.enqueue(control)
+    this.applyControl(control)
+    this.node.pump()
+    return { event: control }
+  }
+
+  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
+  replyAs(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+    text: string,
+  ): NostrEvent | undefined {
+    if (this.node.stopped()) return undefined
+    const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
+    const tags: string[][] = [['h', channelOf(question) ?? 'general']]
+    tags.push(['e', root ?? question.id, '', 'root'])
+    if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
+    tags.push(['p', question.pubkey])
+    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const maxContent = 60_000
+    const content =
+      text.length > maxContent
+        ? `${text.slice(0, maxContent)}
+… (truncated)`
+        : text
+    const reply = signEvent(
+      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
+      agent.secret,
+    )
+    this.node.enqueue(reply)
+    this.node.emit(reply)
+    this.node.pump()
+    return reply
+  }
+
+  /** A channel notice signed by a hosted agent (new session, …), not threaded under anything. */
+  private noticeAs(agentPubkey: string, channel: string, text: string): void {
+    const agent = this.agents.get(agentPubkey)
+    if (agent === undefined || this.node.stopped()) return
+    const tags: string[][] = [['h', channel]]
+    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const notice = signEvent(
+      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
+      agent.secret,
+    )
+    this.node.enqueue(notice)
+    this.node.emit(notice)
+    this.node.pump()
+  }
+
+  /** Answers every open permission request, stops the agents and wipes their keys. */
+  async stop(): Promise<void> {
+    this.permissions.cancelAll()
+    await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
+    for (const a of this.agents.values()) a.secret.fill(0)
+  }
+}

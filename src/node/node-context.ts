@@ -1,0 +1,35 @@
+import type { AgentHost } from '../acp/host.js'
+import type { NostrEvent } from '../events/event.js'
+import type { AgentRecord } from '../identity/agents.js'
+import type { Identity } from '../identity/keys.js'
+import type { HubLink } from '../link/hub-link.js'
+import type { NodeStore } from '../store/node-store.js'
+import type { GrantBook } from './grant-book.js'
+import type { Names } from './names.js'
+
+/** What the agent bridge uses of the node it runs in; links and intake stay with the node. */
+export interface NodeContext {
+  readonly id: Identity
+  readonly store: NodeStore
+  readonly book: GrantBook
+  readonly names: Names
+  /** The node's own array: links are added to it after the bridge exists. */
+  readonly links: readonly HubLink[]
+  readonly log: (line: string) => void
+  now(): number
+  /** Once true the store may be closed: late timers and callbacks must not write. */
+  stopped(): boolean
+  /** Puts a signed event in the outbox (sent on the next pump). */
+  enqueue(event: NostrEvent): void
+  /** Shows an event to this node's chat listeners. */
+  emit(event: NostrEvent): void
+  /** Sends the outbox on every link that is up. */
+  pump(): void
+}
+
+/** An agent this node hosts. */
+export interface HostedAgent {
+  record: AgentRecord
+  host: AgentHost
+  secret: Uint8Array
+}

@@ -1,0 +1,147 @@
+import {
+  decrypt as nip44Decrypt,
+  encrypt as nip44Encrypt,
+  getConversationKey,
+} from 'nostr-tools/nip44'
+import { channelOf } from '../events/chat.js'
+import { signEvent, type NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import type { AgentRecord } from '../identity/agents.js'
+import type { ControlClientHandle } from './control.js'
+import type { Who } from './names.js'
+import type { NodeContext } from './node-context.js'
+
+/** A coalesced slice of an agent turn's session/update stream. */
+export interface WatchFrame {
+  agent: Who
+  channel: string
+  prompt: string
+  updates: unknown[]
+}
+
+/** The live view of hosted agents' turns: frames sent out, frames received, local watchers. */
+export class ObserverFrames {
+  private readonly frames = new Map<string, { updates: unknown[]; timer: NodeJS.Timeout }>()
+  private readonly watchers = new Set<(frame: WatchFrame) => void>()
+
+  constructor(
+    private readonly node: NodeContext,
+    private readonly ownerOf: (pubkey: string) => string | undefined,
+  ) {}
+
+  /**
+   * Observer frames (kind 24142): a turn's session/update stream, coalesced (every 100 ms or 50
+   * updates), NIP-44 encrypted by the agent to each recipient — the prompter, and the devices of
+   * the agent's owner (at most 10) — and sent live, never stored. Watchers on this node get them
+   * directly.
+   */
+  observe(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+    update: unknown,
+  ): void {
+    let buf = this.frames.get(question.id)
+    if (buf === undefined) {
+      buf = { updates: [], timer: setTimeout(() => this.flushFrame(agent, question), 100) }
+      this.frames.set(question.id, buf)
+    }
+    buf.updates.push(update)
+    if (buf.updates.length >= 50) this.flushFrame(agent, question)
+  }
+
+  private flushFrame(
+    agent: { record: AgentRecord; secret: Uint8Array },
+    question: NostrEvent,
+  ): void {
+    const buf = this.frames.get(question.id)
+    if (buf === undefined) return
+    clearTimeout(buf.timer)
+    this.frames.delete(question.id)
+    // A frame timer firing during shutdown has a closed store: frames are best effort.
+    if (this.node.stopped()) return
+    const channel = channelOf(question) ?? 'general'
+    const frame: WatchFrame = {
+      agent: this.node.names.who(agent.record.pubkey),
+      channel,
+      prompt: question.id,
+      updates: buf.updates,
+    }
+    for (const fn of this.watchers) fn(frame)
+    const owner = this.ownerOf(agent.record.pubkey)
+    const devices = this.node.book.verifier
+      .allGrants()
+      .filter(
+        (g) =>
+          g.role === 'device' &&
+          this.ownerOf(g.subject) === owner &&
+          g.subject !== this.node.id.devicePubkey,
+      )
+      .map((g) => g.subject)
+    // The owner key itself too: a person may watch from any Nostr client holding it.
+    const recipients = [
+      ...new Set([question.pubkey, ...(owner === undefined ? [] : [owner]), ...devices]),
+    ]
+      .filter((r) => r !== this.node.id.devicePubkey)
+      .slice(0, 10)
+    const content = JSON.stringify({ prompt: question.id, updates: buf.updates })
+    for (const r of recipients) {
+      const event = signEvent(
+        {
+          kind: Kind.ObserverFrame,
+          created_at: this.node.now(),
+          tags: [
+            ['p', r],
+            ['h', channel],
+            ['e', question.id],
+          ],
+          content: nip44Encrypt(content, getConversationKey(agent.secret, r)),
+        },
+        agent.secret,
+      )
+      for (const link of this.node.links) {
+        // Frames are live and best effort (never stored or queued): a lost one is not resent.
+        if (link.authenticated)
+          link.publish(event).then(
+            (a) => {
+              if (!a.ok) this.node.log(`frame refused by ${link.url}: ${a.message}`)
+            },
+            () => undefined,
+          )
+      }
+    }
+  }
+
+  /** An observer frame addressed to this device: decrypted and shown to local watchers. */
+  receiveFrame(event: NostrEvent): void {
+    if (!event.tags.some((t) => t[0] === 'p' && t[1] === this.node.id.devicePubkey)) return
+    let body: { prompt?: unknown; updates?: unknown }
+    try {
+      body = JSON.parse(
+        nip44Decrypt(event.content, getConversationKey(this.node.id.deviceSecret, event.pubkey)),
+      ) as typeof body
+    } catch {
+      this.node.log(`dropped an observer frame that does not decrypt`)
+      return
+    }
+    if (!Array.isArray(body.updates) || typeof body.prompt !== 'string') return
+    const frame: WatchFrame = {
+      agent: this.node.names.who(event.pubkey),
+      channel: channelOf(event) ?? 'general',
+      prompt: body.prompt,
+      updates: body.updates,
+    }
+    for (const fn of this.watchers) fn(frame)
+  }
+
+  /** `kith watch` on this node: every frame from now on, of all agents or the one named. */
+  watch(params: Record<string, unknown>, client: ControlClientHandle): { ok: true } {
+    const agent = typeof params.agent === 'string' ? params.agent.toLowerCase() : undefined
+    const fn = (frame: WatchFrame) => {
+      if (agent === undefined || frame.agent.name.toLowerCase() === agent)
+        client.notify('frame', frame)
+    }
+    this.watchers.add(fn)
+    client.onClose(() => this.watchers.delete(fn))
+    return { ok: true }
+  }
+}
