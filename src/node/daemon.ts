@@ -9,6 +9,7 @@ import { VerifyPool } from '../hub/verify-pool.js'
 import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
+import { OutboxPump } from './outbox-pump.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle } from './control.js'
@@ -69,12 +70,12 @@ export class KithNode {
   private pool!: VerifyPool
   private control: Server | undefined
   private readonly listeners = new Set<(item: ChatItem) => void>()
-  private readonly pumping = new Set<string>()
   private presenceTimer: NodeJS.Timeout | undefined
   readonly presence = new Map<string, { status: string; at: number }>()
   private readonly log: (line: string) => void
   private stopped = false
   private readonly bridge: AgentBridge
+  private readonly outbox: OutboxPump
 
   private constructor(
     readonly id: Identity,
@@ -107,6 +108,12 @@ export class KithNode {
       },
       opts,
     )
+    this.outbox = new OutboxPump(this.store, {
+      now: () => this.now(),
+      log: this.log,
+      stopped: () => this.stopped,
+      delivered: (id) => this.bridge.metrics.delivered(id),
+    })
   }
 
   /** Agents this node hosts, by pubkey. Their secret keys stay in this process. */
@@ -240,48 +247,8 @@ export class KithNode {
     link.publish(event).catch((err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`))
   }
 
-  /**
-   * Sends every outbox event this hub has not answered, oldest first, one at a time. OK true and
-   * OK false are both recorded (a refusal is shown, never dropped); a lost connection leaves the
-   * rest for the next time the link is up.
-   */
   private pump(link: HubLink): void {
-    if (this.pumping.has(link.url) || !link.authenticated) return
-    this.pumping.add(link.url)
-    const run = async () => {
-      for (;;) {
-        const pending = this.store.pendingFor(link.url)
-        if (pending.length === 0 || !link.authenticated) return
-        for (const event of pending) {
-          const answer = await link.publish(event)
-          this.store.recordDelivery(event.id, link.url, answer.ok, answer.message, this.now())
-          if (answer.ok) this.bridge.metrics.delivered(event.id)
-          if (!answer.ok)
-            this.log(`${link.url} refused ${event.id.slice(0, 12)}…: ${answer.message}`)
-          this.emitDelivery(event, link.url, answer.ok, answer.message)
-        }
-      }
-    }
-    run()
-      .catch((err: unknown) =>
-        this.log(`outbox to ${link.url}: ${err instanceof Error ? err.message : String(err)}`),
-      )
-      .finally(() => {
-        this.pumping.delete(link.url)
-        // An event queued while the last pass was finishing must not wait for the next trigger.
-        if (!this.stopped && link.authenticated && this.store.pendingFor(link.url).length > 0) {
-          setTimeout(() => this.pump(link), 1000).unref()
-        }
-      })
-  }
-
-  private readonly deliveryWaiters = new Map<
-    string,
-    ((d: { hub: string; ok: boolean; message: string }) => void)[]
-  >()
-
-  private emitDelivery(event: NostrEvent, hub: string, ok: boolean, message: string): void {
-    for (const fn of this.deliveryWaiters.get(event.id) ?? []) fn({ hub, ok, message })
+    this.outbox.pump(link)
   }
 
   /**
@@ -394,22 +361,16 @@ export class KithNode {
       text,
       ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
     })
-    const first = new Promise<{ hub: string; ok: boolean; message: string }>((resolve) => {
-      this.deliveryWaiters.set(event.id, [resolve])
-    })
-    this.store.enqueue(event, this.now())
+    // Shown and dispatched (to agents hosted here) before any hub answers; with no hub
+    // connected there is nobody to wait for: it is queued, and says so at once.
+    const sent = this.outbox.send(
+      event,
+      this.links,
+      typeof params.waitMs === 'number' ? params.waitMs : 5000,
+    )
     this.emit(event)
     this.bridge.dispatch(event)
-    for (const link of this.links) this.pump(link)
-    // With no hub connected there is nobody to wait for: it is queued, and says so at once.
-    if (!this.links.some((l) => l.authenticated)) {
-      this.deliveryWaiters.delete(event.id)
-      return { event, deliveries: [] }
-    }
-    const timeoutMs = typeof params.waitMs === 'number' ? params.waitMs : 5000
-    const timer = new Promise<undefined>((r) => setTimeout(() => r(undefined), timeoutMs).unref())
-    const d = await Promise.race([first, timer])
-    this.deliveryWaiters.delete(event.id)
+    const d = await sent
     return { event, deliveries: d === undefined ? [] : [d] }
   }
 

@@ -1,0 +1,86 @@
+import type { NostrEvent } from '../events/event.js'
+import type { HubLink } from '../link/hub-link.js'
+import type { NodeStore } from '../store/node-store.js'
+
+export interface Delivery {
+  hub: string
+  ok: boolean
+  message: string
+}
+
+/**
+ * Sends the node's outbox to its hubs: for each link, every event that hub has not answered,
+ * oldest first, one at a time. OK true and OK false are both recorded (a refusal is shown, never
+ * dropped); a lost connection leaves the rest for the next time the link is up.
+ */
+export class OutboxPump {
+  private readonly pumping = new Set<string>()
+  private readonly waiters = new Map<string, ((d: Delivery) => void)[]>()
+
+  constructor(
+    private readonly store: NodeStore,
+    private readonly opts: {
+      now: () => number
+      log: (line: string) => void
+      stopped: () => boolean
+      /** Told of each hub's OK true (the reply-timing metrics). */
+      delivered: (id: string) => void
+    },
+  ) {}
+
+  pump(link: HubLink): void {
+    if (this.pumping.has(link.url) || !link.authenticated) return
+    this.pumping.add(link.url)
+    const run = async () => {
+      for (;;) {
+        const pending = this.store.pendingFor(link.url)
+        if (pending.length === 0 || !link.authenticated) return
+        for (const event of pending) {
+          const answer = await link.publish(event)
+          this.store.recordDelivery(event.id, link.url, answer.ok, answer.message, this.opts.now())
+          if (answer.ok) this.opts.delivered(event.id)
+          if (!answer.ok)
+            this.opts.log(`${link.url} refused ${event.id.slice(0, 12)}…: ${answer.message}`)
+          for (const fn of this.waiters.get(event.id) ?? [])
+            fn({ hub: link.url, ok: answer.ok, message: answer.message })
+        }
+      }
+    }
+    run()
+      .catch((err: unknown) =>
+        this.opts.log(`outbox to ${link.url}: ${err instanceof Error ? err.message : String(err)}`),
+      )
+      .finally(() => {
+        this.pumping.delete(link.url)
+        // An event queued while the last pass was finishing must not wait for the next trigger.
+        if (
+          !this.opts.stopped() &&
+          link.authenticated &&
+          this.store.pendingFor(link.url).length > 0
+        ) {
+          setTimeout(() => this.pump(link), 1000).unref()
+        }
+      })
+  }
+
+  /**
+   * Queues `event`, sends it on every link, and resolves with the first hub's answer, or
+   * undefined when no hub is connected (it stays queued) or none answers within `timeoutMs`.
+   */
+  async send(
+    event: NostrEvent,
+    links: readonly HubLink[],
+    timeoutMs: number,
+  ): Promise<Delivery | undefined> {
+    const first = new Promise<Delivery>((resolve) => this.waiters.set(event.id, [resolve]))
+    this.store.enqueue(event, this.opts.now())
+    for (const link of links) this.pump(link)
+    try {
+      if (!links.some((l) => l.authenticated)) return undefined
+      const timer = new Promise<undefined>((r) => setTimeout(() => r(undefined), timeoutMs).unref())
+      return await Promise.race([first, timer])
+    } finally {
+      this.waiters.delete(event.id)
+    }
+  }
+}
