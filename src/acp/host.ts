@@ -133,6 +133,20 @@ export class AgentHost {
     this.queue(job)
   }
 
+  /**
+   * Runs `job` next in its channel: it goes to the front of the queue (never steered) and the
+   * running turn there, if any, is cancelled (session/cancel, then a kill after `graceMs`).
+   * Returns whether a turn was running.
+   */
+  interrupt(job: PromptJob, graceMs?: number): boolean {
+    const q = this.queues.get(job.channel) ?? []
+    q.unshift(job)
+    this.queues.set(job.channel, q)
+    const cancelled = this.cancel(job.channel, graceMs)
+    this.drain(job.channel)
+    return cancelled
+  }
+
   private queue(job: PromptJob): void {
     const q = this.queues.get(job.channel) ?? []
     q.push(job)

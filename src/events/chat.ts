@@ -28,6 +28,8 @@ export interface ChatMessageSpec {
   text: string
   /** The message replied to; its own root (if any) becomes this message's root. */
   replyTo?: { id: string; root?: string }
+  /** Asks the mentioned agents to stop their running turn here and take this one next. */
+  interrupt?: boolean
   /** Pubkeys mentioned (resolved from @names). */
   mentions?: string[]
 }
@@ -42,7 +44,13 @@ export function makeChatMessage(spec: ChatMessageSpec, createdAt: number): Event
     if (root !== spec.replyTo.id) tags.push(['e', spec.replyTo.id, '', 'reply'])
   }
   for (const p of spec.mentions ?? []) tags.push(['p', p])
+  if (spec.interrupt) tags.push(['interrupt'])
   return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
+}
+
+/** Whether a prompt asks to interrupt the running turn (kith-agents/1). */
+export function isInterrupt(event: Pick<NostrEvent, 'tags'>): boolean {
+  return event.tags.some((t) => t[0] === 'interrupt')
 }
 
 export function channelOf(event: Pick<NostrEvent, 'tags'>): string | undefined {

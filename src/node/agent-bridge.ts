@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { KithError } from '../errors.js'
-import { channelOf } from '../events/chat.js'
+import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { AgentHost, type PromptJob } from '../acp/host.js'
@@ -174,7 +174,7 @@ export class AgentBridge {
         .trim()
       const receivedAt = performance.now()
       const timing: { promptSentAt?: number; stopAt?: number } = {}
-      agent.host.enqueue({
+      const job: PromptJob = {
         channel,
         text,
         from: event.pubkey,
@@ -204,7 +204,24 @@ export class AgentBridge {
             })
           }
         },
-      })
+      }
+      if (!isInterrupt(event)) {
+        agent.host.enqueue(job)
+        continue
+      }
+      // Interrupting is cancelling someone's turn: it takes the approvers policy as well.
+      if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+        this.replyAs(
+          agent,
+          event,
+          `⚠ you may not interrupt ${agent.record.name}: its approvers are ${describePolicy(agent.record.approvers)}; your prompt is queued`,
+        )
+        agent.host.enqueue(job)
+        continue
+      }
+      this.permissions.cancelPending(agent.record.pubkey, channel)
+      if (agent.host.interrupt(job, this.opts.cancelGraceMs))
+        this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
     }
   }
 

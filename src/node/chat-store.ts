@@ -17,7 +17,7 @@ export function buildChat(
   id: Identity,
   names: Names,
   store: NodeStore,
-  spec: { channel: string; text: string; reply?: string },
+  spec: { channel: string; text: string; reply?: string; interrupt?: boolean },
 ): NostrEvent {
   const mentions = mentionedNames(spec.text)
     .map((n) => names.resolve(n))
@@ -39,6 +39,7 @@ export function buildChat(
           text: spec.text,
           mentions,
           ...(replyTo === undefined ? {} : { replyTo }),
+          ...(spec.interrupt ? { interrupt: true } : {}),
         },
         createdAt,
       ),

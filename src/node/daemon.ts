@@ -360,6 +360,7 @@ export class KithNode {
       channel,
       text,
       ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
+      ...(params.interrupt === true ? { interrupt: true } : {}),
     })
     // Shown and dispatched (to agents hosted here) before any hub answers; with no hub
     // connected there is nobody to wait for: it is queued, and says so at once.

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { AgentRow } from '../../src/cli/commands/agent-list.js'
 import { runKith, startNodeProcess } from '../helpers/cli.js'
-import { askForReply, history } from '../helpers/node-chat.js'
+import { ask, askForReply, history, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -132,6 +132,38 @@ describe('agent processes', () => {
       await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false)
       expect(await askForReply(home, '@bot echo again')).toBe('again')
       expect(await node.stop()).toBe(0)
+    },
+  )
+})
+
+describe('interrupting a turn', () => {
+  it(
+    'stops the running turn and runs the interrupting prompt before those queued',
+    { timeout: 90_000 },
+    async () => {
+      const home = join(tempDir(), 'h')
+      await runKith(['init', '--name', 'box'], { home })
+      await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
+      const node = await startNodeProcess(home, ['--port', '0', '--cancel-grace', '1'])
+      const long = await ask(home, '@bot hang')
+      await expect.poll(async () => (await listed(home)).state, { timeout: 20_000 }).toBe('working')
+      // Queued behind it: another turn that runs until cancelled. Had it run before the
+      // interrupting prompt, that prompt would get no answer until this one is cancelled.
+      const queued = await ask(home, '@bot hang')
+      const sent = await runKith(['send', '#ops', '@bot echo right now', '--interrupt', '--json'], {
+        home,
+      })
+      expect(sent.code, sent.stderr).toBe(0)
+      const urgent = (JSON.parse(sent.stdout) as { id: string }).id
+      await node.waitFor(/interrupting bot's turn in #ops/)
+      expect((await threadedUnder(home, long))[0]!.event.content).toBe('⏹ bot: turn cancelled')
+      expect((await threadedUnder(home, urgent))[0]!.event.content).toBe('right now')
+      const answered = (await history(home)).filter((i) =>
+        i.event.tags.some((t) => t[0] === 'e' && t[1] === queued),
+      )
+      expect(answered).toEqual([])
+      expect((await runKith(['cancel', '#ops'], { home })).code).toBe(0)
+      expect((await threadedUnder(home, queued))[0]!.event.content).toBe('⏹ bot: turn cancelled')
     },
   )
 })

@@ -213,6 +213,21 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     expect((await runKith(['permit', card6.event.id, '1'], { home: bobLaptop })).code).toBe(0)
     expect((await under(bobLaptop, q6))[0]!.event.content).toBe('permission: selected allow')
 
+    // Interrupting is cancelling: Bob may not on Alice's agent (approvers: owner); his message
+    // is queued as a plain prompt instead, and he is told.
+    const qi = await runKith(['send', '#ops', '@shared echo me first', '--interrupt', '--json'], {
+      home: bobLaptop,
+    })
+    const qiId = (JSON.parse(qi.stdout) as { id: string }).id
+    expect((await under(bobLaptop, qiId, 9, 2)).map((r) => r.event.content)).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(
+          /^⚠ you may not interrupt shared: its approvers are owner; your prompt is queued/,
+        ),
+        'me first',
+      ]),
+    )
+
     // Bob starts a long turn and queues another behind it; then Alice removes him.
     const q7 = await ask(bobLaptop, '@shared hang')
     await expect

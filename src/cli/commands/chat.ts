@@ -15,6 +15,7 @@ history, then live messages with each author's name and role; type a line to sen
   /join #other   switch channel      /who       what this is
   /allow N       answer the last permission card with option N (e.g. /allow 1)
   /cancel [name] cancel the turn of the agents (or one agent) working in this channel
+  /interrupt @agent TEXT   stop the agent's turn here and run TEXT next
   /quit          leave (or Ctrl-D)    /help      this list
 Plain terminal output: works inside tmux and over SSH.`
 
@@ -63,6 +64,14 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     }
     prompt()
   }
+  const send = async (message: { text: string; interrupt?: boolean }) => {
+    const r = await daemon.request<{
+      deliveries: { ok: boolean; hub: string; message: string }[]
+    }>('send', { channel, ...message })
+    const d = r.deliveries[0]
+    if (d && !d.ok) show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
+    else if (!d) show('… queued: no hub answered yet; the node keeps trying')
+  }
   const handle = async (line: string): Promise<boolean> => {
     if (line === '') return true
     if (line === '/quit' || line === '/exit') return false
@@ -73,20 +82,18 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
       const agent = line.slice(7).trim().replace(/^@/, '')
       await daemon.request('cancel', { channel, ...(agent ? { agent } : {}) })
       show(`cancel sent${agent ? ` to @${agent}` : ''}`)
+    } else if (line.startsWith('/interrupt')) {
+      const text = line.slice(10).trim()
+      if (text === '')
+        show('usage: /interrupt @agent TEXT (stops its turn here and runs this next)')
+      else await send({ text, interrupt: true })
     } else if (line.startsWith('/allow')) {
       const option = line.slice(6).trim()
       if (lastRequest === undefined) show('no permission request in this channel yet')
       else if (!/^\d+$/.test(option)) show('usage: /allow N (the option number on the card)')
       else await daemon.request('decide', { request: lastRequest, option: Number(option) })
     } else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
-    else {
-      const r = await daemon.request<{
-        deliveries: { ok: boolean; hub: string; message: string }[]
-      }>('send', { channel, text: line })
-      const d = r.deliveries[0]
-      if (d && !d.ok) show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
-      else if (!d) show('… queued: no hub answered yet; the node keeps trying')
-    }
+    else await send({ text: line })
     prompt()
     return true
   }

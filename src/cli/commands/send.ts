@@ -5,17 +5,24 @@ import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
 import { connectDaemon, withLocalNode } from './chat-common.js'
 
-export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--json]
+export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--interrupt] [--json]
 
 Posts a chat message signed by this device. @names in the text (devices, agents, people with a
-profile) become mentions. Through the running node (kith up) it goes out at once and this waits
+profile) become mentions. With --interrupt, the @mentioned agents stop the turn they are running
+in this channel and take this message next (it needs the agent's approvers policy, as a cancel
+does; otherwise the message waits its turn and the agent says why). Through the running node (kith up) it goes out at once and this waits
 for the first hub's answer; with no node running it is written to the outbox in node.db and
 the next kith up delivers it.`
 
 export async function runSend(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { reply: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    {
+      reply: { type: 'string' },
+      interrupt: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
     sendHelp,
   )
   if (values.help) {
@@ -35,7 +42,12 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
       const r = await daemon.request<{
         event: { id: string }
         deliveries: { hub: string; ok: boolean; message: string }[]
-      }>('send', { channel, text, ...(values.reply ? { reply: values.reply } : {}) })
+      }>('send', {
+        channel,
+        text,
+        ...(values.reply ? { reply: values.reply } : {}),
+        ...(values.interrupt ? { interrupt: true } : {}),
+      })
       const d = r.deliveries[0]
       if (values.json) out.json({ id: r.event.id, queued: d === undefined, delivery: d ?? null })
       else if (d === undefined)
@@ -52,6 +64,7 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
       channel,
       text,
       ...(values.reply ? { reply: values.reply } : {}),
+      ...(values.interrupt ? { interrupt: true } : {}),
     })
     store.enqueue(event, Math.floor(Date.now() / 1000))
     if (values.json) out.json({ id: event.id, queued: true, delivery: null })
