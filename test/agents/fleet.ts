@@ -73,12 +73,14 @@ export function processesIn(dir: string): number[] {
 /**
  * Sets up the fleet with one agent NAME on the devbox: `kith agent add NAME --cwd CWD --
  * COMMAND…`. `prepare` writes the agent's own config into its HOME and cwd before anything
- * starts.
+ * starts. `env` goes into the devbox node's environment and through to the agent (`kith agent
+ * add … --env NAME,…`).
  */
 export async function startFleet(opts: {
   name: string
   command: string[]
   prepare?: (paths: { agentHome: string; agentCwd: string }) => void
+  env?: Record<string, string>
 }): Promise<Fleet> {
   const dir = tempDir('kith-agents-')
   const owner = bytesToHex(generateSecretKey())
@@ -103,8 +105,19 @@ export async function startFleet(opts: {
   mkdirSync(agentHome)
   mkdirSync(agentCwd)
   opts.prepare?.({ agentHome, agentCwd })
+  const passed = Object.keys(opts.env ?? {})
   const added = await runKith(
-    ['agent', 'add', opts.name, '--cwd', agentCwd, '--json', '--', ...opts.command],
+    [
+      'agent',
+      'add',
+      opts.name,
+      '--cwd',
+      agentCwd,
+      ...(passed.length > 0 ? ['--env', passed.join(',')] : []),
+      '--json',
+      '--',
+      ...opts.command,
+    ],
     { home: devbox },
   )
   expect(added.code, added.stderr).toBe(0)
@@ -113,9 +126,9 @@ export async function startFleet(opts: {
   const agentPubkey = decoded.data as string
 
   // The devbox node's HOME is the agent's: the agent inherits HOME (and PATH, LANG, …) from the
-  // node through the env allowlist, and nothing else.
+  // node through the env allowlist, and nothing else but the names `env` lists.
   const startDevbox = async () => {
-    const node = await startNodeProcess(devbox, [], { HOME: agentHome })
+    const node = await startNodeProcess(devbox, [], { ...opts.env, HOME: agentHome })
     await node.waitFor(/linked to/)
     return node
   }

@@ -1,8 +1,10 @@
 // A loopback stand-in for a model vendor's cloud: an OpenAI-compatible server on 127.0.0.1
-// (port 0) that real agents are pointed at. It speaks the two streaming wire formats the pinned
+// (port 0) that real agents are pointed at. It speaks the three streaming wire formats the pinned
 // agents use:
 //   POST /v1/responses          (SSE; codex with wire_api = "responses")
 //   POST /v1/chat/completions   (SSE; opencode through @ai-sdk/openai-compatible)
+//   POST /v1beta/models/MODEL:streamGenerateContent?alt=sse
+//                               (SSE; gemini-cli with an API key, GOOGLE_GEMINI_BASE_URL = origin)
 // What it answers is scripted by the test (plain text, or a tool call and then, once the tool's
 // result comes back, text). Every request is recorded so a test can assert on what the agent
 // actually sent.
@@ -11,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 
 /** A request the model got, reduced to what the tests look at (the raw body is kept too). */
 export interface ModelRequest {
-  api: 'responses' | 'chat' | 'other'
+  api: 'responses' | 'chat' | 'gemini' | 'other'
   method: string
   path: string
   /** The text of the last user message. */
@@ -32,6 +34,8 @@ export type Responder = (req: ModelRequest) => ModelReply
 export interface MockModel {
   /** The base URL agents are configured with: http://127.0.0.1:PORT/v1 */
   baseUrl: string
+  /** http://127.0.0.1:PORT (Gemini's SDK adds /v1beta itself). */
+  origin: string
   requests: ModelRequest[]
   /** Replaces how the model answers from now on. */
   respond: (responder: Responder) => void
@@ -87,6 +91,39 @@ function fromChat(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> {
     ? (body.tools as Json[]).map((t) => String((t.function as Json | undefined)?.name ?? t.type))
     : []
   return { api: 'chat', lastUserText, toolResults, tools }
+}
+
+/**
+ * Normalizes a Gemini generateContent request body: `contents` of `{role, parts}`, where a part
+ * is `{text}`, `{functionCall}` or `{functionResponse}`; tools as `functionDeclarations`.
+ */
+function fromGemini(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> {
+  const contents = Array.isArray(body.contents) ? (body.contents as Json[]) : []
+  let lastUserText = ''
+  const toolResults: ModelRequest['toolResults'] = []
+  for (const c of contents) {
+    const parts = Array.isArray(c.parts) ? (c.parts as Json[]) : []
+    const texts = parts.filter((p) => typeof p.text === 'string').map((p) => p.text as string)
+    if (c.role === 'user' && texts.length > 0) lastUserText = texts.join('\n')
+    for (const p of parts) {
+      const fr = p.functionResponse as Json | undefined
+      if (fr === undefined) continue
+      const response = fr.response as Json | undefined
+      const output = response?.output ?? response
+      toolResults.push({
+        callId: String(fr.id ?? fr.name),
+        output: typeof output === 'string' ? output : JSON.stringify(output),
+      })
+    }
+  }
+  const tools = Array.isArray(body.tools)
+    ? (body.tools as Json[]).flatMap((t) =>
+        Array.isArray(t.functionDeclarations)
+          ? (t.functionDeclarations as Json[]).map((f) => String(f.name))
+          : Object.keys(t),
+      )
+    : []
+  return { api: 'gemini', lastUserText, toolResults, tools }
 }
 
 function sse(res: ServerResponse): (data: unknown, event?: string) => void {
@@ -228,6 +265,46 @@ function streamChat(res: ServerResponse, model: string, reply: ModelReply): void
   res.end()
 }
 
+/** Streams a reply as Gemini GenerateContentResponse chunks (SSE `data:` lines, no [DONE]). */
+function streamGemini(res: ServerResponse, model: string, reply: ModelReply): void {
+  const send = sse(res)
+  const responseId = nextId('gemini')
+  const chunk = (parts: Json[], finish: boolean) => ({
+    candidates: [
+      {
+        content: { role: 'model', parts },
+        index: 0,
+        ...(finish ? { finishReason: 'STOP' } : {}),
+      },
+    ],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+    modelVersion: model,
+    responseId,
+  })
+  if ('text' in reply) {
+    const half = Math.ceil(reply.text.length / 2)
+    const deltas = [reply.text.slice(0, half), reply.text.slice(half)].filter((d) => d !== '')
+    deltas.forEach((text, i) => send(chunk([{ text }], i === deltas.length - 1)))
+    if (deltas.length === 0) send(chunk([{ text: '' }], true))
+  } else {
+    send(
+      chunk(
+        [
+          {
+            functionCall: {
+              id: nextId('call'),
+              name: reply.toolCall.name,
+              args: reply.toolCall.arguments,
+            },
+          },
+        ],
+        true,
+      ),
+    )
+  }
+  res.end()
+}
+
 async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = []
   for await (const c of req) chunks.push(c as Buffer)
@@ -254,13 +331,17 @@ export async function startMockModel(
         ? 'responses'
         : path.endsWith('/chat/completions')
           ? 'chat'
-          : 'other'
+          : path.endsWith(':streamGenerateContent')
+            ? 'gemini'
+            : 'other'
       const normal =
         api === 'responses'
           ? fromResponses(body)
           : api === 'chat'
             ? fromChat(body)
-            : { api: 'other' as const, lastUserText: '', toolResults: [], tools: [] }
+            : api === 'gemini'
+              ? fromGemini(body)
+              : { api: 'other' as const, lastUserText: '', toolResults: [], tools: [] }
       const record: ModelRequest = {
         ...normal,
         method: req.method ?? 'GET',
@@ -268,7 +349,11 @@ export async function startMockModel(
         body: raw !== '' && Object.keys(body).length === 0 ? raw : body,
       }
       requests.push(record)
-      const model = typeof body.model === 'string' ? body.model : 'mock-model'
+      // Gemini names the model in the path (/v1beta/models/MODEL:streamGenerateContent).
+      const model =
+        typeof body.model === 'string'
+          ? body.model
+          : (/\/models\/([^/:]+):/.exec(path)?.[1] ?? 'mock-model')
       if (req.method === 'GET' && path.endsWith('/models')) {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model' }] }))
@@ -281,6 +366,7 @@ export async function startMockModel(
       }
       const reply = respond(record)
       if (api === 'responses') streamResponses(res, model, reply)
+      else if (api === 'gemini') streamGemini(res, model, reply)
       else streamChat(res, model, reply)
     })().catch((err: unknown) => {
       res.writeHead(500)
@@ -291,6 +377,7 @@ export async function startMockModel(
   const { port } = server.address() as AddressInfo
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
+    origin: `http://127.0.0.1:${port}`,
     requests,
     respond: (r) => {
       respond = r
