@@ -61,6 +61,15 @@ export function acpErrorCode(err: unknown): number | undefined {
   return cause instanceof acp.RequestError ? cause.code : undefined
 }
 
+/** What a JSON-RPC error's data says in words: itself, or its `details` or `message`. */
+export function errorDetail(err: acp.RequestError): string {
+  const data = err.data as { details?: unknown; message?: unknown } | string | undefined | null
+  if (typeof data === 'string') return data.trim()
+  if (typeof data?.details === 'string') return data.details.trim()
+  if (typeof data?.message === 'string') return data.message.trim()
+  return ''
+}
+
 /**
  * The one-line notice for ACP -32000: authentication required, with the agent's own words (its
  * error message when it says more than that, and how its authMethods say to log in). Kith never
@@ -68,12 +77,7 @@ export function acpErrorCode(err: unknown): number | undefined {
  */
 export function authRequired(err: acp.RequestError, hint: string): string {
   const said = err.message.trim()
-  const detail =
-    typeof err.data === 'string'
-      ? err.data
-      : typeof (err.data as { message?: unknown } | undefined)?.message === 'string'
-        ? (err.data as { message: string }).message
-        : ''
+  const detail = errorDetail(err)
   const parts = [
     /^authentication required\.?$/i.test(said) || said === '' ? '' : said,
     detail,
@@ -103,6 +107,8 @@ export class AgentProcess {
   /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
   authHint = ''
   private readonly listeners = new Map<string, (text: string) => void>()
+  /** When each session last sent a session/update (ms), to let a load's replay finish. */
+  private readonly lastUpdateAt = new Map<string, number>()
   exited: Promise<number | null> = Promise.resolve(null)
   /** When the agent last wrote anything on stdout (ms): agents are silent while tools run. */
   lastOutputAt = Date.now()
@@ -190,6 +196,7 @@ export class AgentProcess {
       .client({ name: 'kith' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const u = params.update
+        this.lastUpdateAt.set(params.sessionId, Date.now())
         // Only updates of a turn we run are passed on: a session/load replay is not.
         if (!this.listeners.has(params.sessionId)) return
         this.onUpdate(params.sessionId, u)
@@ -260,9 +267,11 @@ export class AgentProcess {
         await Promise.race([this.exited, new Promise((r) => setTimeout(r, 2000).unref())])
         throw new KithError('error', 'agent crashed', { cause: err })
       }
+      // The agent's own explanation often sits in data (details or message), not in message.
+      const detail = err instanceof acp.RequestError ? errorDetail(err) : ''
       throw new KithError(
         'error',
-        `agent error: ${err instanceof Error ? err.message : String(err)}`,
+        `agent error: ${err instanceof Error ? err.message : String(err)}${detail === '' ? '' : ` (${detail})`}`,
         { cause: err },
       )
     }
@@ -291,6 +300,16 @@ export class AgentProcess {
     await this.call(() =>
       this.conn!.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }),
     )
+    // ACP sends the replay before the load's answer, but gemini-cli 0.61 goes on replaying after
+    // it: let the session fall quiet first, or the tail of the old conversation would be taken
+    // for the next turn's reply. Bounded, and instant for an agent that replays nothing late.
+    const quietMs = 150
+    const deadline = Date.now() + 3000
+    for (;;) {
+      const since = Date.now() - (this.lastUpdateAt.get(sessionId) ?? 0)
+      if (since >= quietMs || Date.now() >= deadline) return
+      await new Promise((r) => setTimeout(r, quietMs - since))
+    }
   }
 
   /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */

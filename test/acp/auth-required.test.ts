@@ -1,6 +1,6 @@
 import * as acp from '@agentclientprotocol/sdk'
 import { describe, expect, it } from 'vitest'
-import { authRequired } from '../../src/acp/agent-process.js'
+import { authRequired, errorDetail } from '../../src/acp/agent-process.js'
 
 describe('the one-line notice for ACP -32000', () => {
   it('says authentication is required without repeating the bare message', () => {
@@ -23,5 +23,22 @@ describe('the one-line notice for ACP -32000', () => {
     expect(
       authRequired(new acp.RequestError(-32000, 'Authentication required', 'use a key'), ''),
     ).toBe('authentication required (use a key)')
+  })
+})
+
+describe("an agent's error in words", () => {
+  it('takes the explanation from data (string, details or message)', () => {
+    expect(errorDetail(new acp.RequestError(-32603, 'Internal error', 'disk full'))).toBe(
+      'disk full',
+    )
+    expect(
+      errorDetail(
+        new acp.RequestError(-32603, 'Internal error', {
+          details: 'No previous sessions found for this project.',
+        }),
+      ),
+    ).toBe('No previous sessions found for this project.')
+    expect(errorDetail(new acp.RequestError(-32603, 'Internal error', { message: 'm' }))).toBe('m')
+    expect(errorDetail(new acp.RequestError(-32603, 'Internal error'))).toBe('')
   })
 })
