@@ -271,7 +271,7 @@ export class AgentProcess {
       const detail = err instanceof acp.RequestError ? errorDetail(err) : ''
       throw new KithError(
         'error',
-        `agent error: ${err instanceof Error ? err.message : String(err)}${detail === '' ? '' : ` (${detail})`}`,
+        `agent error: ${err instanceof Error ? err.message : String(err)}${detail === '' ? '' : `: ${detail}`}`,
         { cause: err },
       )
     }

@@ -91,7 +91,7 @@ describe('gemini-cli@0.61.0 with a loopback model', { timeout: 150_000 }, () => 
       await expect
         .poll(notices, { timeout: 30_000 })
         .toEqual([
-          'ℹ gemini started a new session in #ops: the agent could not resume it (agent error: Internal error)',
+          'ℹ gemini started a new session in #ops: the agent could not resume it (agent error: Internal error: No previous sessions found for this project.)',
         ])
     }
     // What the agent replayed while loading is never posted again.
