@@ -38,6 +38,8 @@ export interface PromptJob {
   text: string
   /** The key that asked (the chat message's author), so a removed member's prompts can go. */
   from?: string
+  /** Called when its turn begins (it leaves the queue). */
+  started?: () => void
   /**
    * Called once with the agent's final text, or with a one-line refusal/failure. `steered`: the
    * message went into the turn already running (its answer is that turn's reply).
@@ -67,6 +69,8 @@ export class AgentHost {
   /** The job whose turn is running in each session, to route its permission requests. */
   private readonly running = new Map<string, PromptJob>()
   crashes = 0
+  /** Set by stop(): nothing more is run. */
+  private stopped = false
   /** Permission requests of this agent waiting for a person. */
   private asking = 0
   /** Sessions whose turn a person cancelled: their end is reported as a cancel, not a failure. */
@@ -155,10 +159,11 @@ export class AgentHost {
   }
 
   private drain(channel: string): void {
-    if (this.busy.has(channel)) return
+    if (this.stopped || this.busy.has(channel)) return
     const job = this.queues.get(channel)?.shift()
     if (job === undefined) return
     this.busy.add(channel)
+    job.started?.()
     this.run(job)
       .then(
         (text) => job.done({ ok: true, text }),
@@ -329,8 +334,14 @@ export class AgentHost {
     return true
   }
 
+  /**
+   * Stops the agent. Queued jobs are left unanswered (the node's journal runs them after its
+   * restart): starting them now would spawn the agent again while the node shuts down.
+   */
   async stop(): Promise<void> {
     this.state = 'stopped'
+    this.stopped = true
+    this.queues.clear()
     await this.proc?.stop()
   }
 

@@ -34,6 +34,8 @@ export class AgentBridge {
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
   readonly frames: ObserverFrames
+  /** Set once the node is stopping: turns it ends are answered after the restart instead. */
+  private stopping = false
 
   constructor(
     private readonly node: NodeContext,
@@ -161,68 +163,112 @@ export class AgentBridge {
       if (tag[0] !== 'p' || tag[1] === undefined) continue
       const agent = this.agents.get(tag[1])
       if (agent === undefined || event.pubkey === tag[1] || this.agents.has(event.pubkey)) continue
-      if (!this.mayUse(agent, event.pubkey, 'allow')) {
-        this.replyAs(
-          agent,
-          event,
-          `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
-        )
-        continue
-      }
-      const text = event.content
-        .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
-        .trim()
-      const receivedAt = performance.now()
-      const timing: { promptSentAt?: number; stopAt?: number } = {}
-      const job: PromptJob = {
-        channel,
-        text,
-        from: event.pubkey,
-        timing,
-        permission: (ask) => this.permissions.ask(agent, event, ask),
-        update: (u) => this.frames.observe(agent, event, u),
-        done: (outcome) => {
-          const reply = this.replyAs(
-            agent,
-            event,
-            outcome.ok
-              ? outcome.text
-              : outcome.message.startsWith('turn cancelled')
-                ? `⏹ ${agent.record.name}: ${outcome.message}`
-                : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
-          )
-          if (
-            reply &&
-            outcome.ok &&
-            timing.promptSentAt !== undefined &&
-            timing.stopAt !== undefined
-          ) {
-            this.metrics.expectReply(reply.id, {
-              receivedAt,
-              promptSentAt: timing.promptSentAt,
-              stopAt: timing.stopAt,
-            })
-          }
-        },
-      }
-      if (!isInterrupt(event)) {
-        agent.host.enqueue(job)
-        continue
-      }
-      // Interrupting is cancelling someone's turn: it takes the approvers policy as well.
-      if (!this.mayUse(agent, event.pubkey, 'approvers')) {
-        this.replyAs(
-          agent,
-          event,
-          `⚠ you may not interrupt ${agent.record.name}: its approvers are ${describePolicy(agent.record.approvers)}; your prompt is queued`,
-        )
-        agent.host.enqueue(job)
-        continue
-      }
-      this.permissions.cancelPending(agent.record.pubkey, channel)
-      if (agent.host.interrupt(job, this.opts.cancelGraceMs))
-        this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
+      this.prompt(agent, event, channel, false)
     }
+  }
+
+  /**
+   * After a restart: prompts taken before it and never answered (the journal in node.db). A
+   * queued one runs now; one whose turn was running gets a visible notice instead (its tools
+   * may have half run, so it is not run again unasked).
+   */
+  resumeJournal(): void {
+    const journal = this.node.store.prompts
+    for (const row of journal.all()) {
+      const agent = this.agents.get(row.agent)
+      const raw = this.node.store.events.query([{ ids: [row.eventId] }], {
+        defaultLimit: 1,
+        maxLimit: 1,
+      })[0]
+      const event = raw === undefined ? undefined : (JSON.parse(raw.raw) as NostrEvent)
+      const channel = event === undefined ? undefined : channelOf(event)
+      if (agent === undefined || event === undefined || channel === undefined) {
+        journal.done(row.eventId, row.agent)
+        continue
+      }
+      if (row.state === 'running') {
+        journal.done(row.eventId, row.agent)
+        this.replyAs(
+          agent,
+          event,
+          `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+        )
+        continue
+      }
+      this.node.log(`agent ${agent.record.name}: running a prompt queued before the restart`)
+      this.prompt(agent, event, channel, true)
+    }
+  }
+
+  private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
+    if (!this.mayUse(agent, event.pubkey, 'allow')) {
+      this.node.store.prompts.done(event.id, agent.record.pubkey)
+      this.replyAs(
+        agent,
+        event,
+        `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+      )
+      return
+    }
+    const text = event.content
+      .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
+      .trim()
+    const receivedAt = performance.now()
+    const timing: { promptSentAt?: number; stopAt?: number } = {}
+    const journal = this.node.store.prompts
+    journal.add(event.id, agent.record.pubkey, this.node.now())
+    const job: PromptJob = {
+      channel,
+      text,
+      from: event.pubkey,
+      timing,
+      started: () => journal.running(event.id, agent.record.pubkey),
+      permission: (ask) => this.permissions.ask(agent, event, ask),
+      update: (u) => this.frames.observe(agent, event, u),
+      done: (outcome) => {
+        // A turn ended by this node stopping is answered after its restart (resumeJournal).
+        if (this.stopping && !outcome.ok) return
+        journal.done(event.id, agent.record.pubkey)
+        const reply = this.replyAs(
+          agent,
+          event,
+          outcome.ok
+            ? outcome.text
+            : outcome.message.startsWith('turn cancelled')
+              ? `⏹ ${agent.record.name}: ${outcome.message}`
+              : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
+        )
+        if (
+          reply &&
+          outcome.ok &&
+          timing.promptSentAt !== undefined &&
+          timing.stopAt !== undefined
+        ) {
+          this.metrics.expectReply(reply.id, {
+            receivedAt,
+            promptSentAt: timing.promptSentAt,
+            stopAt: timing.stopAt,
+          })
+        }
+      },
+    }
+    if (resumed || !isInterrupt(event)) {
+      agent.host.enqueue(job)
+      return
+    }
+    // Interrupting is cancelling someone's turn: it takes the approvers policy as well.
+    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+      this.replyAs(
+        agent,
+        event,
+        `⚠ you may not interrupt ${agent.record.name}: its approvers are ${describePolicy(agent.record.approvers)}; your prompt is queued`,
+      )
+      agent.host.enqueue(job)
+      return
+    }
+    this.permissions.cancelPending(agent.record.pubkey, channel)
+    if (agent.host.interrupt(job, this.opts.cancelGraceMs))
+      this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
   }
 
   /**
@@ -321,6 +367,7 @@ export class AgentBridge {
 
   /** Answers every open permission request, stops the agents and wipes their keys. */
   async stop(): Promise<void> {
+    this.stopping = true
     this.permissions.cancelAll()
     await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
     for (const a of this.agents.values()) a.secret.fill(0)

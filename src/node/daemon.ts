@@ -192,6 +192,7 @@ export class KithNode {
     }
     this.publishProfile()
     this.bridge.loadAgents()
+    this.bridge.resumeJournal()
     for (const url of hubs) {
       const link = new HubLink({
         url,

@@ -52,4 +52,17 @@ export const nodeMigrations: readonly Migration[] = [
       ALTER TABLE agent_sessions ADD COLUMN model_option TEXT;
     `)
   },
+  (db) => {
+    // Prompts taken by a hosted agent and not answered yet (see prompt-journal.ts). One row per
+    // (prompt, agent): a prompt may mention several agents of this node.
+    db.exec(`
+      CREATE TABLE agent_prompts (
+        event_id TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued', 'running')),
+        at INTEGER NOT NULL,
+        PRIMARY KEY (event_id, agent)
+      );
+    `)
+  },
 ]

@@ -5,6 +5,7 @@ import type { NostrEvent } from '../events/event.js'
 import { openDatabase, type Db } from './db.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
+import { PromptJournal } from './prompt-journal.js'
 
 export const nodeDbFile = 'node.db'
 
@@ -27,6 +28,7 @@ export interface Delivery {
 /** node.db: events, the outbox with per-hub delivery results, and catch-up cursors. */
 export class NodeStore {
   readonly events: EventStore
+  readonly prompts: PromptJournal
   private readonly db: Db
   private readonly stmts: {
     enqueue: Statement<[string, string, number]>
@@ -46,6 +48,7 @@ export class NodeStore {
   constructor(home: string) {
     this.db = openDatabase(join(home, nodeDbFile), nodeMigrations)
     this.events = new EventStore(this.db)
+    this.prompts = new PromptJournal(this.db)
     const db = this.db
     this.stmts = {
       enqueue: db.prepare(

@@ -167,3 +167,33 @@ describe('interrupting a turn', () => {
     },
   )
 })
+
+describe('a node stopping mid-turn', () => {
+  it(
+    'answers every prompt it had taken after its restart: queued ones run, running ones get a notice',
+    { timeout: 120_000 },
+    async () => {
+      const home = join(tempDir(), 'h')
+      await runKith(['init', '--name', 'box'], { home })
+      await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
+      for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
+        let node = await startNodeProcess(home, ['--port', '0'])
+        const running = await ask(home, '@bot hang')
+        await expect
+          .poll(async () => (await listed(home)).state, { timeout: 20_000 })
+          .toBe('working')
+        const queued = await ask(home, `@bot echo queued across a ${signal}`)
+        await node.stop(signal)
+        node = await startNodeProcess(home, ['--port', '0'])
+        expect((await threadedUnder(home, queued))[0]!.event.content).toBe(
+          `queued across a ${signal}`,
+        )
+        const notices = await threadedUnder(home, running)
+        expect(notices.map((n) => n.event.content)).toEqual([
+          '⚠ bot did not answer: this node stopped during the turn; ask again if it is still needed',
+        ])
+        expect(await node.stop()).toBe(0)
+      }
+    },
+  )
+})
