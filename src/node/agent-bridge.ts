@@ -52,7 +52,11 @@ export class AgentBridge {
   /** Agents with a command are spawned on first use; the key only ever lives in this process. */
   loadAgents(): void {
     for (const record of listAgentRecords(this.node.id.home)) {
-      if (record.command === undefined) continue
+      if (record.command === undefined || this.agents.has(record.pubkey)) continue
+      if (!this.node.book.verifier.isMember(record.pubkey, this.node.now()).ok) {
+        this.node.log(`agent ${record.name}: its key is not (or no longer) granted; not started`)
+        continue
+      }
       const secret = readAgentSecret(this.node.id.home, record.name)
       if (secret === undefined) {
         this.node.log(`agent ${record.name}: key file missing; not started`)
@@ -100,7 +104,10 @@ export class AgentBridge {
     }
   }
 
-  /** Takes each hosted agent's record from disk again (policies, permissions mode). */
+  /**
+   * Takes each hosted agent's record from disk again (policies, permissions mode), and hosts
+   * agents added since the node started (kith agent add while kith up runs).
+   */
   reloadSettings(): void {
     for (const record of listAgentRecords(this.node.id.home)) {
       const agent = this.agents.get(record.pubkey)
@@ -109,6 +116,7 @@ export class AgentBridge {
       agent.host.setPermissions(record.permissions ?? 'ask')
       this.node.log(`agent ${record.name}: settings updated`)
     }
+    this.loadAgents()
   }
 
   /** The person (owner key) a key belongs to: the top owner of its chain, or the founder. */
@@ -134,8 +142,17 @@ export class AgentBridge {
    * with a visible notice) and its running turns (cancelled), on every agent hosted here.
    */
   enforceMembership(): void {
-    const gone = (job: PromptJob) =>
-      job.from !== undefined && !this.node.book.verifier.isMember(job.from, this.node.now()).ok
+    const isMember = (key: string) => this.node.book.verifier.isMember(key, this.node.now()).ok
+    const gone = (job: PromptJob) => job.from !== undefined && !isMember(job.from)
+    // A hosted agent whose own key was revoked (or expired) can post nothing: stop hosting it.
+    for (const [pubkey, agent] of this.agents) {
+      if (isMember(pubkey)) continue
+      this.agents.delete(pubkey)
+      this.node.store.prompts.forgetAgent(pubkey)
+      this.permissions.cancelPending(pubkey)
+      this.node.log(`agent ${agent.record.name}: its key was revoked; no longer hosted`)
+      void agent.host.stop().finally(() => agent.secret.fill(0))
+    }
     for (const agent of this.agents.values()) {
       for (const job of agent.host.dropQueued(gone)) {
         job.done({ ok: false, message: 'dropped: its author is no longer a member of this fleet' })

@@ -123,10 +123,10 @@ export class PermissionRequests {
     pending.resolve({ optionId: optionId as string })
   }
 
-  /** Answers `cancelled` to the agent's pending permission requests in `channel`. */
-  cancelPending(agent: string, channel: string): void {
+  /** Answers `cancelled` to the agent's pending permission requests in `channel` (or all). */
+  cancelPending(agent: string, channel?: string): void {
     for (const [id, p] of this.pending) {
-      if (p.agent !== agent || p.channel !== channel) continue
+      if (p.agent !== agent || (channel !== undefined && p.channel !== channel)) continue
       clearTimeout(p.timer)
       this.pending.delete(id)
       p.resolve('cancelled')

@@ -163,6 +163,8 @@ export class KithNode {
       watch: (p, client) => this.bridge.frames.watch(p, client),
       // kith agent set changed who may use an agent, or its permissions: apply them now.
       'agents-changed': () => {
+        // A new agent's grant was written to node.db by the same command: take it in first.
+        this.book.reload()
         this.bridge.reloadSettings()
         return { ok: true }
       },

@@ -17,6 +17,7 @@ export class PromptJournal {
     add: Statement<[string, string, number]>
     running: Statement<[string, string]>
     done: Statement<[string, string]>
+    forgetAgent: Statement<[string]>
     all: Statement<[], { event_id: string; agent: string; state: 'queued' | 'running' }>
   }
 
@@ -29,6 +30,7 @@ export class PromptJournal {
         `UPDATE agent_prompts SET state = 'running' WHERE event_id = ? AND agent = ?`,
       ),
       done: db.prepare('DELETE FROM agent_prompts WHERE event_id = ? AND agent = ?'),
+      forgetAgent: db.prepare('DELETE FROM agent_prompts WHERE agent = ?'),
       all: db.prepare('SELECT event_id, agent, state FROM agent_prompts ORDER BY at, rowid'),
     }
   }
@@ -43,6 +45,11 @@ export class PromptJournal {
 
   done(eventId: string, agent: string): void {
     this.stmts.done.run(eventId, agent)
+  }
+
+  /** An agent no longer hosted here answers nothing more. */
+  forgetAgent(agent: string): void {
+    this.stmts.forgetAgent.run(agent)
   }
 
   all(): JournalRow[] {

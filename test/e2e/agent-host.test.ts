@@ -197,3 +197,23 @@ describe('a node stopping mid-turn', () => {
     },
   )
 })
+
+describe('agents added and revoked while the node runs', () => {
+  it('hosts a new agent at once and stops hosting a revoked one', { timeout: 90_000 }, async () => {
+    const home = join(tempDir(), 'h')
+    await runKith(['init', '--name', 'box'], { home })
+    const node = await startNodeProcess(home, ['--port', '0'])
+    const add = await runKith(['agent', 'add', 'late', '--', process.execPath, fakeAgent], {
+      home,
+    })
+    expect(add.code, add.stderr).toBe(0)
+    expect(add.stdout).toMatch(/the running node hosts it now; prompt it with @late/)
+    expect(await askForReply(home, '@late echo no restart needed')).toBe('no restart needed')
+    expect((await runKith(['agent', 'revoke', 'late'], { home })).code).toBe(0)
+    await node.waitFor(/agent late: its key was revoked; no longer hosted/)
+    const status = JSON.parse((await runKith(['status', '--json'], { home })).stdout) as {
+      agents: unknown[]
+    }
+    expect(status.agents).toEqual([])
+  })
+})

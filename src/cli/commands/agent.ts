@@ -190,9 +190,12 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
             }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
+      // A running node hosts it at once (no restart needed).
+      const live = command === undefined ? false : await notifyAgentsChanged()
       if (values.json) {
         out.json({
           name,
+          hosted: live,
           agent: npub(key.pubkey),
           grant: grant.id,
           issuer: npub(grant.pubkey),
@@ -206,7 +209,9 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         if (kinds) out.line(`  kinds ${kinds.join(', ')}`)
         if (channels) out.line(`  channels ${channels.map((c) => `#${c}`).join(', ')}`)
         if (command) {
-          out.line(`  runs ${command.join(' ')} (kith up starts it; prompt it with @${name})`)
+          out.line(
+            `  runs ${command.join(' ')} (${live ? 'the running node hosts it now' : 'kith up starts it'}; prompt it with @${name})`,
+          )
           out.line(`  permissions ${permissions ?? 'ask'}`)
         }
         for (const l of describeReports(reports)) out.line(l)
