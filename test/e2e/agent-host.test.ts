@@ -15,6 +15,18 @@ async function listed(home: string): Promise<AgentRow> {
   return (JSON.parse(r.stdout) as { agents: AgentRow[] }).agents[0]!
 }
 
+/** A fresh machine (KITH_HOME) with the fake agent `bot` added with these flags. */
+async function boxWithBot(addFlags: string[] = [], agentFlags: string[] = []): Promise<string> {
+  const home = join(tempDir(), 'h')
+  await runKith(['init', '--name', 'box'], { home })
+  const add = await runKith(
+    ['agent', 'add', 'bot', ...addFlags, '--', process.execPath, fakeAgent, ...agentFlags],
+    { home },
+  )
+  expect(add.code, add.stderr).toBe(0)
+  return home
+}
+
 describe('agent host behaviours through a real node (kith up, fake ACP agent)', () => {
   it(
     'pins the mode, keeps it across a restart, auto-allows reads, and lists it all',
@@ -22,24 +34,7 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
       timeout: 120_000,
     },
     async () => {
-      const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
-      const add = await runKith(
-        [
-          'agent',
-          'add',
-          'bot',
-          '--permissions',
-          'allow-reads',
-          '--',
-          process.execPath,
-          fakeAgent,
-          '--modes',
-          '--model-option',
-        ],
-        { home },
-      )
-      expect(add.code, add.stderr).toBe(0)
+      const home = await boxWithBot(['--permissions', 'allow-reads'], ['--modes', '--model-option'])
       let node = await startNodeProcess(home, ['--port', '0'])
       expect(await askForReply(home, '@bot mode')).toBe('mode: default, model: fake-large')
       // A read runs at once (no 4142 card), and the node says so.
@@ -85,23 +80,7 @@ describe('agent processes', () => {
     'stops the tools an agent started with it, and a leftover agent on the next kith up',
     { timeout: 120_000 },
     async () => {
-      const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
-      const add = await runKith(
-        [
-          'agent',
-          'add',
-          'bot',
-          '--env',
-          'AGENT_TEST_TOKEN',
-          '--',
-          process.execPath,
-          fakeAgent,
-          '--linger',
-        ],
-        { home },
-      )
-      expect(add.code, add.stderr).toBe(0)
+      const home = await boxWithBot(['--env', 'AGENT_TEST_TOKEN'], ['--linger'])
       const refused = await runKith(['agent', 'add', 'x', '--env', 'KITH_HOME', '--', 'true'], {
         home,
       })
@@ -141,9 +120,7 @@ describe('interrupting a turn', () => {
     'stops the running turn and runs the interrupting prompt before those queued',
     { timeout: 90_000 },
     async () => {
-      const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
-      await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
+      const home = await boxWithBot()
       const node = await startNodeProcess(home, ['--port', '0', '--cancel-grace', '1'])
       const long = await ask(home, '@bot hang')
       await expect.poll(async () => (await listed(home)).state, { timeout: 20_000 }).toBe('working')
@@ -173,9 +150,7 @@ describe('a node stopping mid-turn', () => {
     'answers every prompt it had taken after its restart: queued ones run, running ones get a notice',
     { timeout: 120_000 },
     async () => {
-      const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
-      await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
+      const home = await boxWithBot()
       for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
         let node = await startNodeProcess(home, ['--port', '0'])
         const running = await ask(home, '@bot hang')
