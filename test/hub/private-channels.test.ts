@@ -102,6 +102,20 @@ function waitFor(c: RawClient, subId: string, content: string) {
   )
 }
 
+/** #secret, private, with Alice its creator and only member; published and accepted. */
+async function aliceOnlySecret(
+  t: Awaited<ReturnType<typeof startTestHub>>,
+  f: Awaited<ReturnType<typeof fleet>>,
+): Promise<NostrEvent> {
+  const def = define(t, f.alice.sk, {
+    channel: 'secret',
+    creator: f.alice.pubkey,
+    members: [f.alice.pubkey],
+  })
+  expect((await publish(f.founder, def))[2]).toBe(true)
+  return def
+}
+
 describe('private channels at the hub', () => {
   it('delivers a private channel only to its members, live and stored, and refuses outsiders', async () => {
     const t = await startTestHub()
@@ -259,12 +273,7 @@ describe('private channels at the hub', () => {
   it('lets a connection read once it proves a member key (NIP-42 AUTH again)', async () => {
     const t = await startTestHub()
     const f = await fleet(t)
-    const def = define(t, f.alice.sk, {
-      channel: 'secret',
-      creator: f.alice.pubkey,
-      members: [f.alice.pubkey],
-    })
-    expect((await publish(f.founder, def))[2]).toBe(true)
+    await aliceOnlySecret(t, f)
     const aliceDev = await connectAs(t, f.alice.deviceSk)
     const c = await connectAs(t, f.bob.deviceSk)
     await c.req('live', { kinds: [9], limit: 0 })
@@ -282,12 +291,7 @@ describe('private channels at the hub', () => {
   it('refuses definitions from anyone but the founder, an admin or the creator', async () => {
     const t = await startTestHub()
     const f = await fleet(t)
-    const def = define(t, f.alice.sk, {
-      channel: 'secret',
-      creator: f.alice.pubkey,
-      members: [f.alice.pubkey],
-    })
-    expect((await publish(f.founder, def))[2]).toBe(true)
+    await aliceOnlySecret(t, f)
     const bobTakeover = define(
       t,
       f.bob.sk,
@@ -346,12 +350,7 @@ describe('private channels at the hub', () => {
   it('keeps a channel private across a hub restart', async () => {
     const t = await startTestHub()
     const f = await fleet(t)
-    const def = define(t, f.alice.sk, {
-      channel: 'secret',
-      creator: f.alice.pubkey,
-      members: [f.alice.pubkey],
-    })
-    expect((await publish(f.founder, def))[2]).toBe(true)
+    await aliceOnlySecret(t, f)
     expect((await publish(f.founder, chat(f.alice.deviceSk, 'secret', 'hidden')))[2]).toBe(true)
     expect((await publish(f.founder, chat(f.alice.deviceSk, 'general', 'open')))[2]).toBe(true)
     await t.hub.close()
