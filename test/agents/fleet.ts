@@ -5,11 +5,9 @@ import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, onTestFinished } from 'vitest'
-import { generateSecretKey } from 'nostr-tools/pure'
 import * as nip19 from 'nostr-tools/nip19'
-import { bytesToHex } from '@noble/hashes/utils.js'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { runKith, startHubProcess, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
 import { history } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -83,23 +81,7 @@ export async function startFleet(opts: {
   env?: Record<string, string>
 }): Promise<Fleet> {
   const dir = tempDir('kith-agents-')
-  const owner = bytesToHex(generateSecretKey())
-  const hubHome = join(dir, 'hubhome')
-  await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
-  const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
-  const laptop = join(dir, 'laptop')
-  const devbox = join(dir, 'devbox')
-  for (const [home, name] of [
-    [laptop, 'laptop'],
-    [devbox, 'devbox'],
-  ] as const) {
-    const init = await runKith(['init', '--name', name, '--owner-key-stdin'], {
-      home,
-      input: owner,
-    })
-    expect(init.code, init.stderr).toBe(0)
-    expect((await runKith(['hub', 'add', hub.url], { home })).code).toBe(0)
-  }
+  const { laptop, devbox } = await laptopAndDevbox(dir)
   const agentHome = join(dir, `${opts.name}-home`)
   const agentCwd = join(dir, `${opts.name}-work`)
   mkdirSync(agentHome)

@@ -7,7 +7,13 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { envAllowlist } from '../../src/acp/agent-process.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { runKith, spawnKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import {
+  laptopAndDevbox,
+  runKith,
+  spawnKith,
+  startHubProcess,
+  startNodeProcess,
+} from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -23,20 +29,7 @@ describe(
   { timeout: 180_000 },
   () => {
     it('answers @mentions with replies signed by the agent key, streams, and survives a crash', async () => {
-      const dir = tempDir()
-      const owner = bytesToHex(generateSecretKey())
-      const hubHome = join(dir, 'hubhome')
-      await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
-      const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
-      const laptop = join(dir, 'laptop')
-      const devbox = join(dir, 'devbox')
-      for (const [home, name] of [
-        [laptop, 'laptop'],
-        [devbox, 'devbox'],
-      ] as const) {
-        await runKith(['init', '--name', name, '--owner-key-stdin'], { home, input: owner })
-        await runKith(['hub', 'add', hub.url], { home })
-      }
+      const { laptop, devbox } = await laptopAndDevbox(tempDir())
       const added = await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
         home: devbox,
       })

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { bytesToHex } from '@noble/hashes/utils.js'
+import { generateSecretKey } from 'nostr-tools/pure'
 import { onTestFinished } from 'vitest'
 import { kithBin, spawnHub } from '../../scripts/hub-process.js'
 
@@ -194,4 +197,34 @@ export function spawnKith(args: string[], home: string): Interactive {
       })
     },
   }
+}
+
+/**
+ * One person's laptop and devbox (the same owner key, each with its own KITH_HOME) on a real
+ * `kith hub` process; nothing started on them yet.
+ */
+export async function laptopAndDevbox(dir: string): Promise<{
+  hub: Awaited<ReturnType<typeof startHubProcess>>
+  laptop: string
+  devbox: string
+}> {
+  const owner = bytesToHex(generateSecretKey())
+  const hubHome = join(dir, 'hubhome')
+  await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+  const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
+  const laptop = join(dir, 'laptop')
+  const devbox = join(dir, 'devbox')
+  for (const [home, name] of [
+    [laptop, 'laptop'],
+    [devbox, 'devbox'],
+  ] as const) {
+    const init = await runKith(['init', '--name', name, '--owner-key-stdin'], {
+      home,
+      input: owner,
+    })
+    if (init.code !== 0) throw new Error(`kith init failed: ${init.stderr}`)
+    const add = await runKith(['hub', 'add', hub.url], { home })
+    if (add.code !== 0) throw new Error(`kith hub add failed: ${add.stderr}`)
+  }
+  return { hub, laptop, devbox }
 }
