@@ -121,7 +121,13 @@ export class GrantBook {
 
   /** Every grant and revocation, oldest first (for publishing to a new hub). */
   allEvents(): NostrEvent[] {
-    return [...this.store.eventsOfKind(Kind.Grant), ...this.store.eventsOfKind(Kind.Revocation)]
+    // node.db may still hold the grants of a fleet this machine left (kith fleet join moves a
+    // person's first machine from their own fleet into another): those are never sent.
+    const ours = (e: NostrEvent) => e.tags.some((t) => t[0] === 'fleet' && t[1] === this.fleet)
+    return [
+      ...this.store.eventsOfKind(Kind.Grant),
+      ...this.store.eventsOfKind(Kind.Revocation),
+    ].filter(ours)
   }
 
   /** Re-reads node.db (another process may have added grants) into the verifier. */

@@ -108,6 +108,25 @@ export class NodeStore {
     return hubs.reduce((n, hub) => n + this.stmts.pendingFor.all(hub).length, 0)
   }
 
+  /**
+   * Drops from the outbox the grants and revocations of any fleet but `fleet` (left behind when
+   * this machine joined another person's fleet); returns how many.
+   */
+  dropOtherFleets(fleet: string): number {
+    const rows = this.db.prepare('SELECT event_id, raw FROM outbox').all() as {
+      event_id: string
+      raw: string
+    }[]
+    const drop = this.db.prepare('DELETE FROM outbox WHERE event_id = ?')
+    let n = 0
+    for (const r of rows) {
+      const e = JSON.parse(r.raw) as NostrEvent
+      const tag = e.tags.find((t) => t[0] === 'fleet')?.[1]
+      if (tag !== undefined && tag !== fleet) n += drop.run(r.event_id).changes
+    }
+    return n
+  }
+
   outboxSize(): number {
     return this.stmts.outboxSize.get()!.n
   }

@@ -136,8 +136,16 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     expect(byName.get('dave')!.devices).toEqual([
       expect.objectContaining({ name: 'dave-laptop', status: 'active' }),
     ])
+    // An admin removes whom she admitted, not whom the founder admitted.
+    const notHers = await runKith(['fleet', 'remove', 'bob'], { home: carol! })
+    expect(notHers.code).toBe(1)
+    expect(notHers.stderr).toMatch(/you may not remove bob npub1\w+: only the founder may/)
     const text = await runKith(['fleet', 'members'], { home: alice! })
     expect(text.stdout).toMatch(/^dave {2}npub1\w+ {2}\(member, admitted by carol\)$/m)
+    const removed = await runKith(['fleet', 'remove', 'dave'], { home: carol! })
+    expect(removed.code, removed.stderr).toBe(0)
+    expect(removed.stdout).toMatch(/^revoked dave npub1\w+$/m)
+    expect(removed.stdout).toMatch(/cascades to device dave-laptop/)
   })
 
   it('two people, four machines: agent policies, approvals, and a removal that cascades', async () => {

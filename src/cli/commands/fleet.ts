@@ -6,6 +6,7 @@ import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { ensureOwnDeviceGrant, describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
+import { NodeStore } from '../../store/node-store.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -30,10 +31,11 @@ screens then show the same 6 digits: compare them over a call or a shared screen
 on both sides. The new member then pairs their own machines with kith pair / kith join.
 
 Removal revokes the person's owner grant: every hub drops their devices' and agents'
-connections and refuses their events at once; every node drops their queued prompts.
+connections and refuses their events at once; every node drops their queued prompts. A person
+is removed by whoever admitted them, someone above them, or the founder.
 
 Options:
-  --admin       (invite) the new member may invite and remove people too
+  --admin       (invite) the new member may invite people too (and remove those below them)
   --name NAME   (invite) the name the fleet knows them by; (join) the name you propose
   --hub URL     (invite) the hub URL the other person should use, if it differs from yours
   --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
@@ -163,6 +165,12 @@ async function join(
         }
         const config = readConfig(home)!
         writeConfig(home, { ...config, owner: ownerPubkey, fleet: enrollment.fleet, hubs })
+        const store = new NodeStore(home)
+        try {
+          store.dropOtherFleets(enrollment.fleet)
+        } finally {
+          store.close()
+        }
       },
     },
     out,
@@ -255,6 +263,8 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
         'kith fleet remove runs on the machine that holds your owner key',
       )
     }
+    // Learn what the hubs know first, so the cascade printed is the whole of it.
+    await syncHubs(node, now, (l) => out.err(l))
     const rows: KeyRow[] = fleetPeople(node.book.verifier, now)
       .filter((p) => p.role === 'owner')
       .map((p) => ({
@@ -275,6 +285,17 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
     if (typeof row === 'string' && !rows.some((r) => r.pubkey === pubkey))
       throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
-    return revokeKey(node, pubkey, label, out, json)
+    try {
+      return await revokeKey(node, pubkey, label, out, json)
+    } catch (err) {
+      if (!(err instanceof KithError) || !err.message.startsWith('no-authority')) throw err
+      const admittedBy = typeof row === 'string' ? undefined : row.issuer
+      const by = fleetPeople(node.book.verifier, now).find((p) => p.pubkey === admittedBy)
+      const who =
+        admittedBy === undefined || admittedBy === node.fleet
+          ? 'only the founder may'
+          : `only ${by?.name || npub(admittedBy)} (who admitted them), someone above them, or the founder may`
+      throw new KithError('restricted', `you may not remove ${label}: ${who}`, { cause: err })
+    }
   })
 }
