@@ -1,13 +1,12 @@
-import { join } from 'node:path'
 import { KithError } from '../errors.js'
 import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { AgentHost, type PromptJob } from '../acp/host.js'
-import { reapLeftover } from '../acp/process-group.js'
+import type { PromptJob } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
-import { listAgentRecords, readAgentSecret, type AgentRecord } from '../identity/agents.js'
+import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
+import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 import { ObserverFrames } from './observer-frames.js'
@@ -57,49 +56,16 @@ export class AgentBridge {
         this.node.log(`agent ${record.name}: its key is not (or no longer) granted; not started`)
         continue
       }
-      const secret = readAgentSecret(this.node.id.home, record.name)
-      if (secret === undefined) {
-        this.node.log(`agent ${record.name}: key file missing; not started`)
-        continue
-      }
-      const pidPath = join(this.node.id.home, 'agents', `${record.name}.pid`)
-      const leftover = reapLeftover(pidPath, record.command[0] ?? '')
-      if (leftover !== undefined)
-        this.node.log(
-          `agent ${record.name}: stopped its process left from an earlier run (pid ${leftover})`,
-        )
-      const host = new AgentHost(
-        record.name,
-        {
-          argv: record.command,
-          cwd: record.cwd ?? this.node.id.home,
-          logPath: join(this.node.id.home, 'agents', `${record.name}.log`),
-          pidPath,
-          ...(record.env === undefined ? {} : { env: record.env }),
-        },
-        this.node.log,
-        {
-          sessions: {
-            get: (channel) => this.node.store.agentSession(record.pubkey, channel),
-            set: (channel, session) =>
-              this.node.store.setAgentSession(record.pubkey, channel, session),
-          },
-          permissions: record.permissions ?? 'ask',
-          onNewSession: (channel, reason) =>
-            this.noticeAs(
-              record.pubkey,
-              channel,
-              `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
-            ),
-          ...(this.opts.agentIdleTimeoutMs === undefined
-            ? {}
-            : { idleTimeoutMs: this.opts.agentIdleTimeoutMs }),
-          ...(this.opts.agentTurnCapMs === undefined
-            ? {}
-            : { turnCapMs: this.opts.agentTurnCapMs }),
-        },
+      const command = record.command
+      const agent = hostAgent(this.node, { ...record, command }, this.opts, (channel, reason) =>
+        this.noticeAs(
+          record.pubkey,
+          channel,
+          `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
+        ),
       )
-      this.agents.set(record.pubkey, { record, host, secret })
+      if (agent === undefined) continue
+      this.agents.set(record.pubkey, agent)
       this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
     }
   }
