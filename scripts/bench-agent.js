@@ -116,9 +116,9 @@ await new Promise((resolve, reject) => {
     }
   })
 })
-const e2e = []
-for (let i = 0; i < N; i++) {
-  const prompt = finalizeEvent(
+/** A chat message from the owner mentioning the agent. */
+const promptEvent = (content) =>
+  finalizeEvent(
     {
       kind: 9,
       created_at: Math.floor(Date.now() / 1000),
@@ -126,10 +126,13 @@ for (let i = 0; i < N; i++) {
         ['h', 'bench'],
         ['p', agent],
       ],
-      content: `@claude echo ${i}`,
+      content,
     },
     ownerSk,
   )
+const e2e = []
+for (let i = 0; i < N; i++) {
+  const prompt = promptEvent(`@claude echo ${i}`)
   const t = performance.now()
   const got = new Promise((resolve) => replies.set(prompt.id, resolve))
   ws.send(JSON.stringify(['EVENT', prompt]))
@@ -152,18 +155,7 @@ const allFrames = new Promise((resolve) => {
   }
 })
 ws.send(JSON.stringify(['REQ', 'frames', { kinds: [24142], '#p': [owner], limit: 0 }]))
-const streamPrompt = finalizeEvent(
-  {
-    kind: 9,
-    created_at: Math.floor(Date.now() / 1000),
-    tags: [
-      ['h', 'bench'],
-      ['p', agent],
-    ],
-    content: `@claude stream ${U}`,
-  },
-  ownerSk,
-)
+const streamPrompt = promptEvent(`@claude stream ${U}`)
 const streamStart = performance.now()
 const streamReply = new Promise((resolve) => replies.set(streamPrompt.id, resolve))
 ws.send(JSON.stringify(['EVENT', streamPrompt]))

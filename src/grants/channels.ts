@@ -6,6 +6,7 @@ import {
 } from '../events/channel-def.js'
 import { Kind } from '../events/kinds.js'
 import { KithError } from '../errors.js'
+import { personsOf } from './members.js'
 import type { GrantVerifier } from './verifier.js'
 
 /** Stable reason codes of channel decisions (kith-channels/1); `malformed` is `invalid:`. */
@@ -156,12 +157,7 @@ export class ChannelBook {
    * that is not a member.
    */
   personsOf(key: string, now: number): Set<string> {
-    const persons = new Set<string>()
-    for (const chain of this.grants.validChains(key, now)) {
-      const owner = chain.findLast((g) => g.role === 'owner')
-      persons.add(owner?.subject ?? this.grants.founder)
-    }
-    return persons
+    return personsOf(this.grants, key, now)
   }
 
   /** May `person` change this channel: the founder, an admin (owner grant with deleg), the creator. */

@@ -10,12 +10,22 @@ export function personOf(v: GrantVerifier, pubkey: string, now: number): string 
   if (pubkey === v.founder) return pubkey
   const d = v.isMember(pubkey, now)
   if (!d.ok) return undefined
-  if (d.role === 'owner') return pubkey
-  for (let i = d.chain.length - 1; i >= 0; i--) {
-    const g = d.chain[i]!
-    if (g.role === 'owner') return g.subject
+  // An owner's own grant ends its chain, so the nearest owner grant is its own.
+  return d.chain.findLast((g) => g.role === 'owner')?.subject ?? v.founder
+}
+
+/**
+ * Every person behind `key` right now, one per valid chain (a key granted along two chains may
+ * belong to two people); `personOf` is the one its first valid chain gives. Empty for a key that
+ * is not a member.
+ */
+export function personsOf(v: GrantVerifier, key: string, now: number): Set<string> {
+  const persons = new Set<string>()
+  for (const chain of v.validChains(key, now)) {
+    const owner = chain.findLast((g) => g.role === 'owner')
+    persons.add(owner?.subject ?? v.founder)
   }
-  return v.founder
+  return persons
 }
 
 export interface MemberKey {

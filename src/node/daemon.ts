@@ -350,11 +350,7 @@ export class KithNode {
     if (typeof channel !== 'string' || typeof text !== 'string') {
       throw new KithError('usage', 'send needs channel and text')
     }
-    const posting = this.channels.mayPost(
-      { kind: Kind.ChatMessage, tags: [['h', channel]], pubkey: this.id.devicePubkey },
-      this.now(),
-    )
-    if (!posting.ok)
+    if (!this.channels.isMember(this.id.devicePubkey, channel, this.now()))
       throw new KithError(
         'restricted',
         `#${channel} is private and you are not a member: ask its creator or an admin (kith channel members '#${channel}')`,

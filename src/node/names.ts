@@ -1,5 +1,6 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { personOf } from '../grants/members.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { EventStore } from '../store/event-store.js'
 import { npubEncode } from 'nostr-tools/nip19'
@@ -50,10 +51,8 @@ export class Names {
       return { pubkey, name, role: 'person' }
     if (grant === undefined) return { pubkey, name, role: 'unknown' }
     if (grant.role === 'device') return { pubkey, name, role: 'device' }
-    // An agent is authorized by the nearest person above it on its chain, or the founder.
-    const chain = d.ok ? d.chain : [grant]
-    const owner =
-      [...chain].reverse().find((g) => g.role === 'owner')?.subject ?? this.grants.founder
+    // An agent is authorized by its person (a revoked one: shown as the founder's).
+    const owner = personOf(this.grants, pubkey, now) ?? this.grants.founder
     return { pubkey, name, role: 'agent', authorizedBy: this.who(owner, now).name }
   }
 

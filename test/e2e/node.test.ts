@@ -2,9 +2,9 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
-import { ControlClient } from '../../src/node/control.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { history as nodeHistory } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 import { startStandardRelay } from '../helpers/standard-relay.js'
 import WebSocket from 'ws'
@@ -30,15 +30,7 @@ async function setup(names: string[]) {
   return { dir, owner, hubHome, homes, addHubs }
 }
 
-async function history(home: string, channel = 'ops'): Promise<ChatItem[]> {
-  const c = await ControlClient.connect(join(home, 'node.sock'))
-  if (c === undefined) return []
-  try {
-    return await c.request<ChatItem[]>('history', { channel, limit: 10_000 })
-  } finally {
-    c.close()
-  }
-}
+const history = (home: string, channel = 'ops') => nodeHistory(home, channel, 10_000)
 
 const texts = (items: ChatItem[]) => items.map((i) => i.event.content)
 

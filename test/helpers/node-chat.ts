@@ -5,11 +5,11 @@ import type { ChatItem } from '../../src/node/daemon.js'
 import { runKith } from './cli.js'
 
 /** The channel's history as the running node in `home` has it (empty when none runs). */
-export async function history(home: string, channel = 'ops'): Promise<ChatItem[]> {
+export async function history(home: string, channel = 'ops', limit = 1000): Promise<ChatItem[]> {
   const c = await ControlClient.connect(join(home, 'node.sock'))
   if (c === undefined) return []
   try {
-    return await c.request<ChatItem[]>('history', { channel, limit: 1000 })
+    return await c.request<ChatItem[]>('history', { channel, limit })
   } finally {
     c.close()
   }

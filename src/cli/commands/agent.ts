@@ -17,6 +17,7 @@ import {
   describeKey,
   exitForReports,
   keyRows,
+  notifyDaemon,
   nowSeconds,
   resolveTarget,
   revokeKey,
@@ -26,7 +27,6 @@ import { describeReports } from '../../node/fleet.js'
 import { parsePermissionsMode } from '../../acp/permission-policy.js'
 import { listAgents } from './agent-list.js'
 import { runAgentLogs } from './agent-logs.js'
-import { connectDaemon } from './chat-common.js'
 import { describePolicy } from '../../grants/policy.js'
 
 export const agentHelp = `Usage:
@@ -191,7 +191,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
       // A running node hosts it at once (no restart needed).
-      const live = command === undefined ? false : await notifyAgentsChanged()
+      const live = command === undefined ? false : await notifyDaemon('agents-changed')
       if (values.json) {
         out.json({
           name,
@@ -239,7 +239,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         ...(env === undefined ? {} : { env }),
       }
       writeAgentRecord(id.home, updated)
-      const live = await notifyAgentsChanged()
+      const live = await notifyDaemon('agents-changed')
       if (values.json) {
         out.json({
           name,
@@ -289,16 +289,4 @@ function parseEnvNames(text: string | undefined): string[] | undefined {
       throw new KithError('usage', `--env: ${n} is Kith's own and never reaches an agent`)
   }
   return [...new Set(names)]
-}
-
-/** Tells a running node that agent records changed; false when no node runs. */
-async function notifyAgentsChanged(): Promise<boolean> {
-  const daemon = await connectDaemon()
-  if (daemon === undefined) return false
-  try {
-    await daemon.request('agents-changed')
-    return true
-  } finally {
-    daemon.close()
-  }
 }

@@ -35,14 +35,23 @@ export async function withNode<T>(fn: (node: FleetNode) => Promise<T> | T): Prom
   }
 }
 
-export async function notifyDaemon(): Promise<void> {
+/**
+ * Tells a running node (kith up) that this command changed node.db: `grants-changed` (grants and
+ * revocations) or `agents-changed` (agent records). True when a node took it; false when none
+ * runs, or it is an older one without the method (it picks the change up later: from its hubs,
+ * or on its next start).
+ */
+export async function notifyDaemon(
+  method: 'grants-changed' | 'agents-changed' = 'grants-changed',
+): Promise<boolean> {
   const daemon = await ControlClient.connect(join(resolveKithHome(), controlSocketFile))
-  if (daemon === undefined) return
+  if (daemon === undefined) return false
   try {
-    await daemon.request('grants-changed')
+    await daemon.request(method)
+    return true
   } catch (err) {
-    // An older daemon without this method: it learns the change from its hubs instead.
     if (!(err instanceof KithError)) throw err
+    return false
   } finally {
     daemon.close()
   }

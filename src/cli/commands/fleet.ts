@@ -93,6 +93,7 @@ async function invite(
   return runInvite(
     {
       role: 'owner',
+      command: 'kith fleet invite',
       joinCommand: 'kith fleet join',
       hub: values.hub,
       rearm: values.rearm === true,

@@ -19,6 +19,8 @@ import { notifyDaemon } from './fleet-common.js'
 
 export interface InviteSpec {
   role: PairRole
+  /** This command, for messages: `kith pair` or `kith fleet invite`. */
+  command: string
   /** The command the other side runs with the code, e.g. `kith join`. */
   joinCommand: string
   /** --hub: the URL the other machine should use, when it differs from this machine's. */
@@ -43,7 +45,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   if (id.ownerSecret === undefined || id.ownerPubkey === undefined) {
     throw new KithError(
       'restricted',
-      `${spec.joinCommand === 'kith join' ? 'kith pair' : 'kith fleet invite'} runs on the machine that holds the owner key`,
+      `${spec.command} runs on the machine that holds the owner key`,
     )
   }
   const ownerSecret = id.ownerSecret

@@ -43,6 +43,7 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
   return runInvite(
     {
       role: 'device',
+      command: 'kith pair',
       joinCommand: 'kith join',
       hub: values.hub,
       rearm: values.rearm === true,
