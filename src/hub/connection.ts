@@ -2,13 +2,11 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { WebSocket } from 'ws'
 import { KithError, toNostrMessage } from '../errors.js'
-import { parseEvent, tagValue, type NostrEvent } from '../events/event.js'
-import { grantCodePrefix } from '../grants/codes.js'
+import { parseEvent, type NostrEvent } from '../events/event.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import { checkEventPolicy } from './policy.js'
-import { channelRefusal } from '../grants/channels.js'
 import { ChannelGate } from './channel-gate.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
@@ -200,43 +198,22 @@ export class Connection {
     }
     const ctx = this.ctx
     const now = ctx.now()
-    const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
-    const isDefinition = event.kind === Kind.ChannelDefinition
-    try {
-      if (!isGrantEvent) {
-        const d = ctx.grants.authorize(event.pubkey, {
-          now,
-          kind: event.kind,
-          channel: tagValue(event, 'h'),
-        })
-        if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
-      }
-      if (!isGrantEvent && !isDefinition) {
-        const c = ctx.channels.mayPost(event, now)
-        if (!c.ok) throw channelRefusal(c)
-      }
-      ctx.rate.take(event.pubkey, Date.now())
-      checkEventPolicy(event, ctx.limits, now)
-      if (isDefinition) {
-        // Like a revocation, a new member list applies to every delivery from here on.
-        const r = ctx.channels.add(event, { now })
-        if (r.status === 'rejected') throw channelRefusal(r)
-        if (r.status === 'superseded') {
-          this.ok(event.id, true, 'duplicate: a newer definition of this channel is in effect')
-          return
-        }
-      }
-      if (isGrantEvent) {
-        // The verifier checks the issuer's authority at `now` and the chain's structure; a
-        // revocation takes effect here, before it is stored, so no event slips in meanwhile.
-        const r = ctx.grants.add(event, { verified: true, now })
-        if (r.status !== 'accepted') {
-          throw new KithError(grantCodePrefix(r.code), `${r.code}: ${r.reason}`)
-        }
-        if (event.kind === Kind.Revocation) ctx.enforce()
-      }
-    } catch (err) {
-      this.ok(event.id, false, toNostrMessage(err))
+    // The one admission rule hubs and nodes share (grants, channels); the hub adds its rate and
+    // size checks before anything changes.
+    const admission = ctx.state.admit(event, now, {
+      beforeChange: () => {
+        ctx.rate.take(event.pubkey, Date.now())
+        checkEventPolicy(event, ctx.limits, now)
+      },
+    })
+    if (!admission.ok) {
+      this.ok(event.id, false, toNostrMessage(admission.error))
+      return
+    }
+    // A revocation takes effect before it is stored, so no event slips in meanwhile.
+    if (admission.revoked) ctx.enforce()
+    if (!admission.store) {
+      this.ok(event.id, true, admission.note)
       return
     }
     if (isEphemeralKind(event.kind)) {
@@ -249,7 +226,7 @@ export class Connection {
         ctx.log(`store failed: ${outcome.message}`)
         this.ok(event.id, false, 'error: could not store the event; try again')
       } else if (outcome === 'stored') {
-        this.ok(event.id, true, '')
+        this.ok(event.id, true, admission.note)
         ctx.fanOut(raw, event)
       } else if (outcome === 'duplicate') {
         this.ok(event.id, true, 'duplicate: already have this event')

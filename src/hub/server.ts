@@ -22,8 +22,9 @@ import { PairingLane } from './pairing-lane.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { GrantVerifier } from '../grants/verifier.js'
-import { ChannelBook } from '../grants/channels.js'
+import type { GrantVerifier } from '../grants/verifier.js'
+import type { ChannelBook } from '../grants/channels.js'
+import { FleetState } from '../grants/fleet-state.js'
 
 export interface HubOptions {
   host?: string
@@ -71,16 +72,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
   const log = opts.log ?? (() => undefined)
   const store = new EventStore(opts.dbPath, { synchronous: opts.synchronous ?? 'full' })
-  const grants = new GrantVerifier({ founder: opts.founder, verifySignature: verifyEventSignature })
-  // Stored grants and revocations were verified on the way in; replay them (grants first, each
-  // oldest first) to rebuild who is a member.
-  for (const kind of [Kind.Grant, Kind.Revocation]) {
-    for (const event of store.eventsOfKind(kind))
-      grants.add(event, { verified: true, keepPending: true })
-  }
-  // Then channel definitions, oldest first: the newest of each channel is in effect.
-  const channels = new ChannelBook(grants)
-  for (const event of store.eventsOfKind(Kind.ChannelDefinition)) channels.add(event)
+  // Stored grants, revocations and definitions were verified on the way in; the state they make
+  // does not depend on their order.
+  const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })
+  for (const kind of [Kind.Grant, Kind.Revocation, Kind.ChannelDefinition])
+    state.replay(store.eventsOfKind(kind))
+  const { grants, channels } = state
   let verifier: VerifyPool
   try {
     verifier = await VerifyPool.create(opts.verifyWorkers)
@@ -126,6 +123,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     verifier,
     subs,
     limits,
+    state,
     grants,
     channels,
     enforce: () => {

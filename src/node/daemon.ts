@@ -17,7 +17,7 @@ import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
 import type { HostedAgent } from './node-context.js'
-import { ChannelBook } from '../grants/channels.js'
+import type { ChannelBook } from '../grants/channels.js'
 
 export const controlSocketFile = 'node.sock'
 export const defaultEmbeddedPort = 7447
@@ -88,8 +88,12 @@ export class KithNode {
       this.store.enqueue(e, this.now()),
     )
     this.names = new Names(this.book.verifier, this.store.events)
-    this.channels = new ChannelBook(this.book.verifier)
-    for (const e of this.store.events.eventsOfKind(Kind.ChannelDefinition)) this.channels.add(e)
+    this.channels = this.book.state.channels
+    // What this node learns of the fleet's authority it passes on to every hub it links to
+    // (kith-grants, "Propagation"), so a hub that missed a revocation gets it from any node.
+    this.book.verifier.recordAccepted = true
+    this.republishAuthority(this.book.allEventsInChainOrder())
+    this.book.verifier.drainAccepted()
     this.bridge = new AgentBridge(
       {
         id,
@@ -171,6 +175,12 @@ export class KithNode {
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
+        this.republishAuthority(
+          this.book.verifier.drainAccepted().flatMap((id) => {
+            const e = this.book.event(id)
+            return e === undefined ? [] : [e]
+          }),
+        )
         this.bridge.enforceMembership()
         for (const link of this.links) this.pump(link)
         return { ok: true }
@@ -273,37 +283,28 @@ export class KithNode {
       return true
     })
     if (fresh.length === 0) return
-    const results = await Promise.all(fresh.map((e) => this.pool.verify(e)))
-    const valid = fresh.filter((_, i) => results[i] === 'ok')
+    const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
+    const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
-    const grantEvents = valid
-      .filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
-      .sort((a, b) => a.created_at - b.created_at)
-    if (grantEvents.length > 0) {
-      this.book.learn(grantEvents, { verified: true })
-      this.bridge.enforceMembership()
-    }
+    // The same admission a hub applies (grants first, then definitions, then the rest), so
+    // whatever link an event came through, a node takes only what a hub would take.
     const now = this.now()
-    // Definitions next (checked as a hub checks them), so the events below meet the right rules.
-    const definitions = valid
-      .filter((e) => e.kind === Kind.ChannelDefinition)
-      .sort((a, b) => a.created_at - b.created_at)
-    const refusedDefinitions = new Set<string>()
-    for (const e of definitions) {
-      const r = this.channels.add(e, { now })
-      if (r.status === 'rejected') {
-        refusedDefinitions.add(e.id)
-        this.log(`ignored a definition of a channel (${r.code}: ${r.reason})`)
-      }
-    }
+    const results = this.book.state.admitBatch(valid, now, { keepPending: true })
     const accepted: NostrEvent[] = []
-    for (const e of valid) {
-      if (e.kind === Kind.Grant || e.kind === Kind.Revocation) continue
-      if (refusedDefinitions.has(e.id)) continue
-      if (e.kind !== Kind.ChannelDefinition && !this.channels.mayPost(e, now).ok) continue
-      const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
-      if (!d.ok) continue
+    let revoked = false
+    for (const { event: e, admission } of results) {
+      if (!admission.ok) {
+        if (
+          e.kind === Kind.Grant ||
+          e.kind === Kind.Revocation ||
+          e.kind === Kind.ChannelDefinition
+        )
+          this.log(`ignored ${e.kind} ${e.id.slice(0, 12)}…: ${admission.error.message}`)
+        continue
+      }
+      revoked ||= admission.revoked
+      if (!admission.store) continue
       if (isEphemeralKind(e.kind)) {
         if (e.kind === Kind.Presence) {
           this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
@@ -314,7 +315,16 @@ export class KithNode {
       accepted.push(e)
     }
     if (accepted.length === 0) return
-    const outcomes = this.store.events.insertBatch(accepted)
+    const outcomes = this.book.keep(accepted)
+    this.republishAuthority(
+      this.book.verifier.drainAccepted().flatMap((id) => {
+        const e = accepted.find((x) => x.id === id) ?? this.book.event(id)
+        return e === undefined ? [] : [e]
+      }),
+    )
+    if (revoked || results.some((r) => r.admission.ok && r.admission.authority)) {
+      this.bridge.enforceMembership()
+    }
     accepted.forEach((e, i) => {
       if (outcomes[i] !== 'stored') return
       if (
@@ -328,6 +338,17 @@ export class KithNode {
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
     })
+  }
+
+  /**
+   * Queues grants and revocations for every hub that has not answered them yet, parents first;
+   * a hub that already has one answers `duplicate`.
+   */
+  private republishAuthority(events: readonly NostrEvent[]): void {
+    if (events.length === 0) return
+    const now = this.now()
+    for (const e of events) this.store.enqueue(e, now)
+    for (const link of this.links) this.pump(link)
   }
 
   private emit(event: NostrEvent): void {

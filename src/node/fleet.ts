@@ -40,6 +40,7 @@ export function ensureOwnDeviceGrant(node: FleetNode, now: number): NostrEvent |
       role: 'device',
       deleg: true,
       name: id.config.name,
+      subjectSecret: id.deviceSecret,
       ...(ownerGrant === undefined ? {} : { parent: ownerGrant.id }),
     },
     id.ownerSecret,

@@ -4,7 +4,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { npubEncode } from 'nostr-tools/nip19'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
-import { makeGrant } from '../../src/grants/grant.js'
+import { signGrant } from '../../src/grants/grant.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -48,16 +48,17 @@ describe('kith channel', () => {
       const person = async (name: string) => {
         const sk = generateSecretKey()
         const deviceSk = generateSecretKey()
-        const g = signEvent(
-          makeGrant({ subject: publicKeyOf(sk), role: 'owner', fleet: founder, name }, now()),
+        const g = signGrant(
+          { subject: publicKeyOf(sk), role: 'owner', fleet: founder, name },
           founderSk,
-        )
-        const d = signEvent(
-          makeGrant(
-            { subject: publicKeyOf(deviceSk), role: 'device', fleet: founder, parent: g.id },
-            now(),
-          ),
           sk,
+          now(),
+        )
+        const d = signGrant(
+          { subject: publicKeyOf(deviceSk), role: 'device', fleet: founder, parent: g.id },
+          sk,
+          deviceSk,
+          now(),
         )
         expect((await publish(admin, g))[2]).toBe(true)
         expect((await publish(admin, d))[2]).toBe(true)
@@ -155,12 +156,11 @@ describe('kith channel', () => {
     try {
       const admin = await client(url, founderSk, clients)
       const bobSk = generateSecretKey()
-      const bobGrant = signEvent(
-        makeGrant(
-          { subject: publicKeyOf(bobSk), role: 'owner', fleet: founder, name: 'bob' },
-          now(),
-        ),
+      const bobGrant = signGrant(
+        { subject: publicKeyOf(bobSk), role: 'owner', fleet: founder, name: 'bob' },
         founderSk,
+        bobSk,
+        now(),
       )
       expect((await publish(admin, bobGrant))[2]).toBe(true)
       const created = await runKith(
@@ -172,9 +172,11 @@ describe('kith channel', () => {
 
       const bob = await client(url, bobSk, clients)
       const outsiderSk = generateSecretKey()
-      const outsiderGrant = signEvent(
-        makeGrant({ subject: publicKeyOf(outsiderSk), role: 'owner', fleet: founder }, now()),
+      const outsiderGrant = signGrant(
+        { subject: publicKeyOf(outsiderSk), role: 'owner', fleet: founder },
         founderSk,
+        outsiderSk,
+        now(),
       )
       expect((await publish(admin, outsiderGrant))[2]).toBe(true)
       const outsider = await client(url, outsiderSk, clients)

@@ -109,7 +109,8 @@ describe('grants through the CLI against a running hub', () => {
     const stranger = await runKith(['revoke', npubEncode(publicKeyOf(generateSecretKey()))], {
       home,
     })
-    expect(stranger.code).toBe(1)
+    // Not a key this fleet knows: "no such thing here" (exit 5), naming the reason.
+    expect(stranger.code).toBe(5)
     expect(stranger.stderr).toMatch(/unknown-target/)
     expect((await runKith(['revoke', 'npub1nope'], { home })).stderr).toMatch(/not a valid npub/)
   })

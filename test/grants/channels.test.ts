@@ -7,7 +7,7 @@ import {
   parseChannelDefinition,
 } from '../../src/events/channel-def.js'
 import { ChannelBook } from '../../src/grants/channels.js'
-import { makeGrant, type GrantSpec } from '../../src/grants/grant.js'
+import { signGrant, type GrantSpec } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { GrantVerifier } from '../../src/grants/verifier.js'
 import { isKithError } from '../../src/errors.js'
@@ -112,9 +112,13 @@ describe('parseChannelDefinition', () => {
  */
 function world() {
   const v = new GrantVerifier({ founder: fleet, verifySignature: verifyEventSignature })
-  const grant = (spec: Omit<GrantSpec, 'fleet'>, sk: Uint8Array) => {
-    const e = signEvent(makeGrant({ ...spec, fleet }, now), sk)
-    expect(v.add(e, { now })).toEqual({ status: 'accepted' })
+  const grant = (
+    spec: Omit<GrantSpec, 'fleet' | 'proof'>,
+    sk: Uint8Array,
+    subjectSk: Uint8Array,
+  ) => {
+    const e = signGrant({ ...spec, fleet }, sk, subjectSk, now)
+    expect(v.add(e)).toEqual({ status: 'accepted' })
     return e
   }
   const [alice, bob, bobLaptop, bobAgent, carol, carolLaptop, founderLaptop] = [
@@ -126,13 +130,17 @@ function world() {
     key(),
     key(),
   ] as const
-  const ga = grant({ subject: alice.pk, role: 'owner', deleg: true }, founder.sk)
-  const gb = grant({ subject: bob.pk, role: 'owner', parent: ga.id }, alice.sk)
-  const gbl = grant({ subject: bobLaptop.pk, role: 'device', deleg: true, parent: gb.id }, bob.sk)
-  grant({ subject: bobAgent.pk, role: 'agent', parent: gbl.id }, bobLaptop.sk)
-  const gc = grant({ subject: carol.pk, role: 'owner' }, founder.sk)
-  grant({ subject: carolLaptop.pk, role: 'device', parent: gc.id }, carol.sk)
-  grant({ subject: founderLaptop.pk, role: 'device' }, founder.sk)
+  const ga = grant({ subject: alice.pk, role: 'owner', deleg: true }, founder.sk, alice.sk)
+  const gb = grant({ subject: bob.pk, role: 'owner', parent: ga.id }, alice.sk, bob.sk)
+  const gbl = grant(
+    { subject: bobLaptop.pk, role: 'device', deleg: true, parent: gb.id },
+    bob.sk,
+    bobLaptop.sk,
+  )
+  grant({ subject: bobAgent.pk, role: 'agent', parent: gbl.id }, bobLaptop.sk, bobAgent.sk)
+  const gc = grant({ subject: carol.pk, role: 'owner' }, founder.sk, carol.sk)
+  grant({ subject: carolLaptop.pk, role: 'device', parent: gc.id }, carol.sk, carolLaptop.sk)
+  grant({ subject: founderLaptop.pk, role: 'device' }, founder.sk, founderLaptop.sk)
   const book = new ChannelBook(v)
   const define = (
     sk: Uint8Array,
@@ -197,7 +205,7 @@ describe('ChannelBook', () => {
     expect(w.book.isMember(w.bobLaptop.pk, 'secret', now)).toBe(true)
     expect(w.book.isMember(w.bobAgent.pk, 'secret', now)).toBe(false)
     const rev = signEvent(makeRevocation({ fleet, keys: [w.carol.pk] }, now), founder.sk)
-    expect(w.v.add(rev, { now })).toEqual({ status: 'accepted' })
+    expect(w.v.add(rev)).toEqual({ status: 'accepted' })
     expect(w.book.isMember(w.carolLaptop.pk, 'secret', now)).toBe(false)
     // The definition itself stays in effect: the channel does not fall open.
     expect(w.book.isPrivate('secret')).toBe(true)

@@ -3,7 +3,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeChannelDefinition } from '../../src/events/channel-def.js'
-import { makeGrant, type GrantSpec } from '../../src/grants/grant.js'
+import { signGrant, type GrantSpec } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { startHub } from '../../src/hub/server.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
@@ -30,15 +30,16 @@ interface Person {
  */
 async function fleet(t: TestHub) {
   const founder = await t.member()
-  const g = (spec: Omit<GrantSpec, 'fleet'>, sk: Uint8Array) =>
-    signEvent(makeGrant({ ...spec, fleet: t.owner }, now()), sk)
+  const g = (spec: Omit<GrantSpec, 'fleet' | 'proof'>, sk: Uint8Array, subjectSk: Uint8Array) =>
+    signGrant({ ...spec, fleet: t.owner }, sk, subjectSk, now())
   const person = async (name: string): Promise<Person> => {
     const sk = generateSecretKey()
     const deviceSk = generateSecretKey()
-    const grant = g({ subject: publicKeyOf(sk), role: 'owner', name }, t.ownerSk)
+    const grant = g({ subject: publicKeyOf(sk), role: 'owner', name }, t.ownerSk, sk)
     const deviceGrant = g(
       { subject: publicKeyOf(deviceSk), role: 'device', parent: grant.id, name: `${name}-laptop` },
       sk,
+      deviceSk,
     )
     expect((await publish(founder, grant))[2]).toBe(true)
     expect((await publish(founder, deviceGrant))[2]).toBe(true)
@@ -329,12 +330,11 @@ describe('private channels at the hub', () => {
     )
     // An admin (owner grant with deleg) may change it.
     const adminSk = generateSecretKey()
-    const adminGrant = signEvent(
-      makeGrant(
-        { subject: publicKeyOf(adminSk), role: 'owner', deleg: true, fleet: t.owner },
-        now(),
-      ),
+    const adminGrant = signGrant(
+      { subject: publicKeyOf(adminSk), role: 'owner', deleg: true, fleet: t.owner },
       t.ownerSk,
+      adminSk,
+      now(),
     )
     expect((await publish(f.founder, adminGrant))[2]).toBe(true)
     const byAdmin = define(

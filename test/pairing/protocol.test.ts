@@ -133,7 +133,15 @@ describe('kith-pair/1 refusals, each with its own code', () => {
     const mallory = generateSecretKey()
     const forged = {
       grant: signEvent(
-        makeGrant({ subject: device.pubkey, role: 'device', fleet: publicKeyOf(mallory) }, now),
+        makeGrant(
+          {
+            subject: device.pubkey,
+            role: 'device',
+            fleet: publicKeyOf(mallory),
+            proof: '0'.repeat(128),
+          },
+          now,
+        ),
         mallory,
       ),
       chain: [],

@@ -156,6 +156,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       const grant = book.issueGrant(
         {
           subject: key.pubkey,
+          subjectSecret: key.secret,
           role: 'agent',
           name,
           ...(parent === undefined ? {} : { parent }),

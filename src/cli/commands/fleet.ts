@@ -113,7 +113,13 @@ async function invite(
           throw new KithError('restricted', `${npub(proof.device)} is already in this fleet`)
         }
         return node.book.issueGrant(
-          { subject: proof.device, role: 'owner', deleg: admin, name: values.name ?? proof.name },
+          {
+            subject: proof.device,
+            role: 'owner',
+            deleg: admin,
+            name: values.name ?? proof.name,
+            proof: proof.consent,
+          },
           ownerSecret,
           now,
         )

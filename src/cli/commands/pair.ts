@@ -50,7 +50,13 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
       check: () => undefined,
       grant: (node, proof, ownerSecret, now) =>
         node.book.issueGrant(
-          { subject: proof.device, role: 'device', deleg: true, name: values.name ?? proof.name },
+          {
+            subject: proof.device,
+            role: 'device',
+            deleg: true,
+            name: values.name ?? proof.name,
+            proof: proof.consent,
+          },
           ownerSecret,
           now,
         ),

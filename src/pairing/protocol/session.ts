@@ -3,7 +3,7 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { encrypt as nip44Encrypt, decrypt as nip44Decrypt } from 'nostr-tools/nip44'
 import { isHex64, verifyEventSignature, type NostrEvent } from '../../events/event.js'
 import { Kind } from '../../events/kinds.js'
-import { parseGrant } from '../../grants/grant.js'
+import { parseGrant, signGrantProof, verifyGrantProof } from '../../grants/grant.js'
 import type { PairingCode, PairRole } from './code.js'
 import {
   checkPeerKey,
@@ -46,6 +46,8 @@ export interface JoinerProof {
   device: string
   name: string
   sig: string
+  /** The new key's consent to the grant it asks for (kith-grants `proof`: this owner, this role). */
+  consent: string
 }
 
 /** What the inviter sends after both yeses (encrypted to the joiner). */
@@ -192,13 +194,29 @@ export class InviterSession {
       if (
         !isHex64(proof.device) ||
         typeof proof.name !== 'string' ||
-        typeof proof.sig !== 'string'
+        typeof proof.sig !== 'string' ||
+        typeof proof.consent !== 'string'
       ) {
         throw new PairError('bad-proof')
       }
       if (!verifyTranscriptSignature(this.th, proof.sig, proof.device))
         throw new PairError('bad-proof')
-      this.proof = { device: proof.device, name: proof.name.slice(0, 64), sig: proof.sig }
+      const role = this.code.role === 'owner' ? 'owner' : 'device'
+      if (
+        !verifyGrantProof({
+          issuer: this.code.owner,
+          subject: proof.device,
+          role,
+          proof: proof.consent,
+        })
+      )
+        throw new PairError('bad-proof')
+      this.proof = {
+        device: proof.device,
+        name: proof.name.slice(0, 64),
+        sig: proof.sig,
+        consent: proof.consent,
+      }
       this.state = 'confirmed-r'
       return undefined
     }
@@ -340,6 +358,11 @@ export class JoinerSession {
       device: device.pubkey,
       name: device.name,
       sig: signTranscript(this.th, device.secret),
+      consent: signGrantProof(
+        device.secret,
+        this.code.owner,
+        this.code.role === 'owner' ? 'owner' : 'device',
+      ),
     }
     return {
       t: 'confirm-r',
