@@ -132,17 +132,26 @@ export async function revokeKey(
   const event = node.book.issueRevocation({ keys: [pubkey] }, revokerSecret(node), now)
   const after = node.book.members(now)
   const cascaded = [...before].filter((k) => !after.has(k) && k !== pubkey)
+  // A p revocation ends the grants its signer stands above; someone else's grant of the same
+  // key (the key consented to both) is theirs to revoke.
+  const stillMember = after.has(pubkey)
   const reports = await syncHubs(node, now, (line) => out.err(line))
   if (json) {
     out.json({
       revoked: npub(pubkey),
       revocation: event.id,
+      stillMember,
       cascaded: cascaded.map(npub),
       hubs: reports,
     })
     return 0
   }
   out.line(`revoked ${label}`)
+  if (stillMember) {
+    out.line(
+      '  still a member through a grant you do not stand above: ask whoever issued it, or the founder',
+    )
+  }
   if (cascaded.length === 0) out.line('nothing beneath it')
   for (const k of cascaded) out.line(`  cascades to ${describeKey(node, k)}`)
   for (const l of describeReports(reports)) out.line(l)

@@ -295,7 +295,7 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
     try {
       return await revokeKey(node, pubkey, label, out, json)
     } catch (err) {
-      if (!(err instanceof KithError) || !err.message.startsWith('no-authority')) throw err
+      if (!(err instanceof KithError) || err.reason !== 'no-authority') throw err
       const admittedBy = typeof row === 'string' ? undefined : row.issuer
       const by = fleetPeople(node.book.verifier, now).find((p) => p.pubkey === admittedBy)
       const who =
