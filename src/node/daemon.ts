@@ -1,5 +1,4 @@
 import { join } from 'node:path'
-import type { Server } from 'node:net'
 import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
@@ -12,7 +11,7 @@ import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
-import { startControlServer, type ControlClientHandle } from './control.js'
+import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
@@ -68,7 +67,7 @@ export class KithNode {
   readonly links: HubLink[] = []
   embedded: Hub | undefined
   private pool!: VerifyPool
-  private control: Server | undefined
+  private control: ControlServer | undefined
   private readonly listeners = new Set<(item: ChatItem) => void>()
   private presenceTimer: NodeJS.Timeout | undefined
   readonly presence = new Map<string, { status: string; at: number }>()
@@ -459,16 +458,17 @@ export class KithNode {
     }
   }
 
+  /**
+   * Stops within a second or two whatever is attached: clients are told and let go first, links
+   * close, then agents (each given its cancel grace) and the embedded hub stop side by side.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
-    await this.bridge.stop()
+    await this.control?.close()
     for (const link of this.links) link.stop()
-    await new Promise<void>((resolve) =>
-      this.control ? this.control.close(() => resolve()) : resolve(),
-    )
-    await this.embedded?.close()
+    await Promise.all([this.bridge.stop(), this.embedded?.close()])
     await this.pool?.close()
     this.store.close()
   }
