@@ -6,7 +6,14 @@ import { signAuthEvent } from '../events/nip42.js'
 import type { OkAnswer } from './hub-session.js'
 
 export type LinkState =
-  'connecting' | 'authenticating' | 'catching-up' | 'live' | 'waiting' | 'stopped'
+  | 'connecting'
+  | 'authenticating'
+  | 'catching-up'
+  | 'live'
+  | 'waiting'
+  | 'stopped'
+  /** The hub refused this device's AUTH as revoked: retrying cannot help, so the link stops. */
+  | 'revoked'
 
 export interface LinkOptions {
   url: string
@@ -24,6 +31,8 @@ export interface LinkOptions {
   /** Receives events from the hub; catch-up waits for each page to be processed. */
   deliver: (events: NostrEvent[]) => Promise<void>
   onLive?: () => void
+  /** The hub refused AUTH because this device's grant is revoked (its person was removed). */
+  onRevoked?: (message: string) => void
   log: (line: string) => void
   /** Catch-up starts this long before the cursor, so late or skewed events are not missed. */
   overlapSeconds?: number
@@ -176,6 +185,14 @@ export class HubLink {
     this.connectedAt = undefined
   }
 
+  /** Stops for good: a revoked key stays revoked (kith-grants), so reconnecting is noise. */
+  private revoked(message: string): void {
+    this.stopped = true
+    this.setState('revoked')
+    clearTimeout(this.retryTimer)
+    this.opts.onRevoked?.(message)
+  }
+
   private scheduleReconnect(): void {
     if (this.stopped) return
     this.setState('waiting')
@@ -221,7 +238,10 @@ export class HubLink {
           )
           this.oks.set(auth.id, { resolve, reject, timer })
         })
-        if (!answer.ok) throw new KithError('restricted', `AUTH refused: ${answer.message}`)
+        if (!answer.ok) {
+          if (answer.message.startsWith('restricted: revoked')) this.revoked(answer.message)
+          throw new KithError('restricted', `AUTH refused: ${answer.message}`)
+        }
       }
     }
     this.connectedAt = startedAt

@@ -73,6 +73,8 @@ export class KithNode {
   readonly presence = new Map<string, { status: string; at: number }>()
   private readonly log: (line: string) => void
   private stopped = false
+  /** Set once every hub refused this device as revoked: the node has no fleet to talk to. */
+  removed: string | undefined
   private readonly bridge: AgentBridge
   private readonly outbox: OutboxPump
 
@@ -219,6 +221,13 @@ export class KithNode {
           this.log(`linked to ${url}`)
           this.pump(link)
           this.sendPresence(link)
+        },
+        onRevoked: (message) => {
+          this.log(
+            `${url} refused this device: ${message}. This device was removed from the fleet ` +
+              '(its grant, or its person, was revoked); it will not reconnect. Nothing more will be sent.',
+          )
+          if (this.links.every((l) => l.state === 'revoked')) this.removed = message
         },
         log: this.log,
         ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
@@ -370,6 +379,13 @@ export class KithNode {
     if (typeof channel !== 'string' || typeof text !== 'string') {
       throw new KithError('usage', 'send needs channel and text')
     }
+    if (this.removed !== undefined) {
+      throw new KithError(
+        'restricted',
+        `this device was removed from the fleet (${this.removed}); nothing can be sent. ` +
+          'Ask the fleet founder or an admin, or start over with kith init.',
+      )
+    }
     if (!this.channels.isMember(this.id.devicePubkey, channel, this.now()))
       throw new KithError(
         'restricted',
@@ -425,6 +441,7 @@ export class KithNode {
     name: string
     fleet: string
     embeddedHub: string | null
+    removed: string | null
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
@@ -435,6 +452,7 @@ export class KithNode {
       name: this.id.config.name,
       fleet: this.fleet,
       embeddedHub: this.embedded?.url ?? null,
+      removed: this.removed ?? null,
       hubs: this.links.map((l) => ({
         url: l.url,
         state: l.state,

@@ -181,7 +181,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
       nodes.push(n)
     }
     for (const n of nodes) await n.waitFor(/linked to/)
-    const [, bobDevboxNode] = nodes
+    const [, bobDevboxNode, , bobLaptopNode] = nodes
 
     // Bob prompts Alice's fleet-wide agent and gets the answer.
     const q1 = await ask(bobLaptop, '@shared echo hello from bob')
@@ -260,14 +260,17 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     // His devices' connections are dropped and their events refused.
     // (the hub closed its connection; reconnecting, it is refused at AUTH)
     await bobDevboxNode!.waitFor(/AUTH refused: restricted: revoked/, 20_000)
-    // What his machines post is refused: the node keeps it unsent (no hub takes it), and a
-    // client with his device key is refused at AUTH.
-    const late = await runKith(['send', '#ops', '@shared echo after removal', '--json'], {
-      home: bobLaptop,
-    })
-    expect((JSON.parse(late.stdout) as { delivery: { ok: boolean } | null }).delivery?.ok).not.toBe(
-      true,
-    )
+    // His node says so plainly and stops retrying; kith status shows it.
+    await bobDevboxNode!.waitFor(/removed from the fleet/, 20_000)
+    const bobStatus = await runKith(['status', '--json'], { home: bobDevbox })
+    expect(
+      JSON.parse(bobStatus.stdout) as { removed: string | null; hubs: { state: string }[] },
+    ).toMatchObject({ removed: expect.stringMatching(/revoked/), hubs: [{ state: 'revoked' }] })
+    // What his machines post is refused with the reason, not queued as if it might still go.
+    await bobLaptopNode!.waitFor(/removed from the fleet/, 20_000)
+    const late = await runKith(['send', '#ops', '@shared echo after removal'], { home: bobLaptop })
+    expect(late.code).not.toBe(0)
+    expect(late.stderr).toMatch(/this device was removed from the fleet/)
     const raw = await RawClient.connect(hub.url)
     const authed = await raw.auth(hub.url, readKeyFile(join(bobDevbox, 'device.key'))!)
     expect(authed[2]).toBe(false)
