@@ -5,6 +5,7 @@ import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
 import { VerifyPool } from '../hub/verify-pool.js'
+import { homeFiles } from '../identity/home.js'
 import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
@@ -18,7 +19,7 @@ import { Names } from './names.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 
-export const controlSocketFile = 'node.sock'
+export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
 
 /** Kinds a node follows: chat, permission requests/decisions, agent control. */
@@ -193,7 +194,7 @@ export class KithNode {
       this.embedded = await startHub({
         host: '127.0.0.1',
         port: this.opts.embedPort ?? defaultEmbeddedPort,
-        dbPath: join(id.home, 'hub.db'),
+        dbPath: join(id.home, homeFiles.hubDb),
         founder: this.fleet,
         log: (l) => this.log(`hub: ${l}`),
         ...(this.opts.verifyWorkers === undefined

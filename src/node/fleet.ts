@@ -2,7 +2,10 @@ import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
+import { join } from 'node:path'
+import { homeFiles } from '../identity/home.js'
 import { HubSession } from '../link/hub-session.js'
+import { ControlClient } from './control.js'
 import { GrantBook } from './grant-book.js'
 
 /** This node's identity together with its copy of the fleet's grants. */
@@ -71,8 +74,9 @@ export async function syncHubs(
   node: FleetNode,
   now: number,
   progress: (line: string) => void = () => undefined,
-  hubs: readonly string[] = node.id.config.hubs,
+  given?: readonly string[],
 ): Promise<HubReport[]> {
+  const hubs = given ?? (await hubsOf(node))
   const reports: HubReport[] = []
   for (const url of hubs) {
     const report: HubReport = { url, ok: false, published: 0, refused: [], learned: 0 }
@@ -105,11 +109,31 @@ export async function syncHubs(
   return reports
 }
 
+/**
+ * The hubs a command should sync with: the configured ones, or, when there are none, the hub
+ * embedded in this machine's running `kith up` (where the change is applied at once).
+ */
+async function hubsOf(node: FleetNode): Promise<readonly string[]> {
+  if (node.id.config.hubs.length > 0) return node.id.config.hubs
+  const daemon = await ControlClient.connect(join(node.id.home, homeFiles.controlSocket))
+  if (daemon === undefined) return []
+  try {
+    const status = await daemon.request<{ embeddedHub: string | null }>('status')
+    return status.embeddedHub === null ? [] : [status.embeddedHub]
+  } catch (err) {
+    // An older node without status: nothing to sync with, as when none runs.
+    if (!(err instanceof KithError)) throw err
+    return []
+  } finally {
+    daemon.close()
+  }
+}
+
 /** One line per hub for humans. */
 export function describeReports(reports: readonly HubReport[]): string[] {
   if (reports.length === 0) {
     return [
-      'no hubs configured: kept in node.db, published when this node next syncs (kith hub add URL)',
+      'no hubs configured and no node running: kept in node.db; the next kith up applies and publishes it',
     ]
   }
   return reports.flatMap((r) => {

@@ -147,3 +147,18 @@ describe('grants made while no hub is reachable', () => {
       .toMatch(/^restricted: revoked/)
   })
 })
+
+describe('grants through the CLI with a running node that embeds its hub', () => {
+  it('applies and publishes at once instead of saying no hubs are configured', async () => {
+    const home = join(tempDir(), 'laptop')
+    expect((await runKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
+    const node = await startNodeProcess(home, ['--port', '0'])
+    const add = await runKith(['agent', 'add', 'helper', '--', 'true'], { home })
+    expect(add.code, add.stderr).toBe(0)
+    const revoke = await runKith(['agent', 'revoke', 'helper'], { home })
+    expect(revoke.code, revoke.stderr).toBe(0)
+    expect(revoke.stdout).not.toMatch(/no hubs configured/)
+    expect(revoke.stdout).toMatch(/ws:\/\/127\.0\.0\.1:\d+: published 1/)
+    await node.stop()
+  })
+})
