@@ -263,9 +263,12 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     // His node says so plainly and stops retrying; kith status shows it.
     await bobDevboxNode!.waitFor(/removed from the fleet/, 20_000)
     const bobStatus = await runKith(['status', '--json'], { home: bobDevbox })
-    expect(
-      JSON.parse(bobStatus.stdout) as { removed: string | null; hubs: { state: string }[] },
-    ).toMatchObject({ removed: expect.stringMatching(/revoked/), hubs: [{ state: 'revoked' }] })
+    const status = JSON.parse(bobStatus.stdout) as {
+      removed: string | null
+      hubs: { state: string }[]
+    }
+    expect(status.removed).toMatch(/revoked/)
+    expect(status.hubs.map((h) => h.state)).toEqual(['revoked'])
     // What his machines post is refused with the reason, not queued as if it might still go.
     await bobLaptopNode!.waitFor(/removed from the fleet/, 20_000)
     const late = await runKith(['send', '#ops', '@shared echo after removal'], { home: bobLaptop })
