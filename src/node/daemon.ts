@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import type { Server } from 'node:net'
 import { KithError } from '../errors.js'
+import { checkFleetTag } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
@@ -87,7 +88,7 @@ export class KithNode {
     this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
       this.store.enqueue(e, this.now()),
     )
-    this.names = new Names(this.book.verifier, this.store.events)
+    this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
     this.channels = new ChannelBook(this.book.verifier)
     for (const e of this.store.events.eventsOfKind(Kind.ChannelDefinition)) this.channels.add(e)
     this.bridge = new AgentBridge(
@@ -298,9 +299,15 @@ export class KithNode {
       }
     }
     const accepted: NostrEvent[] = []
+    let otherFleet = 0
     for (const e of valid) {
       if (e.kind === Kind.Grant || e.kind === Kind.Revocation) continue
       if (refusedDefinitions.has(e.id)) continue
+      // Made for another fleet that shares the key: never this fleet's (kith-agents/1, Binding).
+      if (!checkFleetTag(e, this.fleet).ok) {
+        otherFleet++
+        continue
+      }
       if (e.kind !== Kind.ChannelDefinition && !this.channels.mayPost(e, now).ok) continue
       const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
       if (!d.ok) continue
@@ -313,6 +320,7 @@ export class KithNode {
       }
       accepted.push(e)
     }
+    if (otherFleet > 0) this.log(`dropped ${otherFleet} events whose fleet tag names another fleet`)
     if (accepted.length === 0) return
     const outcomes = this.store.events.insertBatch(accepted)
     accepted.forEach((e, i) => {
@@ -391,12 +399,12 @@ export class KithNode {
   }
 
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
-  decide(params: Record<string, unknown>): { event: NostrEvent } {
+  decide(params: Record<string, unknown>): ReturnType<AgentBridge['permissions']['decide']> {
     return this.bridge.permissions.decide(params)
   }
 
   /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
     return this.bridge.cancelTurn(params)
   }
 
