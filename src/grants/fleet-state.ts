@@ -1,3 +1,4 @@
+import { checkFleetTag } from '../events/agent-binding.js'
 import { channelsOfEvent } from '../events/channel-def.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -98,11 +99,10 @@ export class FleetState {
     now: number,
     opts: { beforeChange?: (event: NostrEvent) => void; keepPending?: boolean },
   ): Admission {
-    const fleetTag = event.tags.find((t) => t[0] === 'fleet')?.[1]
-    if (fleetTag !== undefined && fleetTag !== this.founder) {
-      throw new KithError('restricted', 'wrong-fleet: this event is for another fleet', {
-        reason: 'wrong-fleet',
-      })
+    // Made for another fleet that shares the key (kith-agents, "Binding"): never this fleet's.
+    const bound = checkFleetTag(event, this.founder)
+    if (!bound.ok) {
+      throw new KithError('restricted', `wrong-fleet: ${bound.reason}`, { reason: 'wrong-fleet' })
     }
     if (isAuthorityKind(event.kind)) {
       opts.beforeChange?.(event)

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { KithError } from '../errors.js'
+import { checkFleetTag } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
@@ -89,7 +90,7 @@ export class KithNode {
     this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
       this.store.enqueue(e, this.now()),
     )
-    this.names = new Names(this.book.verifier, this.store.events)
+    this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
     this.channels = this.book.state.channels
     // What this node learns of the fleet's authority it passes on to every hub it links to
     // (kith-grants, "Propagation"), so a hub that missed a revocation gets it from any node.
@@ -428,12 +429,12 @@ export class KithNode {
   }
 
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
-  decide(params: Record<string, unknown>): { event: NostrEvent } {
+  decide(params: Record<string, unknown>): ReturnType<AgentBridge['permissions']['decide']> {
     return this.bridge.permissions.decide(params)
   }
 
   /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
     return this.bridge.cancelTurn(params)
   }
 

@@ -53,6 +53,9 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         --permissions: ask (default) sends every tool call to a person for approval;
         allow-reads lets read, search, think and fetch calls run without asking; allow-all lets
         every call run. The agent is kept in a mode that asks, so each call is seen either way.
+        A call that names KITH_HOME or other secrets (~/.ssh, ~/.aws, .env, key files…) always
+        asks, and its card says why; an allowed command still runs with your user's rights
+        (see the README: What an agent can reach).
         --env passes these variables through from kith up's environment (for example an API
         key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
         USER and the like. KITH_* variables are never passed.
