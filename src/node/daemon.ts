@@ -1,6 +1,5 @@
 import { join } from 'node:path'
 import { KithError } from '../errors.js'
-import { checkFleetTag } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
