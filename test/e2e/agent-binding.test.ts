@@ -188,9 +188,13 @@ describe(
         b.home,
         /^⚠ bot ignored a cancel from box: it names no turn \(made by an older client\?\)$/,
       )
-      // Made for another fleet that shares this key: dropped on intake.
-      await publish(c, cancel([...base, ['fleet', 'e'.repeat(64)], ['e', running]]))
-      await b.node.waitFor(/dropped 1 events whose fleet tag names another fleet/)
+      // Made for another fleet that shares this key: the hub refuses it (the node's intake runs
+      // the same admission, for links that are plain relays).
+      const foreign = cancel([...base, ['fleet', 'e'.repeat(64)], ['e', running]])
+      c.send(['EVENT', foreign])
+      expect((await c.ok(foreign.id))[3]).toBe(
+        'restricted: wrong-fleet: its fleet tag names another fleet',
+      )
       expect(await agentState(b.home)).toBe('working')
       expect(await threadedUnder(b.home, running, { count: 0 })).toEqual([])
 
