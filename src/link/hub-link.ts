@@ -3,6 +3,7 @@ import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
 import { RelayClient, type OkAnswer, type Subscription } from './relay-client.js'
+import { catchUpSince, pageBackwards, pageTimeoutMs, reconnectDelayMs } from './catch-up.js'
 
 export type LinkState =
   | 'connecting'
@@ -47,8 +48,6 @@ export interface LinkOptions {
 const requestTimeoutMs = 10_000
 /** Kith hubs send their challenge on connect; a relay silent this long has no NIP-42. */
 const challengeWaitMs = 3_000
-/** A catch-up page may take a while on a big hub; past this the link is dropped and retried. */
-const pageTimeoutMs = 60_000
 /** Pings while connected: a hub that misses one is dropped and reconnected. */
 const pingIntervalMs = 15_000
 /** The cursor moves along this often while live. */
@@ -177,9 +176,7 @@ export class HubLink {
   private scheduleReconnect(): void {
     if (this.stopped) return
     this.setState('waiting')
-    // Exponential from 0.5 s to 20 s, jittered to 50-100% so many nodes do not return in step.
-    const base = Math.min(20_000, 500 * 2 ** this.attempt)
-    const delay = Math.round(base * (0.5 + Math.random() / 2))
+    const delay = reconnectDelayMs(this.attempt)
     this.attempt = Math.min(this.attempt + 1, 10)
     this.retryTimer = setTimeout(() => this.connect(), delay)
   }
@@ -223,10 +220,14 @@ export class HubLink {
     this.opts.onLive?.()
     await this.page(client, { kinds: this.opts.fullKinds }, startedAt)
     const cursor = this.opts.cursor()
-    const since =
-      cursor === undefined
-        ? Math.max(0, startedAt - (this.opts.firstSyncSeconds ?? 7 * 86400))
-        : Math.max(0, cursor - (this.opts.overlapSeconds ?? 3600))
+    const since = catchUpSince(cursor, startedAt, {
+      ...(this.opts.overlapSeconds === undefined
+        ? {}
+        : { overlapSeconds: this.opts.overlapSeconds }),
+      ...(this.opts.firstSyncSeconds === undefined
+        ? {}
+        : { firstSyncSeconds: this.opts.firstSyncSeconds }),
+    })
     const t0 = Date.now()
     const caught = await this.page(client, { kinds: this.opts.kinds, since }, startedAt)
     this.opts.saveCursor(startedAt)
@@ -275,37 +276,18 @@ export class HubLink {
     })
   }
 
-  /**
-   * Pages backwards from `until` through everything matching `filter`, newest first, each page
-   * delivered (and processed) before the next is asked for. A page full of one second's events
-   * is stepped past with a warning: NIP-01 has no finer cursor.
-   */
-  private async page(
+  /** Pages backwards from `until` through everything matching `filter` (catch-up.ts). */
+  private page(
     client: RelayClient,
     filter: Record<string, unknown>,
     until: number,
   ): Promise<number> {
-    const size = this.opts.pageSize ?? 2000
-    let upper = until
-    let total = 0
-    for (;;) {
-      const events = await client.query([{ ...filter, until: upper, limit: size }], {
-        timeoutMs: pageTimeoutMs,
-      })
-      await this.opts.deliver(events)
-      total += events.length
-      if (events.length < size) return total
-      // `until` is inclusive: the boundary second is asked for again and duplicates are dropped
-      // downstream. A page that does not get past its upper second is stepped over.
-      const oldest = events.reduce((m, e) => Math.min(m, e.created_at), upper)
-      if (oldest >= upper) {
-        this.opts.log(
-          `${this.url}: more than ${size} events at ${oldest}; stepping past that second`,
-        )
-        upper = oldest - 1
-      } else upper = oldest
-      if (filter.since !== undefined && upper < (filter.since as number)) return total
-    }
+    return pageBackwards(client, filter, until, {
+      deliver: this.opts.deliver,
+      log: this.opts.log,
+      timeoutMs: pageTimeoutMs,
+      ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
+    })
   }
 
   /** Live events are handed over in small batches, one per turn of the event loop. */

@@ -4,7 +4,7 @@ import { Kind } from '../events/kinds.js'
 import type { Grant } from '../grants/grant.js'
 import { personOf } from '../grants/members.js'
 import type { GrantVerifier } from '../grants/verifier.js'
-import type { EventStore } from '../store/event-store.js'
+import type { Filter } from '../events/filter.js'
 import { decode as nip19Decode, npubEncode } from 'nostr-tools/nip19'
 
 export interface Who {
@@ -18,6 +18,17 @@ export interface Who {
   mine?: boolean
   /** For agents: the owner's display name, as "authorized by". */
   authorizedBy?: string
+}
+
+/**
+ * Where names read profiles (kind 0): a node's event store, or a browser's events in memory.
+ * Only `[{ kinds: [0], authors: [pubkey], limit: 1 }]` is asked.
+ */
+export interface ProfileSource {
+  query(
+    filters: readonly Filter[],
+    limits: { defaultLimit: number; maxLimit: number },
+  ): readonly { raw: string }[]
 }
 
 const short = (pubkey: string) => `${npubEncode(pubkey).slice(0, 12)}…`
@@ -48,7 +59,7 @@ interface NamedKey {
 export class Names {
   constructor(
     private readonly grants: GrantVerifier,
-    private readonly events: EventStore,
+    private readonly events: ProfileSource,
     /** This node's device key: its person's keys are shown without "of <person>". */
     private readonly self?: string,
   ) {}
