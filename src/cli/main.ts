@@ -23,6 +23,7 @@ Commands:
   send #ch TEXT   post a message (queued in the outbox if the node is not running)
   log [#ch]       print messages (--follow, --json)
   status          the node's hubs, lag, cursors, outbox, agents
+  open            open the web app the running node serves (a browser paired as a device)
   permit ID N     answer an agent's permission request with option N
   cancel #ch      cancel the turn an agent is running in a channel
   watch [AGENT]   an agent's side transcript, live (tool calls, thoughts, messages)
@@ -79,6 +80,8 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       return (await import('./commands/log.js')).runLog(rest, out)
     case 'status':
       return (await import('./commands/status.js')).runStatus(rest, out)
+    case 'open':
+      return (await import('./commands/open.js')).runOpen(rest, out)
     default:
       throw new KithError('usage', `unknown command ${JSON.stringify(command)}\n\n${mainHelp}`)
   }

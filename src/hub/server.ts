@@ -44,6 +44,11 @@ export interface HubOptions {
   synchronous?: 'full' | 'normal'
   now?: () => number
   log?: (line: string) => void
+  /**
+   * Answers plain HTTP requests that are not NIP-11 (the web app, `kith hub`); returns false to
+   * leave a request to the hub. Gets the URLs the hub answers AUTH for.
+   */
+  http?: (req: IncomingMessage, res: ServerResponse, relayUrls: readonly string[]) => boolean
 }
 
 export interface Hub {
@@ -103,6 +108,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       res.end(info)
       return
     }
+    if (opts.http?.(req, res, [...relayUrls])) return
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', ...cors })
     res.end('This is a Kith hub. Connect over WebSocket with a Nostr client (NIP-01, NIP-42).\n')
   }

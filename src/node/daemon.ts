@@ -74,6 +74,8 @@ export class KithNode {
   readonly presence = new Map<string, { status: string; at: number }>()
   private readonly log: (line: string) => void
   private stopped = false
+  /** Where `kith up` serves the web app (kith open), if it does. */
+  webUrl: string | undefined
   /** Set once every hub refused this device as revoked: the node has no fleet to talk to. */
   removed: string | undefined
   private readonly bridge: AgentBridge
@@ -442,6 +444,7 @@ export class KithNode {
     name: string
     fleet: string
     embeddedHub: string | null
+    web: string | null
     removed: string | null
     hubs: LinkStatus[]
     outbox: number
@@ -453,6 +456,7 @@ export class KithNode {
       name: this.id.config.name,
       fleet: this.fleet,
       embeddedHub: this.embedded?.url ?? null,
+      web: this.webUrl ?? null,
       removed: this.removed ?? null,
       hubs: this.links.map((l) => ({
         url: l.url,

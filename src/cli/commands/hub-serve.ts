@@ -4,6 +4,7 @@ import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { startHub } from '../../hub/server.js'
+import { hubWebHandler, loadWebFiles } from '../../web/serve.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
@@ -29,8 +30,12 @@ Options:
   --rate N           events per second per key (default 100; 0 = unlimited)
   --workers N        signature-verification threads (default: one per core)
   --sync MODE        full (default: OK after fsync) or normal (OK survives a crash, not power loss)
+  --no-web           do not serve the web app at this hub's origin
   --json             print the listening line as JSON
-  -h, --help         show this help`
+  -h, --help         show this help
+
+The hub also serves the web app (a paired browser or phone) at its own origin, for the Host
+names of its URLs: open https://HOST:PORT/ where wss://HOST:PORT is one of them (--url).`
 
 export async function runHubServe(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -47,6 +52,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
       rate: { type: 'string' },
       workers: { type: 'string' },
       sync: { type: 'string' },
+      'no-web': { type: 'boolean' },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -92,6 +98,16 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     ensureKithHome(home)
     dbPath = join(home, homeFiles.hubDb)
   }
+  let web: ReturnType<typeof hubWebHandler> | undefined
+  if (values['no-web'] !== true) {
+    try {
+      web = hubWebHandler(loadWebFiles())
+    } catch (err) {
+      if (!(err instanceof KithError) || err.code !== 'not-found') throw err
+      // A hub is useful without the app: say why there is none and go on.
+      out.err(`kith hub: ${err.message}; not serving the web app`)
+    }
+  }
   const hub = await startHub({
     host: values.host ?? '127.0.0.1',
     port: parsePort(values.port, 7447),
@@ -106,6 +122,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
       : { verifyWorkers: parseCount('--workers', values.workers, 1) }),
     synchronous: values.sync ?? 'full',
     log: (line) => out.err(`kith hub: ${line}`),
+    ...(web === undefined ? {} : { http: web }),
   })
   // Handlers first: the ready line can reach a supervisor that signals at once.
   const stopped = runUntilSignal(out, 'kith hub', () => hub.close())
@@ -118,6 +135,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     out.line(`  fleet ${npub(owner)} (founder)`)
     out.line(`  db    ${dbPath}`)
     out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
+    if (web !== undefined) out.line(`  web app at ${hub.url.replace(/^ws/, 'http')}/`)
   }
   await stopped
   return 0

@@ -19,6 +19,7 @@ interface Status {
   device: string
   name: string
   embeddedHub: string | null
+  web?: string | null
   removed?: string | null
   hubs: LinkStatus[]
   outbox: number
@@ -85,6 +86,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
   if (status.embeddedHub) out.line(`hub     embedded on ${status.embeddedHub}`)
+  if (status.web) out.line(`web     ${status.web} (kith open)`)
   if (typeof status.removed === 'string') {
     out.line(`removed this device is no longer a member of the fleet (${status.removed})`)
   }

@@ -4,17 +4,24 @@ import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
 import { npub } from '../key-text.js'
+import { KithError } from '../../errors.js'
+import { defaultWebPort, startWebServer, type WebServer } from '../../web/serve.js'
 
-export const upHelp = `Usage: kith up [--port PORT] [--page-size N] [--json]
+export const upHelp = `Usage: kith up [--port PORT] [--web-port PORT | --no-web] [--page-size N] [--json]
 
 Runs this machine's node until Ctrl-C: links to every hub in the config (kith hub add URL), or,
 with none configured, embeds a hub on 127.0.0.1:7447 so one machine works alone. It
 authenticates as this device, sends everything in the outbox (kept in node.db until a hub
 answers), catches up on what it missed since its last cursor, stays live, and reconnects by
 itself. CLI commands (send, chat, log, status) talk to it through KITH_HOME/node.sock.
+It also serves the web app on http://127.0.0.1:${defaultWebPort} (kith open): a browser paired as
+a device of its own (kith pair --name phone), talking to this node's hubs; it is given no key
+and no node state.
 
 Options:
   --port PORT       port of the embedded hub (default 7447; 0 picks a free one)
+  --web-port PORT   port of the web app on 127.0.0.1 (default ${defaultWebPort}; 0 picks a free one)
+  --no-web          do not serve the web app
   --page-size N     events per catch-up page (default 2000)
   --permission-timeout S  seconds an agent's permission request waits for a person (default 300)
   --cancel-grace S  seconds a cancelled agent may take to stop before it is killed (default 5)
@@ -28,6 +35,8 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     argv,
     {
       port: { type: 'string' },
+      'web-port': { type: 'string' },
+      'no-web': { type: 'boolean' },
       'page-size': { type: 'string' },
       'permission-timeout': { type: 'string' },
       'cancel-grace': { type: 'string' },
@@ -70,13 +79,34 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     log: (message) => say('log', { message }),
   })
   const hubs = node.links.map((l) => l.url)
+  let web: WebServer | undefined
+  if (values['no-web'] !== true) {
+    try {
+      web = await startWebServer({
+        port: parsePort(values['web-port'], defaultWebPort),
+        connectSources: () => node.links.map((l) => l.url),
+      })
+      node.webUrl = web.url
+    } catch (err) {
+      if (!(err instanceof KithError) || (err.code !== 'io' && err.code !== 'not-found')) {
+        await node.stop()
+        throw err
+      }
+      // The node is what matters; the app is an extra: say why it is not served and go on.
+      say('log', { message: `web app not served: ${err.message}` })
+    }
+  }
   // Handlers first: the ready line can reach a supervisor that signals at once.
-  const stopped = runUntilSignal(out, 'kith up', () => node.stop())
+  const stopped = runUntilSignal(out, 'kith up', async () => {
+    await web?.close()
+    await node.stop()
+  })
   say('ready', {
-    message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}`,
+    message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}${web ? `; web app: ${web.url}` : ''}`,
     device: npub(node.id.devicePubkey),
     hubs,
     embedded: node.embedded?.url ?? null,
+    web: web?.url ?? null,
   })
   await stopped
   return 0

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process'
+import { KithError } from '../../errors.js'
+import { parseCommandArgs } from '../args.js'
+import type { Out } from '../io.js'
+import { connectDaemon } from './chat-common.js'
+
+export const openHelp = `Usage: kith open [--print]
+
+Opens the web app that the running node (kith up) serves on 127.0.0.1, in the default browser
+(xdg-open, or open on macOS); prints the URL when there is no such command. The first time,
+the page makes its own device key and asks for a pairing code: run kith pair --name NAME here
+and paste the code (or scan the QR) there.
+
+Options:
+  --print      only print the URL
+  -h, --help   show this help`
+
+/** The program that opens a URL in the default browser here, if any. */
+function opener(): string | undefined {
+  if (process.platform === 'darwin') return 'open'
+  if (process.platform === 'win32') return undefined
+  return 'xdg-open'
+}
+
+/** Runs `command url` detached; resolves false when the command does not exist or fails. */
+function launch(command: string, url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(command, [url], { stdio: 'ignore', detached: true })
+    child.once('error', () => resolve(false))
+    child.once('exit', (code) => resolve(code === 0))
+    child.unref()
+  })
+}
+
+export async function runOpen(argv: string[], out: Out): Promise<number> {
+  const { values, positionals } = parseCommandArgs(
+    argv,
+    { print: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    openHelp,
+  )
+  if (values.help) {
+    out.line(openHelp)
+    return 0
+  }
+  if (positionals.length > 0)
+    throw new KithError('usage', `kith open takes no arguments\n\n${openHelp}`)
+  const daemon = await connectDaemon()
+  if (daemon === undefined)
+    throw new KithError('io', 'the web app is served by the running node: start kith up first')
+  let web: string | null
+  try {
+    web = (await daemon.request<{ web: string | null }>('status')).web
+  } finally {
+    daemon.close()
+  }
+  if (web === null)
+    throw new KithError(
+      'not-found',
+      'the running node does not serve the web app (started with --no-web, or its port was taken: see its log)',
+    )
+  const command = values.print ? undefined : opener()
+  if (command !== undefined && (await launch(command, web))) {
+    out.line(`opened ${web}`)
+    return 0
+  }
+  out.line(web)
+  if (command !== undefined) out.err(`kith open: could not run ${command}; open the URL above`)
+  return 0
+}

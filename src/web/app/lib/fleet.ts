@@ -1,0 +1,335 @@
+import { signal } from '@preact/signals'
+import {
+  channelOf,
+  FleetState,
+  isNotice,
+  Kind,
+  Names,
+  openPromptsIn,
+  openPromptScan,
+  parsePermissionDecision,
+  parsePermissionRequest,
+  threadOf,
+  verifyEventSignature,
+  type NostrEvent,
+  type PermissionDecision,
+  type PermissionRequest,
+  type ProfileSource,
+  type Who,
+} from '../../../browser-core.js'
+import { Turns, type Turn } from './turns.js'
+
+/** Kinds followed and caught up from the cursor, as a node follows them. */
+export const followedKinds = [
+  Kind.ChatMessage,
+  Kind.PermissionRequest,
+  Kind.PermissionDecision,
+  Kind.AgentControl,
+]
+/** Fetched whole on every connect. */
+export const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation, Kind.ChannelDefinition]
+
+/** A device counts as online this long after its last presence (nodes send one a minute). */
+const presenceFreshSeconds = 150
+
+export type AgentState = 'idle' | 'working' | 'awaiting permission'
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/** Timeline order: by date, then by arrival. */
+interface Entry {
+  event: NostrEvent
+  seq: number
+}
+
+/**
+ * What this browser knows of the fleet: the same admission as a hub and a node (FleetState:
+ * grant chains, revocations, channel definitions, the fleet tag) applied to every event after
+ * its signature is checked, the same names (Names), and the chat, cards and turns it shows.
+ * `revision` changes whenever something new was taken in; views read through it.
+ */
+export class FleetModel {
+  readonly state: FleetState
+  readonly names: Names
+  readonly turns: Turns
+  readonly revision = signal(0)
+  /** Set once this device is no longer a member (revoked, or its person removed). */
+  readonly removed = signal<string | undefined>(undefined)
+  private readonly seen = new Set<string>()
+  private readonly profiles = new Map<string, NostrEvent>()
+  private readonly presence = new Map<string, number>()
+  private readonly channelsMap = new Map<string, Entry[]>()
+  private readonly requests = new Map<string, PermissionRequest>()
+  private readonly decisions = new Map<string, PermissionDecision[]>()
+  /** Replies by the event they answer (their `reply`, else `root`). */
+  private readonly replies = new Map<string, NostrEvent[]>()
+  /** How many messages each thread root has below it. */
+  private readonly threadSizes = new Map<string, number>()
+  private seq = 0
+
+  constructor(
+    readonly me: string,
+    readonly fleet: string,
+    secret: Uint8Array,
+    authority: NostrEvent[],
+  ) {
+    this.state = new FleetState({ founder: fleet, verifySignature: verifyEventSignature })
+    const profiles: ProfileSource = {
+      query: (filters) => {
+        const author = filters[0]?.authors?.[0]
+        const p = author === undefined ? undefined : this.profiles.get(author)
+        return p === undefined ? [] : [{ raw: JSON.stringify(p) }]
+      },
+    }
+    this.names = new Names(this.state.grants, profiles, me)
+    this.turns = new Turns(secret)
+    this.intake(authority)
+  }
+
+  /** Takes events from a hub (or made here): verified, admitted, then kept and shown. */
+  intake(events: readonly NostrEvent[]): void {
+    const fresh = events.filter((e) => {
+      if (this.seen.has(e.id) && e.kind !== Kind.Grant && e.kind !== Kind.Revocation) return false
+      return verifyEventSignature(e)
+    })
+    if (fresh.length === 0) return
+    const t = now()
+    let changed = false
+    let authority = false
+    for (const { event: e, admission } of this.state.admitBatch(fresh, t, { keepPending: true })) {
+      if (!admission.ok) continue
+      authority ||= admission.authority || admission.revoked
+      if (e.kind === Kind.ObserverFrame) {
+        if (e.tags.some((tag) => tag[0] === 'p' && tag[1] === this.me) && this.turns.receive(e))
+          changed = true
+        continue
+      }
+      if (e.kind === Kind.Presence) {
+        this.presence.set(e.pubkey, Math.max(e.created_at, this.presence.get(e.pubkey) ?? 0))
+        changed = true
+        continue
+      }
+      if (this.seen.has(e.id)) continue
+      this.seen.add(e.id)
+      changed = true
+      this.keep(e)
+    }
+    if (authority) this.checkMembership(t)
+    if (changed || authority) this.revision.value++
+  }
+
+  private keep(e: NostrEvent): void {
+    switch (e.kind) {
+      case Kind.Profile: {
+        const prev = this.profiles.get(e.pubkey)
+        if (prev === undefined || e.created_at >= prev.created_at) this.profiles.set(e.pubkey, e)
+        return
+      }
+      case Kind.ChatMessage:
+      case Kind.PermissionRequest: {
+        if (e.kind === Kind.PermissionRequest) {
+          try {
+            this.requests.set(e.id, parsePermissionRequest(e))
+          } catch {
+            // A card that does not read cannot be answered; it is not shown.
+            return
+          }
+        }
+        const channel = channelOf(e)
+        if (channel === undefined) return
+        this.insert(channel, e)
+        if (e.kind === Kind.ChatMessage) {
+          const { root, parent } = threadOf(e)
+          if (root !== undefined) this.threadSizes.set(root, (this.threadSizes.get(root) ?? 0) + 1)
+          if (parent !== undefined) {
+            const list = this.replies.get(parent) ?? []
+            list.push(e)
+            this.replies.set(parent, list)
+          }
+        }
+        return
+      }
+      case Kind.PermissionDecision: {
+        try {
+          const d = parsePermissionDecision(e)
+          const list = this.decisions.get(d.request) ?? []
+          list.push(d)
+          this.decisions.set(d.request, list)
+        } catch {
+          // A decision that does not read decided nothing anywhere; nothing to show.
+        }
+        return
+      }
+      default:
+    }
+  }
+
+  private insert(channel: string, event: NostrEvent): void {
+    let list = this.channelsMap.get(channel)
+    if (list === undefined) this.channelsMap.set(channel, (list = []))
+    const entry = { event, seq: this.seq++ }
+    let i = list.length
+    while (i > 0 && list[i - 1]!.event.created_at > event.created_at) i--
+    list.splice(i, 0, entry)
+  }
+
+  private checkMembership(t: number): void {
+    const d = this.state.grants.isMember(this.me, t)
+    if (d.ok) return
+    this.removed.value = `${d.code}: ${d.reason}`
+  }
+
+  /** The chat of a channel (messages and permission cards), oldest first. */
+  timeline(channel: string): NostrEvent[] {
+    return (this.channelsMap.get(channel) ?? []).map((e) => e.event)
+  }
+
+  /** Channels with something in them, and those defined, by name. */
+  channels(): string[] {
+    const names = new Set(this.channelsMap.keys())
+    for (const d of this.state.channels.definitions()) names.add(d.channel)
+    return [...names].sort()
+  }
+
+  /** Newest activity in a channel (unix seconds), 0 when none. */
+  lastActivity(channel: string): number {
+    const list = this.channelsMap.get(channel)
+    return list === undefined || list.length === 0 ? 0 : list[list.length - 1]!.event.created_at
+  }
+
+  /** Messages from others after `since`. */
+  unread(channel: string, since: number): number {
+    let n = 0
+    const list = this.channelsMap.get(channel) ?? []
+    for (let i = list.length - 1; i >= 0; i--) {
+      const e = list[i]!.event
+      if (e.created_at <= since) break
+      if (e.pubkey !== this.me) n++
+    }
+    return n
+  }
+
+  event(id: string): NostrEvent | undefined {
+    for (const list of this.channelsMap.values()) {
+      const hit = list.find((e) => e.event.id === id)
+      if (hit !== undefined) return hit.event
+    }
+    return undefined
+  }
+
+  /** A thread: its root and every message below it, oldest first. */
+  thread(root: string): NostrEvent[] {
+    const out: NostrEvent[] = []
+    const first = this.event(root)
+    if (first !== undefined) out.push(first)
+    const channel = first === undefined ? undefined : channelOf(first)
+    if (channel === undefined) return out
+    for (const e of this.timeline(channel)) {
+      if (e.id !== root && threadOf(e).root === root) out.push(e)
+    }
+    return out
+  }
+
+  /** How many messages are in the thread under `root`. */
+  threadSize(root: string): number {
+    return this.threadSizes.get(root) ?? 0
+  }
+
+  repliesTo(id: string): readonly NostrEvent[] {
+    return this.replies.get(id) ?? []
+  }
+
+  profile(pubkey: string): NostrEvent | undefined {
+    return this.profiles.get(pubkey)
+  }
+
+  request(id: string): PermissionRequest | undefined {
+    return this.requests.get(id)
+  }
+
+  decisionsFor(request: string): readonly PermissionDecision[] {
+    return this.decisions.get(request) ?? []
+  }
+
+  turn(prompt: string): Turn | undefined {
+    return this.turns.byPrompt.get(prompt)
+  }
+
+  who(pubkey: string): Who {
+    return this.names.who(pubkey)
+  }
+
+  isAgent(pubkey: string): boolean {
+    return this.names.who(pubkey).role === 'agent'
+  }
+
+  /** When a device last said it was online (its presence, kind 24141), if this page saw it. */
+  lastSeen(pubkey: string): number | undefined {
+    return this.presence.get(pubkey)
+  }
+
+  online(pubkey: string): boolean {
+    const at = this.presence.get(pubkey)
+    return at !== undefined && now() - at < presenceFreshSeconds
+  }
+
+  /** The prompts still waiting for an agent in a channel (kith-agents/1, "Open prompts"). */
+  openPrompts(channel: string, agents?: ReadonlySet<string>): string[] {
+    const messages = this.timeline(channel)
+      .filter((e) => e.kind === Kind.ChatMessage)
+      .slice(-openPromptScan)
+      .reverse()
+    return openPromptsIn(messages, (k) => this.isAgent(k), agents)
+  }
+
+  /** Whether an agent has answered a prompt (a reply that is not a notice). */
+  answered(prompt: string, agent: string): boolean {
+    return this.repliesTo(prompt).some((r) => r.pubkey === agent && !isNotice(r))
+  }
+
+  /**
+   * Whether a card can still be answered as far as this browser knows: not expired, its turn
+   * not over, and no decision of this device's own person yet.
+   */
+  requestOpen(r: PermissionRequest, t = now()): boolean {
+    if (r.expires < t) return false
+    if (this.answered(r.prompt, r.agent)) return false
+    return this.decisionsFor(r.id).length === 0
+  }
+
+  /** idle, working (a prompt open to it) or awaiting permission (an open card), as seen here. */
+  agentState(agent: string): AgentState {
+    let working = false
+    for (const r of this.requests.values())
+      if (r.agent === agent && this.requestOpen(r)) return 'awaiting permission'
+    for (const channel of this.channelsMap.keys()) {
+      if (this.openPrompts(channel, new Set([agent])).length > 0) {
+        working = true
+        break
+      }
+    }
+    return working ? 'working' : 'idle'
+  }
+
+  /** Keys a mention can name, with what to type for each (`@name`, or `@person/name`). */
+  mentionable(): { pubkey: string; handle: string; who: Who }[] {
+    const t = now()
+    const out: { pubkey: string; handle: string; who: Who }[] = []
+    const keys = new Set([this.fleet, ...this.state.grants.subjects()])
+    for (const pubkey of keys) {
+      if (!this.state.grants.isMember(pubkey, t).ok) continue
+      const who = this.names.who(pubkey, t)
+      let handle = who.name
+      try {
+        if (this.names.resolve(handle, this.me, t) !== pubkey)
+          handle = this.names.qualified(pubkey, t)
+      } catch {
+        // Ambiguous as a bare name: the person-qualified one is what resolves.
+        handle = this.names.qualified(pubkey, t)
+      }
+      if (/\s/.test(handle)) continue
+      out.push({ pubkey, handle, who })
+    }
+    return out.sort((a, b) => a.handle.localeCompare(b.handle))
+  }
+}

@@ -1,0 +1,264 @@
+import { signal } from '@preact/signals'
+import {
+  Kind,
+  KithError,
+  makeAgentCancel,
+  makeChatMessage,
+  makePermissionDecision,
+  mentionedNames,
+  normalizeRelayUrl,
+  signEvent,
+  threadOf,
+  type EventTemplate,
+  type NostrEvent,
+  type PermissionRequest,
+} from '../../../browser-core.js'
+import type { Device } from './device.js'
+import { FleetModel, followedKinds, vitalKinds } from './fleet.js'
+import { idbAll, idbDelete, idbGet, idbPut } from './idb.js'
+import { BrowserLink, type LinkState } from './link.js'
+import { offline } from './network.js'
+import { allowedByPolicy } from './policy.js'
+
+export interface LinkView {
+  url: string
+  state: LinkState | 'not allowed here'
+  error: string | undefined
+}
+
+/** An event of this device not yet taken by a hub, or refused by one (kept and shown). */
+export interface Outgoing {
+  event: NostrEvent
+  state: 'queued' | 'refused'
+  message?: string
+}
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/**
+ * A paired browser at work: its links to the fleet's hubs, the fleet as it knows it, and what it
+ * sends (kept in an outbox in IndexedDB until a hub answers, as a node's outbox is).
+ */
+export class Session {
+  readonly model: FleetModel
+  readonly links = signal<LinkView[]>([])
+  readonly outbox = signal<Map<string, Outgoing>>(new Map())
+  readonly lastRead = signal<Record<string, number>>({})
+  private readonly active: BrowserLink[] = []
+
+  constructor(readonly device: Device) {
+    const r = device.record
+    this.model = new FleetModel(r.pubkey, r.fleet, device.secret, [
+      ...r.chain,
+      r.grant,
+      ...r.revocations,
+    ])
+  }
+
+  get me(): string {
+    return this.device.record.pubkey
+  }
+
+  async start(): Promise<void> {
+    this.lastRead.value = (await idbGet<Record<string, number>>('prefs', 'lastRead')) ?? {}
+    const pending = await idbAll<Outgoing>('outbox')
+    this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
+    this.model.intake(pending.map((o) => o.event))
+    const allowed = await allowedByPolicy()
+    const r = this.device.record
+    const views: LinkView[] = []
+    for (const url of r.hubs) {
+      if (allowed !== undefined && !allowed.has(normalizeRelayUrl(url))) {
+        views.push({ url, state: 'not allowed here', error: 'this page may not connect to it' })
+        continue
+      }
+      const link = new BrowserLink({
+        url,
+        secret: this.device.secret,
+        pubkey: r.pubkey,
+        chain: () => [...r.chain, r.grant],
+        kinds: followedKinds,
+        fullKinds: vitalKinds,
+        deliver: (events) => this.model.intake(events),
+        onState: () => this.refreshLinks(),
+        onLive: (l) => {
+          this.publishProfile()
+          this.flush(l)
+        },
+        onRevoked: (message) => {
+          this.model.removed.value ??= message
+        },
+        log: (line) => console.info(`kith: ${line}`),
+      })
+      this.active.push(link)
+      views.push({ url, state: 'connecting', error: undefined })
+    }
+    this.links.value = views
+    // Offline: drop the dead sockets. Back online: dial at once and catch up from the cursor.
+    offline.subscribe((isOffline) => {
+      for (const l of this.active) {
+        if (isOffline) l.pause()
+        else l.nudge()
+      }
+    })
+    for (const l of this.active) l.start()
+  }
+
+  stop(): void {
+    for (const l of this.active) l.stop()
+  }
+
+  private refreshLinks(): void {
+    const byUrl = new Map(this.active.map((l) => [l.url, l]))
+    this.links.value = this.links.value.map((v) => {
+      const l = byUrl.get(v.url)
+      return l === undefined ? v : { url: v.url, state: l.state, error: l.lastError }
+    })
+  }
+
+  /** Whether some hub is live for this device now. */
+  get live(): boolean {
+    return this.active.some((l) => l.state === 'live')
+  }
+
+  /** The device's profile (kind 0), so others see its name: sent when it is not the hub's. */
+  private publishProfile(): void {
+    const content = JSON.stringify({ name: this.device.record.name, kith: { role: 'device' } })
+    if (this.profileSent || this.model.profile(this.me)?.content === content) return
+    this.profileSent = true
+    void this.send({ kind: Kind.Profile, created_at: now(), tags: [], content })
+  }
+  private profileSent = false
+
+  /** Signs, keeps in the outbox, shows, and sends to every live hub. */
+  private async send(template: EventTemplate): Promise<NostrEvent> {
+    let event = signEvent(template, this.device.secret)
+    // Two identical messages in one second would be one event (ids hash seconds): move on.
+    while (this.model.event(event.id) !== undefined || this.outbox.value.has(event.id))
+      event = signEvent({ ...template, created_at: event.created_at + 1 }, this.device.secret)
+    const out: Outgoing = { event, state: 'queued' }
+    await idbPut('outbox', event.id, out)
+    this.setOutgoing(out)
+    this.model.intake([event])
+    for (const l of this.active) if (l.state === 'live') this.deliver(l, out)
+    return event
+  }
+
+  private setOutgoing(o: Outgoing | { event: NostrEvent; state: 'sent' }): void {
+    const next = new Map(this.outbox.value)
+    if (o.state === 'sent') next.delete(o.event.id)
+    else next.set(o.event.id, o)
+    this.outbox.value = next
+  }
+
+  private flush(link: BrowserLink): void {
+    for (const o of this.outbox.value.values()) if (o.state === 'queued') this.deliver(link, o)
+  }
+
+  private deliver(link: BrowserLink, o: Outgoing): void {
+    link.publish(o.event).then(
+      async (answer) => {
+        if (!this.outbox.value.has(o.event.id)) return
+        if (answer.ok) {
+          await idbDelete('outbox', o.event.id)
+          this.setOutgoing({ event: o.event, state: 'sent' })
+          return
+        }
+        // A refusal is kept and shown, never retried blindly (as a node's outbox).
+        const refused: Outgoing = { event: o.event, state: 'refused', message: answer.message }
+        await idbPut('outbox', o.event.id, refused)
+        this.setOutgoing(refused)
+      },
+      (err: unknown) => {
+        // The link dropped: the event stays queued and goes out on the next live link.
+        console.info(`kith: ${link.url}: ${String(err)}`)
+      },
+    )
+  }
+
+  /** Removes a refused event from the outbox (the person has read why). */
+  async dismiss(id: string): Promise<void> {
+    const o = this.outbox.value.get(id)
+    if (o === undefined) return
+    await idbDelete('outbox', id)
+    this.setOutgoing({ event: o.event, state: 'sent' })
+  }
+
+  /**
+   * A chat message: @names resolved as a node resolves them (own person first; ambiguous names
+   * refused with the choices), a reply threaded (NIP-10), an interrupt naming the open prompts of
+   * the agents it mentions, and the fleet tag. Throws KithError('usage') with what to fix.
+   */
+  async post(
+    channel: string,
+    text: string,
+    opts: { reply?: string; interrupt?: boolean } = {},
+  ): Promise<NostrEvent> {
+    const m = this.model
+    const mentions = [
+      ...new Set(
+        mentionedNames(text)
+          .map((n) => m.names.resolve(n, this.me))
+          .filter((p): p is string => p !== undefined),
+      ),
+    ]
+    const agents = new Set(mentions.filter((p) => m.isAgent(p)))
+    if (opts.interrupt === true && agents.size === 0)
+      throw new KithError('usage', 'an interrupt names the agent it stops: mention it (@name)')
+    let replyTo: { id: string; root?: string } | undefined
+    if (opts.reply !== undefined) {
+      const parent = m.event(opts.reply)
+      if (parent === undefined) throw new KithError('usage', 'the message replied to is not here')
+      const root = threadOf(parent).root
+      replyTo = { id: parent.id, ...(root === undefined ? {} : { root }) }
+    }
+    return this.send(
+      makeChatMessage(
+        {
+          channel,
+          text,
+          mentions,
+          fleet: this.device.record.fleet,
+          ...(replyTo === undefined ? {} : { replyTo }),
+          ...(opts.interrupt === true
+            ? { interrupt: true, interruptPrompts: m.openPrompts(channel, agents) }
+            : {}),
+        },
+        now(),
+      ),
+    )
+  }
+
+  /** Answers a permission card with one of its options (a kind-4143 decision). */
+  async decide(request: PermissionRequest, optionId: string): Promise<NostrEvent> {
+    if (!this.model.requestOpen(request))
+      throw new KithError('error', `"${request.title}" is no longer open`)
+    return this.send(
+      makePermissionDecision(
+        {
+          request: { id: request.id, channel: request.channel, agent: request.agent },
+          fleet: this.device.record.fleet,
+          optionId,
+        },
+        now(),
+      ),
+    )
+  }
+
+  /** Cancels an agent's turn in a channel: a kind-4144 naming the prompts still open to it. */
+  async cancel(channel: string, agent: string): Promise<NostrEvent> {
+    const prompts = this.model.openPrompts(channel, new Set([agent]))
+    if (prompts.length === 0)
+      throw new KithError('not-found', 'nothing to cancel: no prompt to it is waiting here')
+    return this.send(
+      makeAgentCancel({ channel, fleet: this.device.record.fleet, agent, prompts }, now()),
+    )
+  }
+
+  async markRead(channel: string): Promise<void> {
+    const last = this.model.lastActivity(channel)
+    if ((this.lastRead.value[channel] ?? 0) >= last) return
+    this.lastRead.value = { ...this.lastRead.value, [channel]: last }
+    await idbPut('prefs', 'lastRead', this.lastRead.value)
+  }
+}

@@ -1,0 +1,86 @@
+import { useSignal } from '@preact/signals'
+import { useEffect } from 'preact/hooks'
+import type { Session } from '../lib/session.js'
+import { when } from './format.js'
+
+/**
+ * A permission card (kind 4142): the agent's tool call, why it is sensitive if it is, and its
+ * options as buttons; one tap signs a kind-4143 decision with this device's key. Then it shows
+ * who decided what, or that it expired.
+ */
+export function PermissionCard({ session, id }: { session: Session; id: string }) {
+  const m = session.model
+  void m.revision.value
+  const clock = useClock()
+  const sending = useSignal<string | undefined>(undefined)
+  const error = useSignal<string | undefined>(undefined)
+  const r = m.request(id)
+  if (r === undefined) return null
+  const agent = m.who(r.agent)
+  const decisions = m.decisionsFor(r.id)
+  const open = m.requestOpen(r, clock)
+  const left = r.expires - clock
+  return (
+    <article class={`card permission ${open ? 'open' : 'closed'}`} data-request={r.id}>
+      <header>
+        <span class="kind-badge">permission</span>
+        <span>
+          <strong>{agent.name}</strong> asks to run: <code>{r.title}</code>{' '}
+          <span class="muted">({r.toolKind})</span>
+        </span>
+        <time>{when(r.createdAt)}</time>
+      </header>
+      {r.sensitive !== undefined && <p class="warning">⚠ {r.sensitive}</p>}
+      {open ? (
+        <div class="options">
+          {r.options.map((o) => (
+            <button
+              key={o.optionId}
+              type="button"
+              class={o.kind.startsWith('reject') ? 'danger' : ''}
+              disabled={sending.value !== undefined}
+              onClick={() => {
+                sending.value = o.optionId
+                error.value = undefined
+                session.decide(r, o.optionId).catch((err: unknown) => {
+                  sending.value = undefined
+                  error.value = err instanceof Error ? err.message : String(err)
+                })
+              }}
+            >
+              {o.name}
+            </button>
+          ))}
+          <span class="muted expires">
+            {left > 60 ? `${Math.ceil(left / 60)} min left` : `${Math.max(0, left)} s left`}
+          </span>
+        </div>
+      ) : (
+        <p class="decided">
+          {decisions.length > 0
+            ? decisions
+                .map((d) => {
+                  const option =
+                    r.options.find((o) => o.optionId === d.optionId)?.name ?? d.optionId
+                  return `${option} (by ${m.who(d.author).name})`
+                })
+                .join('; ')
+            : r.expires < clock
+              ? `Expired at ${when(r.expires)}: the tool call was cancelled.`
+              : 'Closed: the turn ended.'}
+        </p>
+      )}
+      {error.value !== undefined && <p class="error">{error.value}</p>}
+    </article>
+  )
+}
+
+/** The current time in seconds, ticking every second (for countdowns). */
+function useClock(): number {
+  const t = useSignal(Math.floor(Date.now() / 1000))
+  useEffect(() => {
+    const timer = setInterval(() => (t.value = Math.floor(Date.now() / 1000)), 1000)
+    return () => clearInterval(timer)
+  }, [])
+  return t.value
+}

@@ -1,0 +1,144 @@
+import { useSignal } from '@preact/signals'
+import { useEffect, useLayoutEffect, useRef } from 'preact/hooks'
+import { Kind, type NostrEvent } from '../../../browser-core.js'
+import type { Session } from '../lib/session.js'
+import { PermissionCard } from './card.js'
+import { Composer } from './composer.js'
+import { Message } from './message.js'
+import { go } from './route.js'
+import { TurnProgress } from './turn.js'
+
+/** The agents a prompt mentions (its `p` tags that name agents). */
+function promptedAgents(session: Session, e: NostrEvent): string[] {
+  if (e.kind !== Kind.ChatMessage || session.model.isAgent(e.pubkey)) return []
+  return e.tags
+    .filter((t) => t[0] === 'p' && t[1] !== undefined && session.model.isAgent(t[1]))
+    .map((t) => t[1]!)
+}
+
+/** One channel: its timeline with cards and live turns, a composer, and a thread beside it. */
+export function ChatView({
+  session,
+  channel,
+  thread,
+}: {
+  session: Session
+  channel: string
+  thread?: string
+}) {
+  const m = session.model
+  void m.revision.value
+  const events = m.timeline(channel)
+  const replyTo = useSignal<string | undefined>(undefined)
+  useEffect(() => {
+    // What is on screen is read (the unread count of the channel drops).
+    if (document.visibilityState === 'visible') void session.markRead(channel)
+  }, [events.length, channel])
+  const privateChannel = m.state.channels.isPrivate(channel)
+  const mayPost =
+    !privateChannel || m.state.channels.isMember(session.me, channel, Date.now() / 1000)
+  return (
+    <div class={`chat ${thread === undefined ? '' : 'with-thread'}`}>
+      <section class="timeline-pane" aria-label={`#${channel}`}>
+        <div class="channel-head">
+          <h2>
+            #{channel} {privateChannel && <span class="lock">private</span>}
+          </h2>
+        </div>
+        <Timeline session={session} events={events} onReply={(id) => (replyTo.value = id)} />
+        {mayPost ? (
+          <Composer
+            session={session}
+            channel={channel}
+            replyTo={replyTo.value}
+            onClearReply={() => (replyTo.value = undefined)}
+          />
+        ) : (
+          <p class="muted composer-note">
+            #{channel} is private and your person is not a member: ask its creator or an admin.
+          </p>
+        )}
+      </section>
+      {thread !== undefined && <ThreadPane session={session} channel={channel} root={thread} />}
+    </div>
+  )
+}
+
+function Timeline({
+  session,
+  events,
+  onReply,
+}: {
+  session: Session
+  events: NostrEvent[]
+  onReply: (id: string) => void
+}) {
+  const box = useRef<HTMLDivElement>(null)
+  const atBottom = useRef(true)
+  useLayoutEffect(() => {
+    const el = box.current
+    if (el !== null && atBottom.current) el.scrollTop = el.scrollHeight
+  })
+  if (events.length === 0)
+    return (
+      <div class="timeline empty" ref={box}>
+        <p class="muted">Nothing here yet. Say something, or mention an agent (@name).</p>
+      </div>
+    )
+  return (
+    <div
+      class="timeline"
+      ref={box}
+      onScroll={(e) => {
+        const el = e.currentTarget
+        atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 60
+      }}
+    >
+      {events.map((e) =>
+        e.kind === Kind.PermissionRequest ? (
+          <PermissionCard key={e.id} session={session} id={e.id} />
+        ) : (
+          <div key={e.id} class="item">
+            <Message session={session} event={e} onReply={onReply} />
+            {promptedAgents(session, e).map((agent) => (
+              <TurnProgress key={agent} session={session} prompt={e} agent={agent} />
+            ))}
+          </div>
+        ),
+      )}
+    </div>
+  )
+}
+
+function ThreadPane({
+  session,
+  channel,
+  root,
+}: {
+  session: Session
+  channel: string
+  root: string
+}) {
+  const m = session.model
+  void m.revision.value
+  const events = m.thread(root)
+  const replyTo = useSignal<string | undefined>(root)
+  return (
+    <section class="thread-pane" aria-label="Thread">
+      <div class="channel-head">
+        <h2>Thread</h2>
+        <button type="button" class="secondary" onClick={() => go({ view: 'channel', channel })}>
+          Close
+        </button>
+      </div>
+      <Timeline session={session} events={events} onReply={(id) => (replyTo.value = id)} />
+      <Composer
+        session={session}
+        channel={channel}
+        replyTo={replyTo.value ?? root}
+        onClearReply={() => (replyTo.value = root)}
+        inThread
+      />
+    </section>
+  )
+}

@@ -1,0 +1,162 @@
+import { useSignal } from '@preact/signals'
+import { useEffect } from 'preact/hooks'
+import { isChannelName } from '../../../browser-core.js'
+import type { Session } from '../lib/session.js'
+import { ChatView } from './chat.js'
+import { FleetView } from './fleet.js'
+import { Removed } from './removed.js'
+import { go, href, route } from './route.js'
+
+/** Which channel to show first: the last one opened, else the most recent, else #general. */
+function firstChannel(session: Session): string {
+  const last = localStorage.getItem('kith.channel')
+  if (last !== null && isChannelName(last)) return last
+  const m = session.model
+  return [...m.channels()].sort((a, b) => m.lastActivity(b) - m.lastActivity(a))[0] ?? 'general'
+}
+
+/** The app once paired: channels, chat, the fleet; one pane at a time on a phone. */
+export function Shell({ session }: { session: Session }) {
+  const m = session.model
+  void m.revision.value
+  const r = route.value
+  const wide = useWide()
+  useEffect(() => {
+    // On a wide screen there is no bare channel list: open a channel.
+    if (r.view === 'home' && wide) go({ view: 'channel', channel: firstChannel(session) })
+    if (r.view === 'channel') localStorage.setItem('kith.channel', r.channel)
+  }, [r, wide])
+  if (m.removed.value !== undefined) return <Removed session={session} />
+  const showList = wide || r.view === 'home'
+  return (
+    <div class={`shell ${wide ? 'wide' : 'narrow'}`}>
+      <TopBar session={session} />
+      <div class="panes">
+        {showList && <ChannelList session={session} />}
+        {r.view === 'channel' && (
+          <ChatView
+            key={r.channel}
+            session={session}
+            channel={r.channel}
+            {...(r.thread === undefined ? {} : { thread: r.thread })}
+          />
+        )}
+        {r.view === 'fleet' && <FleetView session={session} />}
+      </div>
+    </div>
+  )
+}
+
+function useWide(): boolean {
+  const wide = useSignal(matchMedia('(min-width: 800px)').matches)
+  useEffect(() => {
+    const q = matchMedia('(min-width: 800px)')
+    const on = () => (wide.value = q.matches)
+    q.addEventListener('change', on)
+    return () => q.removeEventListener('change', on)
+  }, [])
+  return wide.value
+}
+
+function TopBar({ session }: { session: Session }) {
+  const r = route.value
+  const links = session.links.value
+  const live = links.filter((l) => l.state === 'live').length
+  const status =
+    live > 0
+      ? `live on ${live} hub${live === 1 ? '' : 's'}`
+      : links.some(
+            (l) =>
+              l.state === 'connecting' || l.state === 'authenticating' || l.state === 'catching-up',
+          )
+        ? 'connecting…'
+        : 'offline'
+  return (
+    <header class="topbar">
+      {r.view !== 'home' && (
+        <a class="back narrow-only" href="#/" aria-label="Channels">
+          ‹
+        </a>
+      )}
+      <a class="brand" href="#/">
+        Kith
+      </a>
+      <span class="fleet-name">{session.device.record.ownerName}'s fleet</span>
+      <span
+        class={`status ${live > 0 ? 'ok' : 'warn'}`}
+        title={links.map((l) => `${l.url}: ${l.state}${l.error ? ` (${l.error})` : ''}`).join('\n')}
+      >
+        {status}
+      </span>
+      <nav>
+        <a href="#/" class={r.view === 'channel' || r.view === 'home' ? 'active' : ''}>
+          Chat
+        </a>
+        <a href={href({ view: 'fleet' })} class={r.view === 'fleet' ? 'active' : ''}>
+          Fleet
+        </a>
+      </nav>
+    </header>
+  )
+}
+
+function ChannelList({ session }: { session: Session }) {
+  const m = session.model
+  void m.revision.value
+  const r = route.value
+  const current = r.view === 'channel' ? r.channel : undefined
+  const draft = useSignal('')
+  const error = useSignal<string | undefined>(undefined)
+  const names = new Set(m.channels())
+  if (current !== undefined) names.add(current)
+  const read = session.lastRead.value
+  return (
+    <aside class="channels">
+      <h2>Channels</h2>
+      <ul>
+        {[...names].sort().map((c) => {
+          const unread = c === current ? 0 : m.unread(c, read[c] ?? 0)
+          return (
+            <li key={c}>
+              <a href={href({ view: 'channel', channel: c })} class={c === current ? 'active' : ''}>
+                <span class="hash">#</span>
+                {c}
+                {m.state.channels.isPrivate(c) && <span class="lock">private</span>}
+                {unread > 0 && (
+                  <span class="badge" aria-label={`${unread} unread`}>
+                    {unread}
+                  </span>
+                )}
+              </a>
+            </li>
+          )
+        })}
+      </ul>
+      <form
+        class="open-channel"
+        onSubmit={(e) => {
+          e.preventDefault()
+          const name = draft.value.trim().replace(/^#/, '').toLowerCase()
+          if (!isChannelName(name)) {
+            error.value = 'A channel name is 1-64 of a-z 0-9 _ . - (e.g. ops)'
+            return
+          }
+          error.value = undefined
+          draft.value = ''
+          go({ view: 'channel', channel: name })
+        }}
+      >
+        <input
+          aria-label="Open a channel"
+          placeholder="#channel"
+          value={draft.value}
+          onInput={(e) => (draft.value = e.currentTarget.value)}
+        />
+        <button type="submit" class="secondary">
+          Open
+        </button>
+      </form>
+      {error.value !== undefined && <p class="error">{error.value}</p>}
+    </aside>
+  )
+}
