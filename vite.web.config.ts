@@ -64,6 +64,7 @@ export default defineConfig({
     outDir: out,
     emptyOutDir: true,
     target: 'es2022',
+    minify: process.env.KITH_WEB_NO_MINIFY === undefined,
     sourcemap: true,
     modulePreload: { polyfill: false },
     reportCompressedSize: false,

@@ -128,10 +128,14 @@ describe(
       })
       await snap(page, 'chat-answered')
 
-      // A reply from the browser is threaded (NIP-10) under the agent's answer's root.
+      // A reply from the browser is threaded (NIP-10): root the prompt, parent the agent's answer.
       const reply = page.locator('article.message.agent', { hasText: 'Fixed the typo' })
       await reply.getByRole('button', { name: 'Reply' }).click()
+      await page.getByText(/^Replying to claude/).waitFor()
       await say(page, 'thanks, @claude echo tests are green')
+      const before = await laptopLog(laptop)
+      const promptId = before.find((l) => l.content === '@claude edit src/greeting.ts')!.id
+      const answerId = before.find((l) => l.content.startsWith('Fixed the typo'))!.id
       await expect
         .poll(
           async () =>
@@ -140,7 +144,52 @@ describe(
             )?.tags,
           { timeout: 20_000 },
         )
-        .toEqual(expect.arrayContaining([['e', expect.any(String), '', 'root']]))
+        .toEqual(
+          expect.arrayContaining([
+            ['e', promptId, '', 'root'],
+            ['e', answerId, '', 'reply'],
+          ]),
+        )
+      // The thread: the prompt, the card, the answer, the reply and the agent's answer to it.
+      await page
+        .locator(`article.message[data-id="${promptId}"]`)
+        .getByRole('link', { name: /in thread/ })
+        .click()
+      const threadPane = page.getByRole('region', { name: 'Thread' })
+      await threadPane
+        .getByText('you said: thanks, echo tests are green')
+        .waitFor({ timeout: 20_000 })
+      await threadPane.getByText('Fixed the typo').waitFor()
+      await snap(page, 'thread')
+      await threadPane.getByRole('button', { name: 'Close' }).click()
+
+      // Stop: a kind-4144 naming the open prompt; the hosting node cancels the turn.
+      await say(page, '@claude hang')
+      const hanging = page.getByRole('region', { name: "claude's progress" }).last()
+      await hanging.getByText('working').waitFor({ timeout: 20_000 })
+      await hanging.getByRole('button', { name: 'Stop' }).click()
+      await page
+        .locator('article.message.agent', { hasText: '⏹ claude: turn cancelled' })
+        .first()
+        .waitFor({ timeout: 30_000 })
+
+      // Interrupt: a prompt that stops the running turn it names and runs next.
+      await say(page, '@claude hang')
+      await page
+        .getByRole('region', { name: "claude's progress" })
+        .last()
+        .getByText('working')
+        .waitFor({ timeout: 20_000 })
+      await page.getByLabel("interrupt the mentioned agent's turn").check()
+      await say(page, '@claude echo interrupted you')
+      await page
+        .locator('article.message.agent', { hasText: 'interrupted you' })
+        .waitFor({ timeout: 30_000 })
+      await expect
+        .poll(async () =>
+          (await laptopLog(laptop)).filter((l) => l.content.startsWith('⏹ claude: turn cancelled')),
+        )
+        .toHaveLength(2)
 
       // The network goes away and comes back: the browser drops its socket, says it is offline,
       // then reconnects by itself and catches up what was posted meanwhile.

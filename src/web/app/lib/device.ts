@@ -95,4 +95,5 @@ export async function forgetDevice(): Promise<void> {
   await idbDelete('device', 'self')
   await idbClear('prefs')
   await idbClear('outbox')
+  await idbClear('events')
 }

@@ -20,14 +20,19 @@ import {
 import { Turns, type Turn } from './turns.js'
 
 /** Kinds followed and caught up from the cursor, as a node follows them. */
-export const followedKinds = [
+export const followedKinds: number[] = [
   Kind.ChatMessage,
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
 ]
 /** Fetched whole on every connect. */
-export const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation, Kind.ChannelDefinition]
+export const vitalKinds: number[] = [
+  Kind.Profile,
+  Kind.Grant,
+  Kind.Revocation,
+  Kind.ChannelDefinition,
+]
 
 /** A device counts as online this long after its last presence (nodes send one a minute). */
 const presenceFreshSeconds = 150
@@ -83,16 +88,22 @@ export class FleetModel {
     }
     this.names = new Names(this.state.grants, profiles, me)
     this.turns = new Turns(secret)
-    this.intake(authority)
+    this.intake(authority, { trusted: true })
   }
 
-  /** Takes events from a hub (or made here): verified, admitted, then kept and shown. */
-  intake(events: readonly NostrEvent[]): void {
+  /**
+   * Takes events from a hub (or made here): verified, admitted, then kept and shown. Events
+   * already known are not verified again. `trusted`: events this page verified and stored
+   * before (IndexedDB), admitted without checking their signatures again. Returns the events
+   * newly kept that are worth storing (not ephemeral).
+   */
+  intake(events: readonly NostrEvent[], opts: { trusted?: boolean } = {}): NostrEvent[] {
     const fresh = events.filter((e) => {
       if (this.seen.has(e.id) && e.kind !== Kind.Grant && e.kind !== Kind.Revocation) return false
-      return verifyEventSignature(e)
+      return opts.trusted === true || verifyEventSignature(e)
     })
-    if (fresh.length === 0) return
+    const kept: NostrEvent[] = []
+    if (fresh.length === 0) return kept
     const t = now()
     let changed = false
     let authority = false
@@ -113,9 +124,11 @@ export class FleetModel {
       this.seen.add(e.id)
       changed = true
       this.keep(e)
+      kept.push(e)
     }
     if (authority) this.checkMembership(t)
     if (changed || authority) this.revision.value++
+    return kept
   }
 
   private keep(e: NostrEvent): void {
@@ -255,12 +268,21 @@ export class FleetModel {
     return this.turns.byPrompt.get(prompt)
   }
 
+  /** Names as a node shows them; remembered until the fleet changes (the next revision). */
   who(pubkey: string): Who {
-    return this.names.who(pubkey)
+    if (this.whoRevision !== this.revision.peek()) {
+      this.whoCache.clear()
+      this.whoRevision = this.revision.peek()
+    }
+    let w = this.whoCache.get(pubkey)
+    if (w === undefined) this.whoCache.set(pubkey, (w = this.names.who(pubkey)))
+    return w
   }
+  private readonly whoCache = new Map<string, Who>()
+  private whoRevision = -1
 
   isAgent(pubkey: string): boolean {
-    return this.names.who(pubkey).role === 'agent'
+    return this.who(pubkey).role === 'agent'
   }
 
   /** When a device last said it was online (its presence, kind 24141), if this page saw it. */

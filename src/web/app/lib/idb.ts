@@ -1,16 +1,18 @@
 /**
  * The app's IndexedDB (one database per origin): the device record (its key, its grant and the
- * fleet it joined), preferences (what was read), and the outbox. A tiny promise wrapper.
+ * fleet it joined), preferences (what was read, the hubs' cursors), the outbox, and the events
+ * it has verified and admitted (so a reload shows the chat at once and catches up from its
+ * cursor, as a node does). A tiny promise wrapper.
  */
 const dbName = 'kith'
-const stores = ['device', 'prefs', 'outbox'] as const
+const stores = ['device', 'prefs', 'outbox', 'events'] as const
 export type Store = (typeof stores)[number]
 
 let opened: Promise<IDBDatabase> | undefined
 
 function open(): Promise<IDBDatabase> {
   opened ??= new Promise((resolve, reject) => {
-    const req = indexedDB.open(dbName, 1)
+    const req = indexedDB.open(dbName, 2)
     req.onupgradeneeded = () => {
       for (const s of stores)
         if (!req.result.objectStoreNames.contains(s)) req.result.createObjectStore(s)
@@ -56,4 +58,23 @@ export function idbAll<T>(store: Store): Promise<T[]> {
 
 export function idbClear(store: Store): Promise<void> {
   return run(store, 'readwrite', (s) => s.clear()).then(() => undefined)
+}
+
+/** Writes (or, with value undefined, deletes) many keys in one transaction. */
+export function idbWriteMany(store: Store, entries: readonly [string, unknown][]): Promise<void> {
+  if (entries.length === 0) return Promise.resolve()
+  return open().then(
+    (db) =>
+      new Promise<void>((resolve, reject) => {
+        const tx = db.transaction(store, 'readwrite')
+        const s = tx.objectStore(store)
+        for (const [key, value] of entries) {
+          if (value === undefined) s.delete(key)
+          else s.put(value, key)
+        }
+        tx.oncomplete = () => resolve()
+        tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'))
+        tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'))
+      }),
+  )
 }

@@ -33,6 +33,9 @@ export interface LinkOptions {
   /** Fetched whole on every connect (profiles, grants, revocations, definitions). */
   fullKinds: number[]
   deliver: (events: NostrEvent[], from: string) => void
+  /** Where catch-up starts (kept across reloads): the last time this hub was followed live. */
+  cursor: number | undefined
+  saveCursor: (since: number) => void
   onState: (link: BrowserLink) => void
   onLive: (link: BrowserLink) => void
   onRevoked: (message: string) => void
@@ -55,8 +58,9 @@ const cursorMoveMs = 30_000
  * The browser's link to one hub, as a node's (kith-chat/1, "A node's link to a hub"): connect,
  * publish this device's chain, AUTH, subscribe live (limit 0) with the observer frames addressed
  * to this device, fetch the vital kinds whole, catch up from the cursor (an hour of overlap) in
- * pages, stay live; reconnect with jittered backoff after any failure. The cursor lives as long
- * as the page: a fresh page catches up the last 7 days, as a new node does.
+ * pages, stay live; reconnect with jittered backoff after any failure. The cursor is kept in
+ * IndexedDB with the events: a device new to the fleet catches up the last 7 days, as a new
+ * node does.
  */
 export class BrowserLink {
   state: LinkState = 'connecting'
@@ -64,12 +68,18 @@ export class BrowserLink {
   private client: RelayClient | undefined
   private live: Subscription | undefined
   private cursor: number | undefined
+  private moveCursor(since: number): void {
+    this.cursor = since
+    this.opts.saveCursor(since)
+  }
   private attempt = 0
   private retry: ReturnType<typeof setTimeout> | undefined
   private timers: ReturnType<typeof setInterval>[] = []
   private stopped = false
 
-  constructor(private readonly opts: LinkOptions) {}
+  constructor(private readonly opts: LinkOptions) {
+    this.cursor = opts.cursor
+  }
 
   get url(): string {
     return this.opts.url
@@ -193,7 +203,9 @@ export class BrowserLink {
       if (!r.ok && !r.message.startsWith('duplicate:'))
         this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
     }
+    performance.mark('dbg-challenge')
     const answer = await client.auth(signAuthEvent(this.url, challenge, this.opts.secret))
+    performance.mark('dbg-authed')
     if (!answer.ok) {
       if (answer.message.startsWith('restricted: revoked')) {
         this.revoked(answer.message)
@@ -208,10 +220,13 @@ export class BrowserLink {
       return Promise.resolve()
     }
     const log = this.opts.log
+    performance.mark('dbg-live-sub')
     await pageBackwards(client, { kinds: this.opts.fullKinds }, startedAt, { deliver, log })
+    performance.mark('dbg-full')
     const since = catchUpSince(this.cursor, startedAt)
     await pageBackwards(client, { kinds: this.opts.kinds, since }, startedAt, { deliver, log })
-    this.cursor = startedAt
+    performance.mark('dbg-caught')
+    this.moveCursor(startedAt)
     this.attempt = 0
     this.lastError = undefined
     this.set('live')
@@ -225,7 +240,7 @@ export class BrowserLink {
             if (this.client === client) this.failed(`no answer from the hub (${String(err)})`)
           })
       }, heartbeatMs),
-      setInterval(() => (this.cursor = Math.floor(Date.now() / 1000)), cursorMoveMs),
+      setInterval(() => this.moveCursor(Math.floor(Date.now() / 1000)), cursorMoveMs),
     )
   }
 

@@ -47,8 +47,25 @@ function hook(): void {
   })
 }
 
+/** Text with nothing markdown would change: shown as it is (the common chat line). */
+const plainText = /^[^`*_#[\]<>&|~\\!\n]*$/
+/** Rendered messages, by their text: an event's content never changes. */
+const rendered = new Map<string, string>()
+const renderedMax = 2000
+
 /** Markdown to safe HTML. */
 export function renderMarkdown(text: string): string {
+  if (plainText.test(text) && !/^\s*([-+]\s|\d+\.\s)/.test(text) && !/https?:/.test(text))
+    return escapeText(text)
+  const hit = rendered.get(text)
+  if (hit !== undefined) return hit
+  const html = sanitize(text)
+  if (rendered.size >= renderedMax) rendered.delete(rendered.keys().next().value!)
+  rendered.set(text, html)
+  return html
+}
+
+function sanitize(text: string): string {
   hook()
   const html = marked.parse(text) as string
   return DOMPurify.sanitize(html, {

@@ -1,5 +1,6 @@
 import { signal } from '@preact/signals'
 import {
+  channelOf,
   Kind,
   KithError,
   makeAgentCancel,
@@ -15,7 +16,7 @@ import {
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
 import { FleetModel, followedKinds, vitalKinds } from './fleet.js'
-import { idbAll, idbDelete, idbGet, idbPut } from './idb.js'
+import { idbAll, idbDelete, idbGet, idbPut, idbWriteMany } from './idb.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
 import { allowedByPolicy } from './policy.js'
@@ -35,6 +36,34 @@ export interface Outgoing {
 
 const now = () => Math.floor(Date.now() / 1000)
 
+/** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
+const keptPerChannel = 2000
+
+/**
+ * The stored events worth keeping: every grant, revocation, definition and profile, and the
+ * newest `keptPerChannel` of each channel. Returns them, and the ids to drop.
+ */
+function prune(events: NostrEvent[]): { keep: NostrEvent[]; drop: string[] } {
+  const byChannel = new Map<string, NostrEvent[]>()
+  const keep: NostrEvent[] = []
+  for (const e of events) {
+    const channel = vitalKinds.includes(e.kind) ? undefined : channelOf(e)
+    if (channel === undefined) keep.push(e)
+    else {
+      const list = byChannel.get(channel) ?? []
+      list.push(e)
+      byChannel.set(channel, list)
+    }
+  }
+  const drop: string[] = []
+  for (const list of byChannel.values()) {
+    list.sort((a, b) => b.created_at - a.created_at)
+    keep.push(...list.slice(0, keptPerChannel))
+    for (const e of list.slice(keptPerChannel)) drop.push(e.id)
+  }
+  return { keep, drop }
+}
+
 /**
  * A paired browser at work: its links to the fleet's hubs, the fleet as it knows it, and what it
  * sends (kept in an outbox in IndexedDB until a hub answers, as a node's outbox is).
@@ -44,6 +73,8 @@ export class Session {
   readonly links = signal<LinkView[]>([])
   readonly outbox = signal<Map<string, Outgoing>>(new Map())
   readonly lastRead = signal<Record<string, number>>({})
+  /** Some hub has been live (caught up) since the page loaded. */
+  readonly wasLive = signal(false)
   private readonly active: BrowserLink[] = []
 
   constructor(readonly device: Device) {
@@ -61,10 +92,23 @@ export class Session {
 
   async start(): Promise<void> {
     this.lastRead.value = (await idbGet<Record<string, number>>('prefs', 'lastRead')) ?? {}
+    this.cursors = (await idbGet<Record<string, number>>('prefs', 'cursors')) ?? {}
+    // What this page verified and admitted before: shown at once, admitted again (a grant may
+    // have been revoked since), never verified twice.
+    performance.mark('dbg-prefs')
+    const { keep, drop } = prune(await idbAll<NostrEvent>('events'))
+    performance.mark('dbg-idb-events')
+    await idbWriteMany(
+      'events',
+      drop.map((id) => [id, undefined]),
+    )
+    this.model.intake(keep, { trusted: true })
+    performance.mark('dbg-intake')
     const pending = await idbAll<Outgoing>('outbox')
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
     const allowed = await allowedByPolicy()
+    performance.mark('dbg-policy')
     const r = this.device.record
     const views: LinkView[] = []
     for (const url of r.hubs) {
@@ -79,9 +123,15 @@ export class Session {
         chain: () => [...r.chain, r.grant],
         kinds: followedKinds,
         fullKinds: vitalKinds,
-        deliver: (events) => this.model.intake(events),
+        deliver: (events) => this.take(events),
+        cursor: this.cursors[url],
+        saveCursor: (since) => {
+          this.cursors = { ...this.cursors, [url]: since }
+          void idbPut('prefs', 'cursors', this.cursors)
+        },
         onState: () => this.refreshLinks(),
         onLive: (l) => {
+          this.wasLive.value = true
           this.publishProfile()
           this.flush(l)
         },
@@ -102,6 +152,21 @@ export class Session {
       }
     })
     for (const l of this.active) l.start()
+  }
+
+  private cursors: Record<string, number> = {}
+
+  /** Events from a hub: admitted by the model, and what it kept stored for the next load. */
+  private take(events: NostrEvent[]): void {
+    const kept = this.model.intake(events)
+    if (kept.length > 0)
+      idbWriteMany(
+        'events',
+        kept.map((e) => [e.id, e]),
+      ).catch((err: unknown) => {
+        // Storage full or refused: the events are shown all the same and fetched again next time.
+        console.warn(`kith: could not store events (${String(err)})`)
+      })
   }
 
   stop(): void {
@@ -139,7 +204,7 @@ export class Session {
     const out: Outgoing = { event, state: 'queued' }
     await idbPut('outbox', event.id, out)
     this.setOutgoing(out)
-    this.model.intake([event])
+    this.take([event])
     for (const l of this.active) if (l.state === 'live') this.deliver(l, out)
     return event
   }

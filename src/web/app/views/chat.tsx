@@ -34,6 +34,12 @@ export function ChatView({
     // What is on screen is read (the unread count of the channel drops).
     if (document.visibilityState === 'visible') void session.markRead(channel)
   }, [events.length, channel])
+  const live = session.wasLive.value
+  useEffect(() => {
+    // Time to a usable chat (docs/performance.md): the channel is shown, caught up and live.
+    if (live && performance.getEntriesByName('kith-chat-usable').length === 0)
+      performance.mark('kith-chat-usable')
+  }, [live])
   const privateChannel = m.state.channels.isPrivate(channel)
   const mayPost =
     !privateChannel || m.state.channels.isMember(session.me, channel, Date.now() / 1000)
@@ -68,10 +74,12 @@ function Timeline({
   session,
   events,
   onReply,
+  inThread = false,
 }: {
   session: Session
   events: NostrEvent[]
   onReply: (id: string) => void
+  inThread?: boolean
 }) {
   const box = useRef<HTMLDivElement>(null)
   const atBottom = useRef(true)
@@ -99,7 +107,7 @@ function Timeline({
           <PermissionCard key={e.id} session={session} id={e.id} />
         ) : (
           <div key={e.id} class="item">
-            <Message session={session} event={e} onReply={onReply} />
+            <Message session={session} event={e} onReply={onReply} inThread={inThread} />
             {promptedAgents(session, e).map((agent) => (
               <TurnProgress key={agent} session={session} prompt={e} agent={agent} />
             ))}

@@ -127,7 +127,7 @@ export function Composer({
         <textarea
           ref={area}
           rows={1}
-          aria-label={`Message #${channel}`}
+          aria-label={inThread ? 'Reply in thread' : `Message #${channel}`}
           placeholder={`Message #${channel} (@ to mention)`}
           value={text.value}
           onInput={(e) => {

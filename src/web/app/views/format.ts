@@ -6,15 +6,19 @@ export function shortNpub(pubkey: string): string {
   return `${n.slice(0, 12)}…${n.slice(-4)}`
 }
 
+// Made once: a formatter is costly to make, and a channel shows hundreds of times.
+const timeFormat = new Intl.DateTimeFormat([], { hour: '2-digit', minute: '2-digit' })
+const dayFormat = new Intl.DateTimeFormat([], { weekday: 'short' })
+const dateFormat = new Intl.DateTimeFormat([])
+
 /** 14:05 today, "Mon 14:05" this week, else the date. */
 export function when(seconds: number): string {
   const d = new Date(seconds * 1000)
   const now = new Date()
-  const time = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+  const time = timeFormat.format(d)
   if (d.toDateString() === now.toDateString()) return time
-  if (now.getTime() - d.getTime() < 6 * 86400_000)
-    return `${d.toLocaleDateString([], { weekday: 'short' })} ${time}`
-  return d.toLocaleDateString()
+  if (now.getTime() - d.getTime() < 6 * 86400_000) return `${dayFormat.format(d)} ${time}`
+  return dateFormat.format(d)
 }
 
 /** "claude · agent of alice", "laptop · device", "bob" — whose a key is, always shown. */

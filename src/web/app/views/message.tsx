@@ -9,17 +9,19 @@ export function Message({
   session,
   event,
   onReply,
+  inThread = false,
 }: {
   session: Session
   event: NostrEvent
   onReply: (id: string) => void
+  /** Shown in a thread pane: no quote of the parent, no link to the thread. */
+  inThread?: boolean
 }) {
   const m = session.model
   const who = m.who(event.pubkey)
   const { root, parent } = threadOf(event)
   const parentEvent = parent === undefined ? undefined : m.event(parent)
   const r = route.value
-  const inThread = r.view === 'channel' && r.thread !== undefined
   const replies = root === undefined ? m.threadSize(event.id) : 0
   const out = session.outbox.value.get(event.id)
   const mine = event.pubkey === session.me
