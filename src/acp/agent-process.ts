@@ -1,9 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createWriteStream, type WriteStream } from 'node:fs'
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs'
 import { Readable, Transform, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 import { removePidFile, signalGroup, writePidFile } from './process-group.js'
+import { ReplyText } from './reply-text.js'
 
 /** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
 export const envAllowlist = [
@@ -126,7 +127,10 @@ export class AgentProcess {
   readonly absent = new Set<string>()
   /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
   authHint = ''
-  private readonly listeners = new Map<string, (text: string) => void>()
+  /** The reply of each session's turn: the one running, or else the last one. */
+  private readonly replies = new Map<string, ReplyText>()
+  /** Sessions with a turn of ours running (a session/load replay is not one). */
+  private readonly turns = new Set<string>()
   /** Tool calls announced by each running turn's updates, by session then toolCallId. */
   private readonly toolCalls = new Map<string, Map<string, ToolCallSeen>>()
   /** When each session last sent a session/update (ms), to let a load's replay finish. */
@@ -157,6 +161,12 @@ export class AgentProcess {
       )
     })
     logFile.on('error', (err) => (this.logError = err.message))
+    // spawn says ENOENT for a missing cwd as for a missing command: tell them apart.
+    if (!existsSync(this.spec.cwd)) {
+      const why = `its working directory ${this.spec.cwd} does not exist (kith agent add --cwd)`
+      logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
+      throw new KithError('error', `cannot start ${command}: ${why}`)
+    }
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
       if (process.env[name] !== undefined) env[name] = process.env[name]
@@ -188,9 +198,17 @@ export class AgentProcess {
     if (pidPath !== undefined && child.pid !== undefined) writePidFile(pidPath, child.pid)
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve())
-      child.once('error', (err) =>
-        reject(new KithError('error', `cannot start ${command}: ${err.message}`)),
-      )
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        // Said in its log too (kith agent logs NAME), where a person looks when it will not run.
+        const why =
+          err.code === 'ENOENT'
+            ? `${command} was not found (is it installed, and on the PATH kith up runs with?)`
+            : err.code === 'EACCES'
+              ? `${command} is not executable`
+              : err.message
+        logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
+        reject(new KithError('error', `cannot start ${command}: ${why}`))
+      })
     })
     child.stderr.pipe(this.log, { end: false })
     // stdout is the protocol; a line that is not JSON (an adapter printing a banner or ANSI) is
@@ -220,13 +238,11 @@ export class AgentProcess {
         const u = params.update
         this.lastUpdateAt.set(params.sessionId, Date.now())
         // Only updates of a turn we run are passed on: a session/load replay is not.
-        if (!this.listeners.has(params.sessionId)) return
+        if (!this.turns.has(params.sessionId)) return
         if (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
           this.noteToolCall(params.sessionId, u)
         this.onUpdate(params.sessionId, u)
-        if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') {
-          this.listeners.get(params.sessionId)?.(u.content.text)
-        }
+        this.replies.get(params.sessionId)?.add(u)
       })
       .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
         // Options are passed on exactly as the agent gave them; the answer names one of them.
@@ -371,8 +387,9 @@ export class AgentProcess {
 
   /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */
   async prompt(sessionId: string, text: string): Promise<TurnResult> {
-    let reply = ''
-    this.listeners.set(sessionId, (chunk) => (reply += chunk))
+    const reply = new ReplyText()
+    this.replies.set(sessionId, reply)
+    this.turns.add(sessionId)
     try {
       const r = await this.call(() =>
         this.conn!.agent.request(acp.methods.agent.session.prompt, {
@@ -380,11 +397,19 @@ export class AgentProcess {
           prompt: [{ type: 'text', text }],
         }),
       )
-      return { stopReason: r.stopReason, text: reply }
+      return { stopReason: r.stopReason, text: reply.text }
     } finally {
-      this.listeners.delete(sessionId)
+      this.turns.delete(sessionId)
       this.toolCalls.delete(sessionId)
     }
+  }
+
+  /**
+   * What the session's turn (running, or the last one) has said so far: kept after a turn that
+   * failed or was cancelled, so what was streamed before is not lost.
+   */
+  partialReply(sessionId: string): string {
+    return this.replies.get(sessionId)?.text ?? ''
   }
 
   /** Asks the agent to stop the session's turn (ACP session/cancel, a notification). */

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
 import type { PermissionsMode } from '../acp/permission-policy.js'
@@ -92,4 +92,15 @@ export function listAgentRecords(home: string): AgentRecord[] {
     records.push(value)
   }
   return records
+}
+
+/**
+ * Forgets an agent on this node: its record, its key file, its log and pid file. Its grant and
+ * revocation stay in node.db (and on the hubs): forgetting is not un-revoking.
+ */
+export function removeAgentFiles(home: string, name: string): void {
+  checkAgentName(name)
+  const dir = agentsDir(home)
+  for (const file of [`${name}.json`, `${name}.key`, `${name}.log`, `${name}.pid`])
+    rmSync(join(dir, file), { force: true })
 }

@@ -9,13 +9,14 @@ import {
 import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import type { PromptJob } from '../acp/host.js'
+import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
 import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
-import type { HostedAgent, NodeContext } from './node-context.js'
+import { signAsAgent } from './agent-signer.js'
+import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import { TurnMetrics } from './turn-metrics.js'
@@ -23,6 +24,23 @@ import { TurnMetrics } from './turn-metrics.js'
 /** How an agent reply is tagged: a `notice` leaves its prompt unanswered (kith-agents/1). */
 export interface ReplyOptions {
   notice?: boolean
+}
+
+/**
+ * The reply that ends a turn: the agent's answer, or a one-line failure; what it had streamed
+ * before a cancel or a failure is kept above that line.
+ */
+export function replyText(name: string, outcome: TurnOutcome): string {
+  if (outcome.ok) return outcome.text
+  const cancelled = outcome.message.startsWith('turn cancelled')
+  if (outcome.partial === undefined)
+    return cancelled
+      ? `⏹ ${name}: ${outcome.message}`
+      : `⚠ ${name} did not answer: ${outcome.message}`
+  const line = cancelled
+    ? `⏹ ${name}: ${outcome.message} (what it said before is above)`
+    : `⚠ ${name} did not finish: ${outcome.message}`
+  return `${outcome.partial.replace(/\s+$/, '')}\n\n${line}`
 }
 
 /** The message text without its @mentions of `name` (plain or person-qualified). */
@@ -51,6 +69,8 @@ export class AgentBridge {
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
   readonly frames: ObserverFrames
+  /** Agents (pubkeys) already said to be not started because their key is not granted. */
+  private readonly notStarted = new Set<string>()
   /** Set once the node is stopping: turns it ends are answered after the restart instead. */
   private stopping = false
 
@@ -81,10 +101,12 @@ export class AgentBridge {
 
   /** Agents with a command are spawned on first use; the key only ever lives in this process. */
   loadAgents(): void {
+    const ungranted: string[] = []
     for (const record of listAgentRecords(this.node.id.home)) {
       if (record.command === undefined || this.agents.has(record.pubkey)) continue
       if (!this.node.book.verifier.isMember(record.pubkey, this.node.now()).ok) {
-        this.node.log(`agent ${record.name}: its key is not (or no longer) granted; not started`)
+        if (!this.notStarted.has(record.pubkey)) ungranted.push(record.name)
+        this.notStarted.add(record.pubkey)
         continue
       }
       const command = record.command
@@ -98,7 +120,13 @@ export class AgentBridge {
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
       this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
+      this.node.agentStatesChanged()
     }
+    // Said once, in one line: a node with many revoked agents does not list them at every start.
+    if (ungranted.length > 0)
+      this.node.log(
+        `not hosting ${ungranted.join(', ')}: no longer granted (revoked or expired); kith agent rm NAME forgets one`,
+      )
   }
 
   /**
@@ -132,19 +160,16 @@ export class AgentBridge {
 
   /**
    * After grants change: a key that is no longer a member loses its queued prompts (each dropped
-   * with a visible notice) and its running turns (cancelled), on every agent hosted here.
+   * with a visible notice) and its running turns (cancelled), on every agent hosted here; a hosted
+   * agent whose own key was revoked (or expired) is retired.
    */
   enforceMembership(): void {
     const isMember = (key: string) => this.node.book.verifier.isMember(key, this.node.now()).ok
     const gone = (job: PromptJob) => job.from !== undefined && !isMember(job.from)
     // A hosted agent whose own key was revoked (or expired) can post nothing: stop hosting it.
-    for (const [pubkey, agent] of this.agents) {
-      if (isMember(pubkey)) continue
-      this.agents.delete(pubkey)
-      this.node.store.prompts.forgetAgent(pubkey)
-      this.permissions.cancelPending(pubkey)
-      this.node.log(`agent ${agent.record.name}: its key was revoked; no longer hosted`)
-      void agent.host.stop().finally(() => agent.secret.fill(0))
+    for (const agent of [...this.agents.values()]) {
+      if (isMember(agent.record.pubkey)) continue
+      this.retire(agent, 'its key was revoked', true)
     }
     for (const agent of this.agents.values()) {
       for (const job of agent.host.dropQueued(gone)) {
@@ -159,6 +184,76 @@ export class AgentBridge {
         agent.host.cancel(job.channel, this.opts.cancelGraceMs)
       }
     }
+  }
+
+  /**
+   * This node was removed from the fleet (every hub refuses its device): nothing its agents say
+   * can reach anyone, so they are all stopped (their processes included) and their keys wiped.
+   */
+  retireAll(reason: string): void {
+    for (const agent of [...this.agents.values()]) this.retire(agent, reason, false)
+  }
+
+  /**
+   * Stops hosting `agent`, in an order that cannot sign with a wiped key: it is marked retired
+   * (so nothing more is signed for it: a turn ending after this is dropped, with a log line),
+   * its permission requests are answered cancelled, every prompt it had taken is told so in the
+   * channel (`tell`: by this device, when it may still post), its process is stopped, and only
+   * then is its key wiped.
+   */
+  private retire(agent: HostedAgent, reason: string, tell: boolean): void {
+    const pubkey = agent.record.pubkey
+    agent.retired = reason
+    this.agents.delete(pubkey)
+    this.permissions.cancelPending(pubkey)
+    const running = agent.host.runningJobs()
+    const queued = agent.host.dropQueued(() => true)
+    this.node.store.prompts.forgetAgent(pubkey)
+    this.node.log(`agent ${agent.record.name}: ${reason}; no longer hosted`)
+    this.node.agentStatesChanged()
+    if (tell) {
+      for (const job of running)
+        this.noticeAsDevice(
+          job,
+          `⚠ ${agent.record.name} stopped during this turn: ${reason}; it will not answer`,
+        )
+      for (const job of queued)
+        this.noticeAsDevice(job, `⚠ ${agent.record.name} will not answer: ${reason}`)
+    }
+    agent.host
+      .stop()
+      .catch((err: unknown) =>
+        this.node.log(`agent ${agent.record.name}: stopping it failed: ${String(err)}`),
+      )
+      .finally(() => agent.secret.fill(0))
+  }
+
+  /**
+   * A one-line notice about a prompt, signed by this device (the agent can no longer sign),
+   * threaded under the prompt; only while this device may still post.
+   */
+  private noticeAsDevice(job: PromptJob, text: string): void {
+    if (job.prompt === undefined || this.node.stopped()) return
+    const { id } = this.node
+    if (!this.node.book.verifier.isMember(id.devicePubkey, this.node.now()).ok) return
+    const question = this.node.store.events.query([{ ids: [job.prompt] }], {
+      defaultLimit: 1,
+      maxLimit: 1,
+    })[0]
+    if (question === undefined) return
+    const event = JSON.parse(question.raw) as NostrEvent
+    const notice = signEvent(
+      {
+        kind: Kind.ChatMessage,
+        created_at: this.node.now(),
+        tags: this.replyTags(event, {}),
+        content: text,
+      },
+      id.deviceSecret,
+    )
+    this.node.enqueue(notice)
+    this.node.emit(notice)
+    this.node.pump()
   }
 
   /**
@@ -238,15 +333,7 @@ export class AgentBridge {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
         journal.done(event.id, agent.record.pubkey)
-        const reply = this.replyAs(
-          agent,
-          event,
-          outcome.ok
-            ? outcome.text
-            : outcome.message.startsWith('turn cancelled')
-              ? `⏹ ${agent.record.name}: ${outcome.message}`
-              : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
-        )
+        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome))
         if (
           reply &&
           outcome.ok &&
@@ -406,14 +493,8 @@ export class AgentBridge {
     return { event: control, prompts: prompts.length }
   }
 
-  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
-  replyAs(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-    text: string,
-    opts: ReplyOptions = {},
-  ): NostrEvent | undefined {
-    if (this.node.stopped()) return undefined
+  /** The tags of a reply to `question`: its channel, fleet, thread, prompter (and `notice`). */
+  private replyTags(question: NostrEvent, opts: ReplyOptions): string[][] {
     const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
     const tags: string[][] = [
       ['h', channelOf(question) ?? 'general'],
@@ -423,6 +504,18 @@ export class AgentBridge {
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
     if (opts.notice) tags.push([...noticeTag])
+    return tags
+  }
+
+  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
+  replyAs(
+    agent: AgentKey,
+    question: NostrEvent,
+    text: string,
+    opts: ReplyOptions = {},
+  ): NostrEvent | undefined {
+    if (this.node.stopped()) return undefined
+    const tags = this.replyTags(question, opts)
     if (agent.record.authTag) tags.push(agent.record.authTag)
     const maxContent = 60_000
     const content =
@@ -430,10 +523,13 @@ export class AgentBridge {
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
-    const reply = signEvent(
+    const reply = signAsAgent(
+      agent,
       { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
-      agent.secret,
+      this.node.log,
+      `its reply to ${question.id.slice(0, 8)}`,
     )
+    if (reply === undefined) return undefined
     this.node.enqueue(reply)
     this.node.emit(reply)
     this.node.pump()
@@ -449,10 +545,13 @@ export class AgentBridge {
       ['fleet', this.node.book.fleet],
     ]
     if (agent.record.authTag) tags.push(agent.record.authTag)
-    const notice = signEvent(
+    const notice = signAsAgent(
+      agent,
       { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
-      agent.secret,
+      this.node.log,
+      'a notice',
     )
+    if (notice === undefined) return
     this.node.enqueue(notice)
     this.node.emit(notice)
     this.node.pump()
@@ -461,6 +560,8 @@ export class AgentBridge {
   /** Answers every open permission request, stops the agents and wipes their keys. */
   async stop(): Promise<void> {
     this.stopping = true
+    // Nothing is signed for them from here on: their keys are wiped below.
+    for (const a of this.agents.values()) a.retired = 'this node is stopping'
     this.permissions.cancelAll()
     await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
     for (const a of this.agents.values()) a.secret.fill(0)

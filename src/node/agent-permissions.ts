@@ -11,14 +11,15 @@ import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
 import type { ReplyOptions } from './agent-bridge.js'
-import type { HostedAgent, NodeContext } from './node-context.js'
+import { signAsAgent } from './agent-signer.js'
+import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
   agent(pubkey: string): HostedAgent | undefined
   mayUse(agent: { record: AgentRecord }, key: string, which: 'allow' | 'approvers'): boolean
   replyAs(
-    agent: { record: AgentRecord; secret: Uint8Array },
+    agent: AgentKey,
     question: NostrEvent,
     text: string,
     opts?: ReplyOptions,
@@ -99,11 +100,7 @@ export class PermissionRequests {
    * timeout answers cancelled, visibly. Each request is its own event (toolCallId, sessionId,
    * input hash and a nonce in its content), so two identical calls make two cards.
    */
-  ask(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-    ask: PermissionAsk,
-  ): Promise<PermissionAnswer> {
+  ask(agent: AgentKey, question: NostrEvent, ask: PermissionAsk): Promise<PermissionAnswer> {
     const timeoutMs = this.timeoutMs ?? 5 * 60_000
     const channel = channelOf(question) ?? 'general'
     const content: RequestContent = {
@@ -117,7 +114,8 @@ export class PermissionRequests {
       nonce: randomBytes(8).toString('hex'),
       ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
     }
-    const request = signEvent(
+    const request = signAsAgent(
+      agent,
       {
         kind: Kind.PermissionRequest,
         created_at: this.node.now(),
@@ -129,8 +127,11 @@ export class PermissionRequests {
         ],
         content: JSON.stringify(content),
       },
-      agent.secret,
+      this.node.log,
+      `a permission request for "${ask.title}"`,
     )
+    // A retired agent asks nobody: the call is cancelled (its turn is being stopped anyway).
+    if (request === undefined) return Promise.resolve('cancelled')
     return new Promise<PermissionAnswer>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(request.id)

@@ -16,6 +16,14 @@ import { startControlServer, type ControlClientHandle, type ControlServer } from
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
+import {
+  PresenceBook,
+  presenceAnswerMs,
+  presenceIntervalSeconds,
+  presenceTemplate,
+  reportedState,
+  type DevicePresence,
+} from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 
@@ -45,6 +53,22 @@ export interface NodeOptions extends AgentBridgeOptions {
 export { buildChat, chatHistory, type ChatItem } from './chat-store.js'
 export type { WatchFrame } from './observer-frames.js'
 
+/** A device of the fleet as `kith status` shows it. */
+export interface DeviceStatus {
+  name: string
+  pubkey: string
+  /** Whose it is, when it is not this node's own person's. */
+  person: string | null
+  /** This very device. */
+  self: boolean
+  /** online, offline, or unknown (nothing heard from it since this node started). */
+  presence: 'online' | 'offline' | 'unknown'
+  /** Seconds since this node last heard from it. */
+  lastSeenSeconds: number | null
+  /** The agents it reports hosting, with their states. */
+  agents: { name: string; pubkey: string; state: string }[]
+}
+
 export interface LinkStatus {
   url: string
   state: string
@@ -71,7 +95,14 @@ export class KithNode {
   private control: ControlServer | undefined
   private readonly listeners = new Set<(item: ChatItem) => void>()
   private presenceTimer: NodeJS.Timeout | undefined
-  readonly presence = new Map<string, { status: string; at: number }>()
+  /** Other devices' presence, with their agents' states (kith-chat/1, Presence). */
+  readonly presence = new PresenceBook()
+  /** A presence is due because an agent's state changed (sent once the burst settles). */
+  private presenceDue: NodeJS.Timeout | undefined
+  /** When this node last answered a newcomer's presence with its own (ms). */
+  private answeredAt = 0
+  /** Intake applies batches in the order they arrived (see intake). */
+  private applying: Promise<void> = Promise.resolve()
   private readonly log: (line: string) => void
   private stopped = false
   /** Set once every hub refused this device as revoked: the node has no fleet to talk to. */
@@ -111,6 +142,7 @@ export class KithNode {
         pump: () => {
           for (const link of this.links) this.pump(link)
         },
+        agentStatesChanged: () => this.presenceChanged(),
       },
       opts,
     )
@@ -214,21 +246,28 @@ export class KithNode {
         chain: () => this.book.chainEvents(id.devicePubkey, this.now()),
         kinds: followedKinds,
         fullKinds: vitalKinds,
-        extraLive: [{ kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 }],
+        extraLive: [
+          { kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 },
+          { kinds: [Kind.Presence], limit: 0 },
+        ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
         deliver: (events) => this.intake(events),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)
-          this.sendPresence(link)
+          void this.sendPresence(link)
         },
         onRevoked: (message) => {
           this.log(
             `${url} refused this device: ${message}. This device was removed from the fleet ` +
               '(its grant, or its person, was revoked); it will not reconnect. Nothing more will be sent.',
           )
-          if (this.links.every((l) => l.state === 'revoked')) this.removed = message
+          if (this.links.every((l) => l.state === 'revoked')) {
+            this.removed = message
+            // Nothing its agents say can reach anyone now: stop them (no orphan, no signing).
+            this.bridge.retireAll('this device was removed from the fleet')
+          }
         },
         log: this.log,
         ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
@@ -236,9 +275,10 @@ export class KithNode {
       this.links.push(link)
       link.start()
     }
-    this.presenceTimer = setInterval(() => {
-      for (const link of this.links) if (link.authenticated) this.sendPresence(link)
-    }, this.opts.presenceIntervalMs ?? 60_000)
+    this.presenceTimer = setInterval(
+      () => this.broadcastPresence(),
+      this.opts.presenceIntervalMs ?? presenceIntervalSeconds * 1000,
+    )
     this.presenceTimer.unref()
   }
 
@@ -261,12 +301,47 @@ export class KithNode {
     this.store.enqueue(profile, this.now())
   }
 
-  private sendPresence(link: HubLink): void {
-    const event = signEvent(
-      { kind: Kind.Presence, created_at: this.now(), tags: [['status', 'online']], content: '' },
-      this.id.deviceSecret,
+  /** This device's presence: online (with its agents' states) or offline. */
+  private presenceEvent(status: 'online' | 'offline'): NostrEvent {
+    const interval = Math.max(
+      1,
+      Math.round((this.opts.presenceIntervalMs ?? presenceIntervalSeconds * 1000) / 1000),
     )
-    link.publish(event).catch((err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`))
+    const agents = [...this.agents.values()].map((a) => ({
+      pubkey: a.record.pubkey,
+      state: reportedState(a.host.state),
+    }))
+    return signEvent(presenceTemplate(status, agents, this.now(), interval), this.id.deviceSecret)
+  }
+
+  private sendPresence(link: HubLink, event = this.presenceEvent('online')): Promise<void> {
+    return link.publish(event).then(
+      (answer) => {
+        if (!answer.ok) this.log(`presence refused by ${link.url}: ${answer.message}`)
+      },
+      (err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`),
+    )
+  }
+
+  private broadcastPresence(): void {
+    if (this.stopped) return
+    const event = this.presenceEvent('online')
+    for (const link of this.links) if (link.authenticated) void this.sendPresence(link, event)
+  }
+
+  /** An agent's state changed: the fleet hears it once the burst settles (a turn starts many). */
+  private presenceChanged(): void {
+    if (this.stopped || this.presenceDue !== undefined) return
+    this.presenceDue = setTimeout(() => {
+      this.presenceDue = undefined
+      this.broadcastPresence()
+    }, 200)
+    this.presenceDue.unref()
+  }
+
+  /** Which devices are up, with their agents' states, as this node knows them now. */
+  devicePresence(): DevicePresence[] {
+    return this.presence.all(Date.now())
   }
 
   private pump(link: HubLink): void {
@@ -280,6 +355,20 @@ export class KithNode {
    */
   async intake(events: NostrEvent[]): Promise<void> {
     if (events.length === 0 || this.stopped) return
+    // Batches are verified side by side but applied in the order they arrived (a link hands
+    // live batches over without waiting), so an agent's reply never overtakes the prompt, the
+    // progress or the card that came before it.
+    const prior = this.applying
+    let release!: () => void
+    this.applying = new Promise<void>((r) => (release = r))
+    try {
+      await this.intakeInOrder(events, prior)
+    } finally {
+      release()
+    }
+  }
+
+  private async intakeInOrder(events: NostrEvent[], prior: Promise<void>): Promise<void> {
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
@@ -293,6 +382,8 @@ export class KithNode {
     })
     if (fresh.length === 0) return
     const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
+    await prior
+    if (this.stopped) return
     const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
@@ -315,8 +406,14 @@ export class KithNode {
       revoked ||= admission.revoked
       if (!admission.store) continue
       if (isEphemeralKind(e.kind)) {
-        if (e.kind === Kind.Presence) {
-          this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
+        if (e.kind === Kind.Presence && e.pubkey !== this.id.devicePubkey) {
+          // A device this node had not heard from (just started, or back): it hears this
+          // node's presence at once rather than within an interval.
+          const newcomer = this.presence.receive(e, Date.now())
+          if (newcomer && Date.now() - this.answeredAt > presenceAnswerMs) {
+            this.answeredAt = Date.now()
+            this.broadcastPresence()
+          }
         }
         if (e.kind === Kind.ObserverFrame) this.bridge.frames.receiveFrame(e)
         continue
@@ -446,6 +543,7 @@ export class KithNode {
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
+    devices: DeviceStatus[]
     refused: unknown[]
   } {
     return {
@@ -471,10 +569,60 @@ export class KithNode {
         crashes: a.host.crashes,
         sessions: this.store.agentSessionCount(a.record.pubkey),
       })),
+      devices: this.deviceStatus(),
       refused: this.store
         .refusals()
         .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
     }
+  }
+
+  /**
+   * Every device of the fleet (members now) with its presence as this node knows it, and the
+   * agents each reports hosting with their states; this device first.
+   */
+  deviceStatus(): DeviceStatus[] {
+    const nowMs = Date.now()
+    const now = this.now()
+    const v = this.book.verifier
+    const devices = [
+      ...new Set(
+        v
+          .allGrants()
+          .filter((g) => g.role === 'device' && v.isMember(g.subject, now).ok)
+          .map((g) => g.subject),
+      ),
+    ]
+    const named = (pubkey: string, state: string) => ({
+      name: this.names.who(pubkey).name,
+      pubkey,
+      state,
+    })
+    const rows = devices.map((pubkey): DeviceStatus => {
+      const who = this.names.who(pubkey)
+      const base = {
+        name: who.name,
+        pubkey,
+        person: who.mine ? null : (who.person ?? null),
+        self: pubkey === this.id.devicePubkey,
+      }
+      if (base.self)
+        return {
+          ...base,
+          presence: 'online',
+          lastSeenSeconds: 0,
+          agents: [...this.agents.values()].map((a) =>
+            named(a.record.pubkey, reportedState(a.host.state)),
+          ),
+        }
+      const p = this.presence.get(pubkey, nowMs)
+      return {
+        ...base,
+        presence: p?.status ?? 'unknown',
+        lastSeenSeconds: p === undefined ? null : Math.round((nowMs - p.heardAt) / 1000),
+        agents: (p?.agents ?? []).map((a) => named(a.pubkey, a.state)),
+      }
+    })
+    return rows.sort((a, b) => Number(b.self) - Number(a.self) || a.name.localeCompare(b.name))
   }
 
   /**
@@ -485,7 +633,17 @@ export class KithNode {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
+    clearTimeout(this.presenceDue)
     await this.control?.close()
+    // Said before the links close, so the fleet sees this device go at once (bounded: a hub
+    // that does not answer must not hold the stop).
+    const offline = this.presenceEvent('offline')
+    await Promise.race([
+      Promise.all(
+        this.links.filter((l) => l.authenticated).map((l) => this.sendPresence(l, offline)),
+      ),
+      new Promise((r) => setTimeout(r, 1000).unref()),
+    ])
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])
     await this.pool?.close()

@@ -25,11 +25,22 @@ export interface NodeContext {
   emit(event: NostrEvent): void
   /** Sends the outbox on every link that is up. */
   pump(): void
+  /** A hosted agent's state changed (or an agent came or went): presence tells the fleet. */
+  agentStatesChanged(): void
+}
+
+/** An agent's key as the node signs with it (see agent-signer.ts). */
+export interface AgentKey {
+  record: AgentRecord
+  secret: Uint8Array
+  /**
+   * Why this node signs nothing more for it (its key was revoked, this node was removed or is
+   * stopping): set before its key is wiped, so a turn still ending cannot sign with a zeroed key.
+   */
+  retired?: string
 }
 
 /** An agent this node hosts. */
-export interface HostedAgent {
-  record: AgentRecord
+export interface HostedAgent extends AgentKey {
   host: AgentHost
-  secret: Uint8Array
 }

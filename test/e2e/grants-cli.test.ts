@@ -69,7 +69,7 @@ describe('grants through the CLI against a running hub', () => {
     expect((await live.next((f) => f[0] === 'CLOSED'))[2]).toMatch(/^restricted: revoked/)
     expect((await live.waitClosed()).code).toBe(1008)
     const listed = JSON.parse(
-      (await runKith(['agent', 'list', '--json'], { home: laptop })).stdout,
+      (await runKith(['agent', 'list', '--json', '--all'], { home: laptop })).stdout,
     ) as {
       agents: { name: string; status: string }[]
     }
