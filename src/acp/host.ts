@@ -173,6 +173,11 @@ export class AgentHost {
     return cancelled
   }
 
+  /** Whether a turn runs (or is starting, or waits) in `channel`. */
+  busyIn(channel: string): boolean {
+    return this.busy.has(channel) || (this.queues.get(channel)?.length ?? 0) > 0
+  }
+
   /** The job whose turn runs in `channel` now, if any. */
   runningIn(channel: string): PromptJob | undefined {
     const sessionId = this.sessions.get(channel)

@@ -17,6 +17,7 @@ import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
 import { signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
+import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import { TurnMetrics } from './turn-metrics.js'
@@ -326,13 +327,32 @@ export class AgentBridge {
       from: event.pubkey,
       prompt: event.id,
       timing,
-      started: () => journal.running(event.id, agent.record.pubkey),
+      started: () => {
+        journal.running(event.id, agent.record.pubkey)
+        // Watchers see the turn begin at once, before the agent says anything ("working…").
+        this.frames.observe(agent, event, { sessionUpdate: 'kith_turn', state: 'started' })
+        this.frames.flush(agent, event)
+      },
       permission: (ask) => this.permissions.ask(agent, event, ask),
       update: (u) => this.frames.observe(agent, event, u),
       done: (outcome) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
         journal.done(event.id, agent.record.pubkey)
+        // Its last progress goes out before its reply, so no watcher sees them the other way
+        // round (frames are coalesced for 100 ms; the reply is sent at once).
+        if (outcome.ok !== true || outcome.steered !== true) {
+          this.frames.observe(agent, event, {
+            sessionUpdate: 'kith_turn',
+            state: 'ended',
+            outcome: outcome.ok
+              ? 'answered'
+              : outcome.message.startsWith('turn cancelled')
+                ? 'cancelled'
+                : 'failed',
+          })
+          this.frames.flush(agent, event)
+        }
         const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome))
         if (
           reply &&
@@ -391,6 +411,17 @@ export class AgentBridge {
       )
   }
 
+  /** Whether any of the prompts (ids) known here mentions `agent`. */
+  private addressedTo(prompts: ReadonlySet<string>, agent: string): boolean {
+    if (prompts.size === 0) return false
+    const ids = [...prompts]
+    return this.node.store.events
+      .query([{ ids }], { defaultLimit: ids.length, maxLimit: ids.length })
+      .some((r) =>
+        (JSON.parse(r.raw) as NostrEvent).tags.some((t) => t[0] === 'p' && t[1] === agent),
+      )
+  }
+
   /** A cancel's or an interrupt's binding (kith-agents/1): its fleet, then its date. */
   private bound(event: NostrEvent): Check {
     const fleet = requireFleet(event, this.node.book.fleet)
@@ -441,6 +472,15 @@ export class AgentBridge {
         this.node.log(
           `a cancel for ${agent.record.name} in #${channel} names no turn running now; nothing stopped`,
         )
+        // Its sender is told, when the cancel was meant for this agent: never a silent no-op.
+        if (targets.includes(pubkey) || this.addressedTo(named, pubkey))
+          this.noticeAs(
+            pubkey,
+            channel,
+            running === undefined
+              ? `ℹ ${agent.record.name} has no turn running in #${channel}: the cancel from ${this.node.names.who(control.pubkey).name} stopped nothing`
+              : `ℹ ${agent.record.name} is running a turn in #${channel} that the cancel from ${this.node.names.who(control.pubkey).name} does not name (a prompt it had not seen): that turn goes on`,
+          )
         continue
       }
       this.permissions.cancelPending(pubkey, channel)
@@ -454,34 +494,51 @@ export class AgentBridge {
    * names the prompts still open there as this node knows them, and the fleet: the hosting node
    * stops a turn only if it is one of those.
    */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
+  cancelTurn(params: Record<string, unknown>): {
+    event: NostrEvent
+    prompts: number
+    /** Why it may stop nothing (no online device reports running the agent), if so. */
+    warning?: string
+  } {
     const channel = params.channel
     if (typeof channel !== 'string') throw new KithError('usage', 'cancel needs a channel')
     const names = this.node.names
+    const now = this.node.now()
     const isAgent = (pubkey: string) => names.who(pubkey).role === 'agent'
     const tags: string[][] = [
       ['h', channel],
       ['fleet', this.node.book.fleet],
     ]
-    let agents: Set<string> | undefined
+    let targets: Set<string>
     if (typeof params.agent === 'string') {
-      const pubkey = names.resolve(params.agent, this.node.id.devicePubkey)
-      if (pubkey === undefined || !isAgent(pubkey))
-        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
+      const pubkey = resolveAgent(names, params.agent, this.node.id.devicePubkey)
       tags.push(['p', pubkey])
-      agents = new Set([pubkey])
+      targets = new Set([pubkey])
+    } else {
+      // A prompt to an agent that is no longer a member waits for no one: it is not open.
+      const v = this.node.book.verifier
+      targets = new Set(
+        v
+          .allGrants()
+          .filter((g) => g.role === 'agent' && v.isMember(g.subject, now).ok)
+          .map((g) => g.subject),
+      )
     }
-    const prompts = openPrompts(this.node.store.events, channel, isAgent, agents)
+    const who = typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'
+    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets)
     if (prompts.length === 0)
       throw new KithError(
         'not-found',
-        `nothing to cancel in #${channel}: no prompt to ${typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'} there is waiting for an answer (as this node knows)`,
+        `nothing to cancel in #${channel}: no prompt to ${who} there waits for an answer (as this node knows)`,
       )
+    const seen = this.seenRunning(channel, prompts, targets)
+    if (seen.idle !== undefined)
+      throw new KithError('not-found', `nothing to cancel in #${channel}: ${seen.idle}`)
     for (const id of prompts) tags.push(['e', id])
     const control = signEvent(
       {
         kind: Kind.AgentControl,
-        created_at: this.node.now(),
+        created_at: now,
         tags,
         content: JSON.stringify({ action: 'cancel' }),
       },
@@ -490,7 +547,70 @@ export class AgentBridge {
     this.node.enqueue(control)
     this.applyControl(control)
     this.node.pump()
-    return { event: control, prompts: prompts.length }
+    return {
+      event: control,
+      prompts: prompts.length,
+      ...(seen.unreported === undefined ? {} : { warning: seen.unreported }),
+    }
+  }
+
+  /**
+   * What this node can tell of the agents these open prompts address: `idle`, why a cancel would
+   * stop nothing (each runs no turn in the channel, being hosted here, or its device reported it
+   * idle after the newest prompt was made); `unreported`, which of them no online device reports
+   * running (a cancel for them may stop nothing: their node is down, or runs an older Kith).
+   */
+  private seenRunning(
+    channel: string,
+    prompts: string[],
+    targets: Set<string>,
+  ): { idle?: string; unreported?: string } {
+    const events = this.node.store.events
+      .query([{ ids: prompts }], { defaultLimit: prompts.length, maxLimit: prompts.length })
+      .map((r) => JSON.parse(r.raw) as NostrEvent)
+    const newest = Math.max(...events.map((e) => e.created_at))
+    const addressed = new Set(
+      events.flatMap((e) =>
+        e.tags.filter((t) => t[0] === 'p' && targets.has(t[1] ?? '')).map((t) => t[1]!),
+      ),
+    )
+    if (addressed.size === 0) return {}
+    const said: string[] = []
+    const unreported: string[] = []
+    let maybeBusy = false
+    for (const agent of addressed) {
+      const name = this.node.names.who(agent).name
+      const local = this.agents.get(agent)
+      if (local !== undefined) {
+        if (local.host.busyIn(channel)) maybeBusy = true
+        else said.push(`${name} is running no turn here`)
+        continue
+      }
+      const report = this.node.agentReport(agent)
+      if (report === undefined) {
+        unreported.push(name)
+        continue
+      }
+      // Two seconds of slack: the prompt may come from another device whose clock runs ahead.
+      if (
+        report.heardAt / 1000 < newest + 2 ||
+        !['idle', 'crashed', 'circuit-open'].includes(report.state)
+      ) {
+        maybeBusy = true
+        continue
+      }
+      said.push(
+        `${name} is ${report.state} (its node said so ${Math.round((Date.now() - report.heardAt) / 1000)} s ago)`,
+      )
+    }
+    if (!maybeBusy && unreported.length === 0)
+      return {
+        idle: `${said.join('; ')}; its prompt${prompts.length === 1 ? '' : 's'} got no answer (kith log '#${channel}')`,
+      }
+    if (maybeBusy || unreported.length === 0) return {}
+    return {
+      unreported: `no online device reports running ${unreported.join(', ')} (its node may be down), so this may stop nothing`,
+    }
   }
 
   /** The tags of a reply to `question`: its channel, fleet, thread, prompter (and `notice`). */

@@ -1,6 +1,5 @@
 import { join } from 'node:path'
 import { KithError } from '../errors.js'
-import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
@@ -11,7 +10,7 @@ import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
-import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
+import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { GrantBook } from './grant-book.js'
@@ -50,7 +49,7 @@ export interface NodeOptions extends AgentBridgeOptions {
   verifyWorkers?: number
 }
 
-export { buildChat, chatHistory, type ChatItem } from './chat-store.js'
+export { buildChat, chatHistory, unknownChannelNote, type ChatItem } from './chat-store.js'
 export type { WatchFrame } from './observer-frames.js'
 
 /** A device of the fleet as `kith status` shows it. */
@@ -143,6 +142,7 @@ export class KithNode {
           for (const link of this.links) this.pump(link)
         },
         agentStatesChanged: () => this.presenceChanged(),
+        agentReport: (agent) => this.presence.hostOf(agent, Date.now()),
       },
       opts,
     )
@@ -195,7 +195,9 @@ export class KithNode {
       send: (p) => this.sendChat(p),
       subscribe: (p, client) => this.subscribeClient(p, client),
       history: (p) => this.history(p),
+      channels: () => this.store.channels(),
       decide: (p) => this.decide(p),
+      cards: (p) => this.bridge.permissions.openCards(p),
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
@@ -459,7 +461,7 @@ export class KithNode {
 
   private emit(event: NostrEvent): void {
     if (this.listeners.size === 0) return
-    const item: ChatItem = { event, from: this.names.who(event.pubkey), channel: channelOf(event) }
+    const item: ChatItem = chatItem(this.store, this.names, event)
     for (const fn of this.listeners) fn(item)
   }
 

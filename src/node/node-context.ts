@@ -6,6 +6,7 @@ import type { HubLink } from '../link/hub-link.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
 import type { Names } from './names.js'
+import type { AgentReport } from './presence.js'
 
 /** What the agent bridge uses of the node it runs in; links and intake stay with the node. */
 export interface NodeContext {
@@ -27,6 +28,8 @@ export interface NodeContext {
   pump(): void
   /** A hosted agent's state changed (or an agent came or went): presence tells the fleet. */
   agentStatesChanged(): void
+  /** An agent hosted elsewhere, as its device's presence last reported it. */
+  agentReport(agent: string): AgentReport | undefined
 }
 
 /** An agent's key as the node signs with it (see agent-signer.ts). */

@@ -3,12 +3,11 @@ import {
   encrypt as nip44Encrypt,
   getConversationKey,
 } from 'nostr-tools/nip44'
-import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { ControlClientHandle } from './control.js'
-import type { Who } from './names.js'
+import { resolveAgent, type Who } from './names.js'
 import { retiredReason } from './agent-signer.js'
 import type { AgentKey, NodeContext } from './node-context.js'
 
@@ -46,6 +45,11 @@ export class ObserverFrames {
     }
     buf.updates.push(update)
     if (buf.updates.length >= 50) this.flushFrame(agent, question)
+  }
+
+  /** Sends the turn's buffered updates now (before its reply, or as it starts). */
+  flush(agent: AgentKey, question: NostrEvent): void {
+    this.flushFrame(agent, question)
   }
 
   private flushFrame(agent: AgentKey, question: NostrEvent): void {
@@ -137,9 +141,7 @@ export class ObserverFrames {
     // A name resolves as a mention does (own person first; person/name where it is ambiguous).
     let agent: string | undefined
     if (typeof params.agent === 'string') {
-      agent = this.node.names.resolve(params.agent, this.node.id.devicePubkey)
-      if (agent === undefined || this.node.names.who(agent).role !== 'agent')
-        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
+      agent = resolveAgent(this.node.names, params.agent, this.node.id.devicePubkey)
     }
     const fn = (frame: WatchFrame) => {
       if (agent === undefined || frame.agent.pubkey === agent) client.notify('frame', frame)

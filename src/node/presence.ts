@@ -67,6 +67,13 @@ export interface DevicePresence {
   agents: PresenceAgent[]
 }
 
+/** An agent's state as the device hosting it last reported it (`heardAt`: ms, this clock). */
+export interface AgentReport {
+  device: string
+  state: ReportedAgentState
+  heardAt: number
+}
+
 /** What this node heard of other devices' presence. */
 export class PresenceBook {
   private readonly heard = new Map<
@@ -122,14 +129,14 @@ export class PresenceBook {
   }
 
   /** The device (online) that last reported hosting `agent`, with the state it reported. */
-  hostOf(agent: string, nowMs: number): { device: string; state: ReportedAgentState } | undefined {
-    let best: { device: string; state: ReportedAgentState; heardAt: number } | undefined
+  hostOf(agent: string, nowMs: number): AgentReport | undefined {
+    let best: AgentReport | undefined
     for (const d of this.all(nowMs)) {
       const a = d.agents.find((x) => x.pubkey === agent)
       if (a !== undefined && (best === undefined || d.heardAt > best.heardAt))
         best = { device: d.device, state: a.state, heardAt: d.heardAt }
     }
-    return best === undefined ? undefined : { device: best.device, state: best.state }
+    return best
   }
 }
 

@@ -196,6 +196,22 @@ export class NodeStore {
     return this.stmts.cursors.all()
   }
 
+  /**
+   * The channels this node knows: those with chat messages (kind 9, their `h`), with how many
+   * and the newest one's date, and those only defined (kind 34140, their `d`), newest first.
+   */
+  channels(): { name: string; messages: number; last: number | null }[] {
+    const rows = this.db
+      .prepare<[], { name: string; messages: number; last: number | null }>(
+        `SELECT t.value AS name, SUM(e.kind = 9) AS messages, MAX(CASE WHEN e.kind = 9 THEN e.created_at END) AS last
+         FROM tags t JOIN events e ON e.seq = t.seq
+         WHERE (t.name = 'h' AND e.kind = 9) OR (t.name = 'd' AND e.kind = 34140)
+         GROUP BY t.value ORDER BY last DESC`,
+      )
+      .all()
+    return rows
+  }
+
   close(): void {
     this.db.close()
   }

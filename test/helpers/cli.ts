@@ -151,9 +151,9 @@ export interface Interactive {
 }
 
 /** A `kith` subprocess whose prompts a test answers on stdin, as a person would. */
-export function spawnKith(args: string[], home: string): Interactive {
+export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv = {}): Interactive {
   const child = spawn(kithBin, args, {
-    env: { ...process.env, KITH_HOME: home },
+    env: { ...process.env, ...env, KITH_HOME: home },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   let out = ''
