@@ -2,9 +2,10 @@
  * A turn's reply, assembled from its session/update stream: the text of its
  * `agent_message_chunk`s, in order. Runs of message text that other updates (a thought, a tool
  * call, a plan) came between are separate paragraphs, so "Let me check." and the answer after
- * the tool call do not run together; and a first chunk shaped like a warning (codex-acp sends
- * its configuration warnings as message text at the start of a turn) stands apart from the
- * answer after it.
+ * the tool call do not run together; and a first chunk that is a notice rather than the answer
+ * (codex-acp sends its configuration warnings as message text at the start of a turn) stands
+ * apart: one that begins with "⚠" or "warning", or a whole sentence that the next chunk is glued
+ * to with no space ("…cause issues.The build is green").
  */
 export class ReplyText {
   private readonly parts: string[] = []
@@ -12,6 +13,8 @@ export class ReplyText {
   /** Another kind of update came since the last message chunk. */
   private interrupted = false
   private first = true
+  /** The next chunk is the turn's second (the first was the answer's start, not a warning). */
+  private second = false
 
   add(update: unknown): void {
     const u = update as { sessionUpdate?: unknown; content?: { type?: unknown; text?: unknown } }
@@ -27,7 +30,13 @@ export class ReplyText {
     if (this.first && /^\s*(⚠|warning\b)/i.test(text) && !/\n\s*$/.test(text)) {
       this.current = text
       this.cut()
+    } else if (this.second && /[.!?)]$/.test(this.current) && /^[A-Z`#*]/.test(text)) {
+      // A whole first sentence, then one glued to it with no space: two messages (a notice
+      // from the adapter, then the model's answer), not one sentence running on.
+      this.cut()
+      this.current = text
     } else this.current += text
+    this.second = this.first && this.current !== ''
     this.first = false
   }
 

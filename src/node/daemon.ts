@@ -644,7 +644,7 @@ export class KithNode {
       Promise.all(
         this.links.filter((l) => l.authenticated).map((l) => this.sendPresence(l, offline)),
       ),
-      new Promise((r) => setTimeout(r, 1000).unref()),
+      new Promise((r) => setTimeout(r, 500).unref()),
     ])
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])

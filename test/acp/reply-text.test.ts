@@ -24,6 +24,17 @@ describe("a turn's reply from its updates", () => {
     w.add(msg('The build'))
     w.add(msg(' is green.'))
     expect(w.text).toBe('⚠ Model metadata for `mock-model` not found.\n\nThe build is green.')
+    const glued = new ReplyText()
+    glued.add(msg('Model metadata for `mock-model` not found. Defaulting to fallback metadata.'))
+    glued.add(msg('The build'))
+    glued.add(msg(' is green.'))
+    expect(glued.text).toBe(
+      'Model metadata for `mock-model` not found. Defaulting to fallback metadata.\n\nThe build is green.',
+    )
+    // A model streaming sentences with their spaces runs on as one paragraph.
+    const prose = new ReplyText()
+    for (const t of ['It works.', ' The build', ' is green.']) prose.add(msg(t))
+    expect(prose.text).toBe('It works. The build is green.')
   })
 
   it('ignores what is not text, and is empty before anything was said', () => {

@@ -124,6 +124,18 @@ describe('keys dropped while an agent works (kith up must not crash)', () => {
       await expect.poll(() => alive(pid), { timeout: 15_000 }).toBe(false)
       await stillUp(nd)
       expect(await nd.stop()).toBe(0)
+      // The laptop's list no longer shows the revoked devbox, unless asked (--all).
+      const list = (all: string[]) =>
+        runKith(['device', 'list', '--json', '--offline', ...all], { home: laptop }).then(
+          (r) =>
+            JSON.parse(r.stdout) as { devices: { name: string; status: string }[]; hidden: number },
+        )
+      const shown = await list([])
+      expect(shown.hidden).toBe(1)
+      expect(shown.devices.map((d) => d.name)).not.toContain('devbox')
+      expect((await list(['--all'])).devices).toContainEqual(
+        expect.objectContaining({ name: 'devbox', status: 'revoked' }),
+      )
     },
   )
 

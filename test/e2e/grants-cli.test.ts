@@ -82,7 +82,7 @@ describe('grants through the CLI against a running hub', () => {
     const dev = await runKith(['device', 'revoke', 'desktop'], { home: laptop })
     expect(dev.stdout).toMatch(/revoked device desktop/)
     const fromLaptop = JSON.parse(
-      (await runKith(['device', 'list', '--json'], { home: laptop })).stdout,
+      (await runKith(['device', 'list', '--json', '--all'], { home: laptop })).stdout,
     ) as { devices: { npub: string; status: string }[] }
     expect(fromLaptop.devices.find((d) => hexOf(d.npub) === desktopId.deviceHex)?.status).toBe(
       'revoked',

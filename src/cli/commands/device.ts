@@ -13,7 +13,9 @@ import {
 } from './fleet-common.js'
 
 export const deviceHelp = `Usage:
-  kith device list [--json] [--offline]   devices of this fleet and their state
+  kith device list [--json] [--offline] [--all]
+                                          devices of this fleet and their state (revoked
+                                          ones with --all)
   kith device revoke NAME|NPUB [--json]   revoke a device key; its agents go with it
 
 A revocation is signed by the owner key (run it on the machine that holds it), takes effect on
@@ -26,6 +28,7 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
     {
       json: { type: 'boolean' },
       offline: { type: 'boolean' },
+      all: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     deviceHelp,
@@ -40,24 +43,32 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
     if (sub === 'list') {
       if (target !== undefined) throw new KithError('usage', 'kith device list takes no arguments')
       if (!values.offline) await syncHubs(node, now, (l) => out.err(l))
-      const rows = keyRows(node, 'device', now).map((r) => ({
+      const every = keyRows(node, 'device', now).map((r) => ({
         ...r,
         thisDevice: r.pubkey === node.id.devicePubkey,
       }))
+      // Revoked devices stay revoked forever: listed only when asked for.
+      const rows = values.all ? every : every.filter((r) => r.status === 'active' || r.thisDevice)
+      const hidden = every.length - rows.length
       if (values.json) {
         out.json({
           fleet: npub(node.fleet),
           devices: rows.map((r) => ({ ...r, issuer: npub(r.issuer) })),
+          hidden,
         })
         return 0
       }
-      if (rows.length === 0) out.line('no devices yet: pair one with kith pair')
+      if (every.length === 0) out.line('no devices yet: pair one with kith pair')
       for (const r of rows) {
         const me = r.thisDevice ? '  (this device)' : ''
         out.line(
           `${(r.name || '-').padEnd(16)} ${r.npub}  ${r.status}${r.deleg ? ', may grant agents' : ''}${me}`,
         )
       }
+      if (hidden > 0)
+        out.line(
+          `(${hidden} device${hidden === 1 ? '' : 's'} no longer granted, not shown: kith device list --all)`,
+        )
       return 0
     }
     if (sub === 'revoke') {
