@@ -97,8 +97,9 @@ function layoutText(
   text: string,
   markdown: boolean,
   layout: Layout,
-  quote: string,
+  given: string,
 ): string {
+  let quote = given
   const color = layout.color === true
   const width = layout.width ?? Number.POSITIVE_INFINITY
   const body = Math.max(20, width - hang)
@@ -118,6 +119,12 @@ function layoutText(
   )
     return `${header}${lines[0]}${tail}`
   const pad = ' '.repeat(hang)
+  // The quote in the header is cut to the width: it is a pointer, not the text.
+  if (quote !== '' && Number.isFinite(width)) {
+    const room = width - visibleWidth(header) - 1
+    if (visibleWidth(quote) > room)
+      quote = room < 12 ? '' : `${[...quote].slice(0, Math.max(0, room - 1)).join('')}…`
+  }
   return [
     `${header}${quote === '' ? '' : dim(quote)}`.replace(/\s+$/, ''),
     ...lines.map((l) => (l === '' ? '' : `${pad}${l}`)),

@@ -3,7 +3,8 @@ import type { WatchFrame } from '../../node/daemon.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
-import { connectDaemon } from './chat-common.js'
+import { wrap } from '../terminal-text.js'
+import { connectDaemon, stdoutLayout } from './chat-common.js'
 
 export { describeUpdate } from '../transcript.js'
 
@@ -36,10 +37,16 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
     throw new KithError('io', 'kith watch needs the node running: start kith up')
   const agent = positionals[0]?.replace(/^@/, '')
   const transcript = new TranscriptLines()
+  // On a terminal, long lines wrap at word boundaries under their text, past "agent #channel: ".
+  const print = (line: string) => {
+    const width = stdoutLayout().width
+    const hang = line.indexOf(': ') + 2
+    out.line(width === undefined ? line : wrap(line, width, Math.min(hang, 30)).join('\n'))
+  }
   daemon.on('frame', (p) => {
     const frame = p as WatchFrame
     if (values.json) out.line(JSON.stringify(frame))
-    else for (const line of transcript.frame(frame, Date.now())) out.line(line)
+    else for (const line of transcript.frame(frame, Date.now())) print(line)
   })
   try {
     await daemon.request('watch', agent === undefined ? {} : { agent })
@@ -49,11 +56,11 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
     throw err
   }
   const quiet = setInterval(() => {
-    for (const line of transcript.flushQuiet(Date.now(), quietMs)) out.line(line)
+    for (const line of transcript.flushQuiet(Date.now(), quietMs)) print(line)
   }, 250)
   out.err(`watching ${agent === undefined ? 'every agent' : `@${agent}`}; Ctrl-C stops`)
   await daemon.untilClosedOrStopped()
   clearInterval(quiet)
-  for (const line of transcript.flushAll()) out.line(line)
+  for (const line of transcript.flushAll()) print(line)
   return 0
 }
