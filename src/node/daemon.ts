@@ -185,9 +185,8 @@ export class KithNode {
         dbPath: join(id.home, 'hub.db'),
         founder: this.fleet,
         log: (l) => this.log(`hub: ${l}`),
-        ...(this.opts.verifyWorkers === undefined
-          ? {}
-          : { verifyWorkers: this.opts.verifyWorkers }),
+        // One pool for node and hub: its workers start on demand and exit when idle.
+        verifier: this.pool,
       })
       hubs = [this.embedded.url]
       this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
