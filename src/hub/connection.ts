@@ -11,6 +11,7 @@ import type { VerifyResult } from '../events/verify-wasm.js'
 import { checkEventPolicy } from './policy.js'
 import { channelRefusal } from '../grants/channels.js'
 import { ChannelGate } from './channel-gate.js'
+import { personOf } from '../grants/members.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 import type { Reservation } from './event-limits.js'
@@ -44,6 +45,8 @@ export class Connection implements Streaming {
   /** Live frames held back for those REQs, counted as unread output. */
   private heldBytes = 0
   private drainWait: NodeJS.Timeout | undefined
+  /** Set while this connection's person has used up their REQ work budget. */
+  private budgetWait: NodeJS.Timeout | undefined
   private ended = false
 
   constructor(
@@ -101,6 +104,7 @@ export class Connection implements Streaming {
     if (this.ended) return
     this.ended = true
     clearTimeout(this.drainWait)
+    clearTimeout(this.budgetWait)
     this.jobs.length = 0
     this.heldBytes = 0
     this.ctx.reqs.remove(this)
@@ -482,15 +486,46 @@ export class Connection implements Streaming {
     if (this.jobs.length === 1 && this.runSlice() === 'more') this.ctx.reqs.add(this)
   }
 
+  /** Who pays for this connection's REQs: the person of its first member key. */
+  private payer(): string {
+    const now = this.ctx.now()
+    for (const key of this.authed) {
+      const person = personOf(this.ctx.grants, key, now)
+      if (person !== undefined) return person
+    }
+    return this.remote
+  }
+
   /** Sends a slice of the oldest streaming REQ (see ReqScheduler). */
   runSlice(): SliceOutcome {
     const job = this.jobs[0]
     if (job === undefined || this.ended) return 'idle'
-    const { limits } = this.ctx
+    if (this.budgetWait !== undefined || this.drainWait !== undefined) return 'blocked'
+    const { limits, reqWork } = this.ctx
     if (this.ws.bufferedAmount >= limits.reqHighWaterBytes) {
       this.waitForDrain()
       return 'blocked'
     }
+    const payer = this.payer()
+    const startedAt = performance.now()
+    const wait = reqWork.wait(payer, Date.now())
+    if (wait > 0) {
+      // Out of budget: resume when it has refilled enough for a slice.
+      this.budgetWait = setTimeout(() => {
+        this.budgetWait = undefined
+        if (!this.ended) this.ctx.reqs.add(this)
+      }, wait)
+      return 'blocked'
+    }
+    try {
+      return this.slice(job)
+    } finally {
+      reqWork.charge(payer, performance.now() - startedAt, Date.now())
+    }
+  }
+
+  private slice(job: ReqJob): SliceOutcome {
+    const { limits } = this.ctx
     const prefix = `["EVENT",${JSON.stringify(job.subId)},`
     let sent = 0
     let done: boolean
@@ -533,7 +568,9 @@ export class Connection implements Streaming {
     const job = this.jobs.find((j) => j.subId === subId)
     if (job === undefined) return
     this.finish(job)
-    if (this.jobs.length > 0 && this.drainWait === undefined) this.ctx.reqs.add(this)
+    if (this.jobs.length > 0 && this.drainWait === undefined && this.budgetWait === undefined) {
+      this.ctx.reqs.add(this)
+    }
   }
 
   /**

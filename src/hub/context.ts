@@ -4,7 +4,7 @@ import type { GroupCommit } from './group-commit.js'
 import type { HubLimits } from './limits.js'
 import type { ChannelBook } from '../grants/channels.js'
 import type { GrantVerifier } from '../grants/verifier.js'
-import type { ReqScheduler, Streaming } from './req-scheduler.js'
+import type { ReqScheduler, Streaming, WorkBudget } from './req-scheduler.js'
 import type { SubscriptionIndex } from './subscriptions.js'
 import type { VerifyPool } from './verify-pool.js'
 import type { EventStore } from '../store/event-store.js'
@@ -28,6 +28,8 @@ export interface HubContext<C> {
   admission: Admission
   /** Sends REQs' stored parts a slice at a time, round robin over connections. */
   reqs: ReqScheduler<C & Streaming>
+  /** Main-thread time for REQs' stored parts, per person. */
+  reqWork: WorkBudget
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>
   /** Unix seconds. */

@@ -51,6 +51,14 @@ export interface HubLimits {
   reqHighWaterBytes: number
   /** A REQ paused this long on a client that does not read closes the connection. */
   slowReaderMs: number
+  /**
+   * Main-thread milliseconds per second a person's REQs may take to send stored results, all
+   * their connections together (a burst of `reqWorkBurstMs` at once). Past it their REQs wait:
+   * one member re-sending huge REQs cannot stall the others. A node catching up 100,000 events
+   * needs about a second of it.
+   */
+  reqWorkMsPerSecond: number
+  reqWorkBurstMs: number
   /** AUTH frames one connection may send; past it the connection is closed (1008). */
   maxAuthAttempts: number
   /**
@@ -99,6 +107,8 @@ export const defaultHubLimits: HubLimits = {
   reqSliceBytes: 256 * 1024,
   reqHighWaterBytes: 1024 * 1024,
   slowReaderMs: 30_000,
+  reqWorkMsPerSecond: 200,
+  reqWorkBurstMs: 1000,
   maxAuthAttempts: 8,
   maxPendingVerifications: 256,
   authDeadlineMs: 15_000,

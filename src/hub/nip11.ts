@@ -42,6 +42,8 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       hard_frame_bytes: limits.hardFrameBytes,
       max_unread_bytes: limits.maxUnreadBytes,
       slow_reader_seconds: seconds(limits.slowReaderMs),
+      req_work_ms_per_second_per_person: limits.reqWorkMsPerSecond,
+      req_work_burst_ms_per_person: limits.reqWorkBurstMs,
       max_auth_attempts: limits.maxAuthAttempts,
       max_pending_verifications: limits.maxPendingVerifications,
       auth_deadline_seconds: seconds(limits.authDeadlineMs),

@@ -74,3 +74,49 @@ export class ReqScheduler<C extends Streaming> {
     }
   }
 }
+
+/**
+ * Main-thread time spent sending REQs' stored parts, per person (all their connections): a token
+ * bucket in milliseconds. A person past it waits; one member's queries cannot take more than
+ * this share of the hub, however many REQs they send or connections they open.
+ */
+export class WorkBudget {
+  private readonly buckets = new Map<string, { ms: number; at: number }>()
+
+  constructor(
+    private readonly msPerSecond: number,
+    private readonly burstMs: number,
+  ) {}
+
+  /** Milliseconds `name` must wait before its next slice; 0 when it may go now. */
+  wait(name: string, nowMs: number): number {
+    if (this.msPerSecond <= 0) return 0
+    const b = this.refill(name, nowMs)
+    return b.ms > 0 ? 0 : Math.ceil(((1 - b.ms) * 1000) / this.msPerSecond)
+  }
+
+  /** Charges `ms` of work to `name`. */
+  charge(name: string, ms: number, nowMs: number): void {
+    if (this.msPerSecond <= 0) return
+    this.refill(name, nowMs).ms -= ms
+  }
+
+  private refill(name: string, nowMs: number): { ms: number; at: number } {
+    let b = this.buckets.get(name)
+    if (b === undefined) {
+      if (this.buckets.size >= 10_000) this.prune(nowMs)
+      b = { ms: this.burstMs, at: nowMs }
+      this.buckets.set(name, b)
+    }
+    b.ms = Math.min(this.burstMs, b.ms + ((nowMs - b.at) / 1000) * this.msPerSecond)
+    b.at = nowMs
+    return b
+  }
+
+  private prune(nowMs: number): void {
+    for (const [name, b] of this.buckets) {
+      if (b.ms + ((nowMs - b.at) / 1000) * this.msPerSecond >= this.burstMs)
+        this.buckets.delete(name)
+    }
+  }
+}

@@ -17,7 +17,7 @@ import { defaultHubLimits, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
 import { Admission } from './admission.js'
 import { EventLimits } from './event-limits.js'
-import { ReqScheduler } from './req-scheduler.js'
+import { ReqScheduler, WorkBudget } from './req-scheduler.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
 import { VerifyPool } from './verify-pool.js'
@@ -109,7 +109,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   for (const event of store.eventsOfKind(Kind.ChannelDefinition)) channels.add(event)
   let verifier: VerifyPool
   try {
-    verifier = opts.verifier ?? (await VerifyPool.create(opts.verifyWorkers))
+    verifier = opts.verifier ?? (await VerifyPool.create(opts.verifyWorkers, { helpInline: true }))
   } catch (err) {
     store.close()
     throw err
@@ -174,6 +174,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     eventLimits: new EventLimits(limits, grants, store),
     admission,
     reqs: new ReqScheduler<Connection>(),
+    reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,

@@ -32,6 +32,12 @@ interface Slot {
 export interface VerifyPoolOptions {
   /** A worker with nothing to do for this long exits; the next event starts one again. */
   idleMs?: number
+  /**
+   * Let the main thread check members' events the workers have no room for (more than
+   * `workerDepth` each). On two cores one worker plus the main thread verify as fast as two
+   * workers, and a worker costs ~20 MB; see docs/performance.md.
+   */
+  helpInline?: boolean
   /** Stranger events with the workers at once; the rest wait behind members' work. */
   strangerInFlight?: number
 }
@@ -42,6 +48,12 @@ export const defaultVerifyIdleMs = 30_000
 export const defaultStrangerInFlight = 16
 /** Queued events per running worker before another is started (up to the pool's size). */
 const backlogPerWorker = 16
+/** Members' events a worker holds at once when the main thread helps: ~8 ms of work. */
+const workerDepth = 32
+/** Events the main thread checks per turn of the event loop (~2 ms), so I/O goes on between. */
+const inlineChunk = 8
+/** Raw JSON per batch posted to a worker: bounds a worker's heap whatever the events' size. */
+const maxBatchBytes = 1024 * 1024
 
 /**
  * Signature verification off the main thread. Requests that arrive in the same turn of the
@@ -62,6 +74,10 @@ export class VerifyPool {
   private done = 0
   private readonly idleMs: number
   private readonly strangerCap: number
+  private readonly helpInline: boolean
+  /** Members' events the main thread checks itself, a chunk per turn. */
+  private inline: Pending[] = []
+  private inlineScheduled = false
 
   private constructor(
     private readonly workerCount: number,
@@ -69,6 +85,7 @@ export class VerifyPool {
   ) {
     this.idleMs = opts.idleMs ?? defaultVerifyIdleMs
     this.strangerCap = opts.strangerInFlight ?? defaultStrangerInFlight
+    this.helpInline = opts.helpInline ?? false
   }
 
   static async create(
@@ -96,7 +113,7 @@ export class VerifyPool {
 
   /** Events queued or being verified right now. */
   get inFlight(): number {
-    let n = this.members.length + this.strangers.length
+    let n = this.members.length + this.strangers.length + this.inline.length
     for (const slot of this.slots) n += slot.load
     return n
   }
@@ -140,8 +157,18 @@ export class VerifyPool {
     const ready = this.slots.filter((s) => s.ready)
     // None ready: a worker is starting and flushes when it is.
     if (ready.length === 0) return
-    const members = this.members
+    let members = this.members
     this.members = []
+    if (this.helpInline && this.slots.length >= this.workerCount) {
+      // The workers are all running: what they have no room for, the main thread checks.
+      let room = ready.length * workerDepth
+      for (const slot of ready) room -= slot.load
+      if (members.length > Math.max(0, room)) {
+        this.inline.push(...members.slice(Math.max(0, room)))
+        members = members.slice(0, Math.max(0, room))
+        this.scheduleInline()
+      }
+    }
     this.post(ready, members, false)
     const room = Math.max(0, this.strangerCap - this.strangersOut)
     if (room > 0 && this.strangers.length > 0) {
@@ -159,14 +186,56 @@ export class VerifyPool {
     while (this.slots.length < wanted) this.spawn()
   }
 
+  private scheduleInline(): void {
+    if (this.inlineScheduled) return
+    this.inlineScheduled = true
+    loadWasmVerifier().then(
+      () => setImmediate(() => this.drainInline()),
+      (err: unknown) => {
+        // Without wasm here the workers take it all.
+        this.inlineScheduled = false
+        process.emitWarning(`kith: cannot verify on the main thread: ${String(err)}`)
+        this.members.unshift(...this.inline)
+        this.inline = []
+        this.schedule()
+      },
+    )
+  }
+
+  private drainInline(): void {
+    this.inlineScheduled = false
+    if (this.closed) return
+    const chunk = this.inline.splice(0, inlineChunk)
+    for (const p of chunk) {
+      this.done++
+      p.resolve(verifyWithWasm(p.event))
+    }
+    if (this.inline.length > 0) {
+      this.inlineScheduled = true
+      setImmediate(() => this.drainInline())
+    }
+  }
+
   private post(ready: Slot[], queue: Pending[], stranger: boolean): void {
     if (queue.length === 0) return
     // Split into one chunk per worker when there is enough work; small batches go to the least
-    // loaded worker so a single event is not delayed by another worker's backlog.
+    // loaded worker so a single event is not delayed by another worker's backlog. No batch
+    // carries more than maxBatchBytes of JSON.
     const chunks = queue.length >= 16 ? ready.length : 1
     const per = Math.ceil(queue.length / chunks)
-    for (let i = 0; i < queue.length; i += per) {
-      const part = queue.slice(i, i + per)
+    for (let i = 0; i < queue.length;) {
+      let end = i + 1
+      let bytes = queue[i]!.raw.length
+      while (
+        end < queue.length &&
+        end - i < per &&
+        bytes + queue[end]!.raw.length <= maxBatchBytes
+      ) {
+        bytes += queue[end]!.raw.length
+        end++
+      }
+      const part = queue.slice(i, end)
+      i = end
       const slot = ready.reduce((a, b) => (b.load < a.load ? b : a))
       const batch = this.nextBatch++
       slot.inFlight.set(batch, { part, stranger })
@@ -189,7 +258,9 @@ export class VerifyPool {
 
   private spawn(): void {
     const worker = new Worker(new URL('./verify-worker.js', import.meta.url), {
-      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      // A batch is at most maxBatchBytes of JSON, so a small heap is plenty; each MB the heap
+      // may grow is resident memory under load (docs/performance.md).
+      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
     })
     const slot: Slot = {
       worker,
@@ -258,9 +329,10 @@ export class VerifyPool {
   async close(): Promise<void> {
     this.closed = true
     const error = new KithError('error', 'verifier is closed')
-    for (const p of [...this.members, ...this.strangers]) p.reject(error)
+    for (const p of [...this.members, ...this.strangers, ...this.inline]) p.reject(error)
     this.members = []
     this.strangers = []
+    this.inline = []
     for (const slot of this.slots) {
       clearTimeout(slot.idleTimer)
       slot.retiring = true
@@ -269,7 +341,11 @@ export class VerifyPool {
   }
 }
 
-/** One worker per core: the main thread mostly waits on sockets and sqlite. */
+/**
+ * One worker per core but one: the main thread, which mostly waits on sockets and sqlite, verifies
+ * what the workers have no room for (helpInline), so the cores are used all the same with one
+ * worker's memory less.
+ */
 export function defaultWorkerCount(): number {
-  return Math.max(1, availableParallelism())
+  return Math.max(1, availableParallelism() - 1)
 }

@@ -176,7 +176,7 @@ export class KithNode {
         return { ok: true }
       },
     })
-    this.pool = await VerifyPool.create(this.opts.verifyWorkers)
+    this.pool = await VerifyPool.create(this.opts.verifyWorkers, { helpInline: true })
     let hubs = id.config.hubs
     if (hubs.length === 0) {
       this.embedded = await startHub({

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
-import { signEvent, type NostrEvent } from '../../src/events/event.js'
+import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
+import { makeGrant } from '../../src/grants/grant.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import type { RawClient } from '../helpers/raw-client.js'
 
@@ -15,19 +16,42 @@ function fill(t: TestHub, n: number, size: number): NostrEvent[] {
   return events
 }
 
+/** A second person (an owner granted by the founder), with a connection authenticated as them. */
+async function person(t: TestHub) {
+  const sk = generateSecretKey()
+  const founder = await t.member()
+  const grant = signEvent(
+    makeGrant(
+      { subject: publicKeyOf(sk), role: 'owner', fleet: t.owner },
+      Math.floor(Date.now() / 1000),
+    ),
+    t.ownerSk,
+  )
+  founder.send(['EVENT', grant])
+  expect((await founder.ok(grant.id))[2]).toBe(true)
+  return {
+    client: async () => {
+      const c = await t.connect()
+      expect((await c.auth(t.url, sk))[2]).toBe(true)
+      return c
+    },
+  }
+}
+
 /** Stops reading from the hub: the socket's bytes stay in the kernel, then in the hub. */
 function stopReading(c: RawClient): void {
   const socket = (c.ws as unknown as { _socket: import('node:net').Socket })._socket
   socket.pause()
 }
 
-describe('a client that stops reading', () => {
+// These move tens of megabytes through real sockets: slow on a busy two-core machine.
+describe('a client that stops reading', { timeout: 60_000 }, () => {
   it('is closed when a REQ re-sent under one id would buffer its results, while others are served', async () => {
     const t = await startTestHub({
       limits: { maxUnreadBytes: 2 * 1024 * 1024, slowReaderMs: 1000 },
     })
-    // 40 MB stored: far beyond what the kernel's socket buffers hold for a reader that stopped.
-    fill(t, 700, 60_000)
+    // 21 MB stored: well beyond what the kernel's socket buffers hold for a reader that stopped.
+    fill(t, 350, 60_000)
     const greedy = await t.member()
     const other = await t.member()
     stopReading(greedy)
@@ -52,8 +76,8 @@ describe('a client that stops reading', () => {
     expect((await reader.req('live', { kinds: [9], limit: 0 })).end[0]).toBe('EOSE')
     stopReading(reader)
     const writer = await t.member()
-    // ~30 MB of live traffic for a subscriber that never reads.
-    for (let i = 0; i < 500; i++) {
+    // ~18 MB of live traffic for a subscriber that never reads.
+    for (let i = 0; i < 300; i++) {
       const e = t.sign({ content: `${i} ${'y'.repeat(60_000)}` })
       writer.send(['EVENT', e])
       if ((i + 1) % 50 === 0) await writer.ok(e.id)
@@ -76,9 +100,12 @@ describe('a client that stops reading', () => {
   })
 })
 
-describe('REQ stored results sent in slices', () => {
+describe('REQ stored results sent in slices', { timeout: 60_000 }, () => {
   it('sends every stored match in order, each once, and misses no event accepted meanwhile', async () => {
-    const t = await startTestHub({ limits: { reqSliceBytes: 16_384, reqHighWaterBytes: 65_536 } })
+    const t = await startTestHub({
+      // Many small slices; the work budget (another test's subject) is off here.
+      limits: { reqSliceBytes: 16_384, reqHighWaterBytes: 65_536, reqWorkMsPerSecond: 0 },
+    })
     // 12 MB: more than the kernel buffers, so the REQ waits on its reader mid-way.
     const stored = fill(t, 600, 20_000)
     const c = await t.member()
@@ -105,6 +132,22 @@ describe('REQ stored results sent in slices', () => {
     const isLate = (id: string) => late.some((e) => e.id === id)
     expect(ids.filter((id) => !isLate(id))).toEqual([...stored].reverse().map((e) => e.id))
     expect(ids.filter(isLate).sort()).toEqual(late.map((e) => e.id).sort())
+  })
+
+  it('makes a person’s REQs wait once their work budget is spent, while others are answered', async () => {
+    const t = await startTestHub({
+      limits: { reqSliceBytes: 8192, reqWorkMsPerSecond: 1, reqWorkBurstMs: 1 },
+    })
+    fill(t, 800, 300)
+    const greedy = await t.member()
+    const p = await person(t)
+    const wide = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
+    for (let i = 0; i < 20; i++) greedy.send(['REQ', 'same', ...wide])
+    // Another person's REQ is answered while the greedy one's is still waiting for budget.
+    const other = await p.client()
+    const { end } = await other.req('mine', { '#h': ['big'], limit: 3 })
+    expect(end).toEqual(['EOSE', 'mine'])
+    expect(greedy.frames.some((f) => f[0] === 'EOSE')).toBe(false)
   })
 
   it('drops what a replaced REQ still had to send', async () => {

@@ -90,6 +90,25 @@ describe('VerifyPool (worker threads)', () => {
     }
   })
 
+  it('lets the main thread check what one worker has no room for, with the same answers', async () => {
+    const pool = await VerifyPool.create(1, { helpInline: true })
+    try {
+      const good = Array.from({ length: 300 }, (_, i) =>
+        signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
+      )
+      const badId = { ...good[0]!, content: 'tampered' }
+      const badSig = { ...good[1]!, sig: good[2]!.sig }
+      const results = await Promise.all([...good, badId, badSig].map((e) => pool.verify(e)))
+      expect(results.slice(0, 300).every((r) => r === 'ok')).toBe(true)
+      expect(results.slice(300)).toEqual(['bad-id', 'bad-sig'])
+      expect(pool.running).toBe(1)
+      expect(pool.verified).toBe(302)
+      expect(pool.inFlight).toBe(0)
+    } finally {
+      await pool.close()
+    }
+  })
+
   it('refuses work after close', async () => {
     const pool = await VerifyPool.create(1)
     await pool.close()
