@@ -39,6 +39,13 @@ const founder = getPublicKey(founderSk)
 const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0'], {
   env: { KITH_HOME: join(dir, 'home') },
 })
+// A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    hub.child.kill('SIGKILL')
+    process.exit(130)
+  })
+}
 const rssMb = () => {
   const s = readFileSync(`/proc/${hub.child.pid}/status`, 'utf8')
   return round(Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) / 1024, 1)
@@ -255,6 +262,7 @@ for (const [name, start] of Object.entries(abuses)) {
   await sleep(500)
 }
 report.hub_peak_rss_mb = peak
-await hub.stop()
+const stopped = await Promise.race([hub.stop().then(() => true), timeout(10_000)])
+if (!stopped) hub.child.kill('SIGKILL')
 rmSync(dir, { recursive: true, force: true })
 console.log(JSON.stringify(report, null, 2))
