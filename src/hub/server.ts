@@ -21,7 +21,7 @@ import { VerifyPool } from './verify-pool.js'
 import { PairingLane } from './pairing-lane.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
+import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { GrantVerifier } from '../grants/verifier.js'
 import { ChannelBook } from '../grants/channels.js'
 
@@ -78,9 +78,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     for (const event of store.eventsOfKind(kind))
       grants.add(event, { verified: true, keepPending: true })
   }
-  // Then channel definitions, oldest first: the newest of each channel is in effect.
+  // Then the channel book: every version of every definition, the revocations that date the end
+  // of their authors' authority, and when each key first posted in each channel.
   const channels = new ChannelBook(grants)
-  for (const event of store.eventsOfKind(Kind.ChannelDefinition)) channels.add(event)
+  channels.replay({
+    definitions: store.allVersionsOfKind(Kind.ChannelDefinition),
+    revocations: store.eventsOfKind(Kind.Revocation),
+    firsts: store.earliestInChannels(),
+    legacy: store.legacyVersionIds(Kind.ChannelDefinition),
+  })
   let verifier: VerifyPool
   try {
     verifier = await VerifyPool.create(opts.verifyWorkers)
@@ -137,6 +143,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     log,
     lane: new PairingLane<Connection>(),
     fanOut: (raw: string, event: NostrEvent) => {
+      // Every accepted event passes here once. Until admission calls it itself, the channel book
+      // learns of stored revocations and channel use from here.
+      if (!isEphemeralKind(event.kind)) channels.noteEvent(event)
       // Observer frames are for their recipient only: a connection must have proven that key.
       const onlyTo =
         event.kind === Kind.ObserverFrame

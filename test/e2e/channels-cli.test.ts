@@ -5,6 +5,7 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { npubEncode } from 'nostr-tools/nip19'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeGrant } from '../../src/grants/grant.js'
+import { makeChannelDefinition } from '../../src/events/channel-def.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -96,7 +97,9 @@ describe('kith channel', () => {
         { kind: 9, created_at: now(), tags: [['h', 'secret']], content: 'hi?' },
         carol.deviceSk,
       )
-      expect((await publish(carolDev, intrude))[3]).toMatch(/^restricted: not-a-channel-member/)
+      expect((await publish(carolDev, intrude))[3]).toBe(
+        'restricted: channel-not-allowed: channel #secret is not allowed for this key',
+      )
 
       const listed = await runKith(['channel', 'list', '--json'], { home: laptop })
       expect(JSON.parse(listed.stdout)).toEqual({
@@ -188,6 +191,113 @@ describe('kith channel', () => {
       await bob.next((f) => content(f) === 'for bob only')
       await outsider.next((f) => content(f) === 'for all')
       expect(outsider.frames.filter((f) => content(f) === 'for bob only')).toEqual([])
+    } finally {
+      for (const c of clients) c.close()
+    }
+  })
+
+  it('repairs a squatted channel with set --creator, and re-signs a removed person’s channels', async () => {
+    const root = tempDir()
+    const laptop = join(root, 'laptop')
+    const founderSk = generateSecretKey()
+    const founder = publicKeyOf(founderSk)
+    await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+      home: laptop,
+      input: bytesToHex(founderSk),
+    })
+    const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
+    expect((await runKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
+    const clients: RawClient[] = []
+    try {
+      const admin = await client(hub.url, founderSk, clients)
+      // Bob and Carol were admitted 1000 s ago, each with a device.
+      const person = async (name: string) => {
+        const sk = generateSecretKey()
+        const deviceSk = generateSecretKey()
+        const g = signEvent(
+          makeGrant(
+            { subject: publicKeyOf(sk), role: 'owner', fleet: founder, name },
+            now() - 1000,
+          ),
+          founderSk,
+        )
+        const d = signEvent(
+          makeGrant(
+            { subject: publicKeyOf(deviceSk), role: 'device', fleet: founder, parent: g.id },
+            now() - 1000,
+          ),
+          sk,
+        )
+        expect((await publish(admin, g))[2]).toBe(true)
+        expect((await publish(admin, d))[2]).toBe(true)
+        return {
+          sk,
+          pubkey: publicKeyOf(sk),
+          deviceSk,
+          dev: await client(hub.url, deviceSk, clients),
+        }
+      }
+      const bob = await person('bob')
+      const carol = await person('carol')
+      const post = (p: typeof bob, channel: string, content: string, at = now()) =>
+        publish(
+          p.dev,
+          signEvent({ kind: 9, created_at: at, tags: [['h', channel]], content }, p.deviceSk),
+        )
+      const define = (p: typeof bob, channel: string, members: string[], at: number) =>
+        signEvent(
+          makeChannelDefinition(
+            { channel, fleet: founder, creator: p.pubkey, private: true, members },
+            at,
+          ),
+          p.sk,
+        )
+      expect((await post(carol, 'ops', 'first', now() - 500))[2]).toBe(true)
+      // Bob back-dates a private #ops to before Carol's first message: it takes.
+      expect((await publish(bob.dev, define(bob, 'ops', [bob.pubkey], now() - 800)))[2]).toBe(true)
+      expect((await post(carol, 'ops', 'locked out'))[3]).toBe(
+        'restricted: channel-not-allowed: channel #ops is not allowed for this key',
+      )
+
+      // The founder opens it again and names Carol its creator.
+      const repaired = await runKith(
+        ['channel', 'set', '#ops', '--open', '--creator', 'carol', '--json'],
+        { home: laptop },
+      )
+      expect(repaired.stderr).toBe('')
+      expect(repaired.code).toBe(0)
+      expect(JSON.parse(repaired.stdout)).toMatchObject({
+        channel: 'ops',
+        private: false,
+        creator: npubEncode(carol.pubkey),
+        hubs: [expect.objectContaining({ url: hub.url, ok: true })],
+      })
+      expect((await post(carol, 'ops', 'back in'))[2]).toBe(true)
+      const bad = await runKith(['channel', 'set', '#ops', '--creator', 'nobody'], { home: laptop })
+      expect(bad.stderr).toMatch(/no person named nobody/)
+      expect(bad.code).toBe(2)
+
+      // Bob creates a private #secret with Carol; then the founder removes Bob.
+      expect(
+        (await publish(bob.dev, define(bob, 'secret', [bob.pubkey, carol.pubkey], now() - 100)))[2],
+      ).toBe(true)
+      const removed = await runKith(['fleet', 'remove', 'bob'], { home: laptop })
+      expect(removed.code, removed.stderr).toBe(0)
+      expect(removed.stdout).toMatch(/^re-signed #secret so it stays as it is/m)
+      expect(removed.stdout).not.toMatch(/re-signed #ops/)
+      // The hub now has the founder's re-sign in effect: #secret stays private, with Carol in it.
+      const defs = (await carol.dev.req('d', { kinds: [34140], '#d': ['secret'] }))
+        .events as NostrEvent[]
+      const resign = defs.find((e) => e.pubkey === founder)
+      expect(resign?.tags).toEqual([
+        ['d', 'secret'],
+        ['fleet', founder],
+        ['creator', bob.pubkey],
+        ['private'],
+        ['p', bob.pubkey],
+        ['p', carol.pubkey],
+      ])
+      expect((await post(carol, 'secret', 'still private'))[2]).toBe(true)
     } finally {
       for (const c of clients) c.close()
     }
