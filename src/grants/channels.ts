@@ -175,6 +175,7 @@ export class ChannelBook {
     legacy?: Iterable<string>
   }): void {
     for (const id of input.legacy ?? []) this.legacy.add(id)
+    this.changes++
     for (const e of input.revocations) this.noteEvent(e)
     for (const f of input.firsts) this.noteEarliest(f.channel, f.pubkey, f.createdAt)
     for (const e of input.definitions) this.add(e)
