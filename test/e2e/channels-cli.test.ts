@@ -119,28 +119,41 @@ describe('kith channel', () => {
       expect(replaced.stdout).toMatch(/#secret is private: 1 member/)
       expect((await bobDev.req('again', { kinds: [9] })).events).toEqual([])
 
-      // Bad input: stable exit codes and messages that name the fix.
-      const bad = async (args: string[], code: number, message: RegExp) => {
-        const r = await runKith(['channel', ...args], { home: laptop })
-        expect(r.stderr).toMatch(message)
-        expect(r.code).toBe(code)
-      }
-      await bad(['create', '#Not Valid'], 2, /not a channel name/)
-      await bad(['create', '#x', '--members', bob.npub], 2, /add --private/)
-      await bad(['create', '#x', '--private', '--members', 'npub1nope'], 1, /not a valid npub/)
-      await bad(
-        ['create', '#x', '--private', '--members', npubEncode(bob.device)],
-        2,
-        /is not a person of this fleet/,
+      // A device is not a person: members are owner keys.
+      const device = await runKith(
+        ['channel', 'create', '#x', '--private', '--members', npubEncode(bob.device)],
+        { home: laptop },
       )
-      await bad(['list', '#x'], 2, /takes no arguments/)
-      await bad(['rename'], 2, /unknown channel command/)
-      expect((await runKith(['channel', '--help'], { home: laptop })).stdout).toMatch(
-        /create --private makes one whose messages/,
-      )
+      expect(device.stderr).toMatch(/is not a person of this fleet/)
+      expect(device.code).toBe(2)
     } finally {
       for (const c of clients) c.close()
     }
+  })
+
+  it('answers bad input with stable exit codes and messages that name the fix', async () => {
+    const home = join(tempDir(), 'laptop')
+    await runKith(['init', '--name', 'laptop'], { home })
+    const bad = async (args: string[], code: number, message: RegExp) => {
+      const r = await runKith(['channel', ...args], { home })
+      expect(r.stderr).toMatch(message)
+      expect(r.code).toBe(code)
+    }
+    const someone = npubEncode(publicKeyOf(generateSecretKey()))
+    await bad(['create', '#Not Valid'], 2, /not a channel name/)
+    await bad(['create', '#x', '--members', someone], 2, /add --private/)
+    await bad(['create', '#x', '--private', '--members', 'npub1nope'], 1, /not a valid npub/)
+    await bad(
+      ['create', '#x', '--creator', someone],
+      2,
+      /--open and --creator belong to kith channel set/,
+    )
+    await bad(['set', '#x', '--open', '--private'], 2, /contradict each other/)
+    await bad(['list', '#x'], 2, /takes no arguments/)
+    await bad(['rename'], 2, /unknown channel command/)
+    expect((await runKith(['channel', '--help'], { home })).stdout).toMatch(
+      /--creator, for the founder and\nadmins, names the person/,
+    )
   })
 
   it('publishes through the running node to its embedded hub, which then keeps the channel private', async () => {
