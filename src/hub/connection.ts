@@ -231,7 +231,12 @@ export class Connection {
       } else if (outcome === 'duplicate') {
         this.ok(event.id, true, 'duplicate: already have this event')
       } else {
-        this.ok(event.id, true, 'duplicate: a newer version of this event is stored')
+        // An older version (kept for the set, not served): say why, when admission knows.
+        this.ok(
+          event.id,
+          true,
+          admission.note || 'duplicate: a newer version of this event is stored',
+        )
       }
     })
   }

@@ -72,11 +72,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
   const log = opts.log ?? (() => undefined)
   const store = new EventStore(opts.dbPath, { synchronous: opts.synchronous ?? 'full' })
-  // Stored grants, revocations and definitions were verified on the way in; the state they make
-  // does not depend on their order.
+  // What is stored was admitted on its way in; the state it makes does not depend on order.
   const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })
-  for (const kind of [Kind.Grant, Kind.Revocation, Kind.ChannelDefinition])
-    state.replay(store.eventsOfKind(kind))
+  state.replay({
+    authority: [...store.eventsOfKind(Kind.Grant), ...store.eventsOfKind(Kind.Revocation)],
+    definitions: store.allVersionsOfKind(Kind.ChannelDefinition),
+    firsts: store.earliestInChannels(),
+    legacy: store.legacyVersionIds(Kind.ChannelDefinition),
+  })
   const { grants, channels } = state
   let verifier: VerifyPool
   try {

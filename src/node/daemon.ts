@@ -14,6 +14,7 @@ import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
+import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
 import type { HostedAgent } from './node-context.js'
@@ -115,6 +116,8 @@ export class KithNode {
       opts,
     )
     this.outbox = new OutboxPump(this.store, {
+      // A private channel's definition in effect goes first to a hub that has not acknowledged it.
+      prerequisites: (e, hub) => definitionsFirst(this.channels, this.store, e, hub, this.now()),
       now: () => this.now(),
       log: this.log,
       stopped: () => this.stopped,
@@ -217,7 +220,7 @@ export class KithNode {
         extraLive: [{ kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 }],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
-        deliver: (events) => this.intake(events),
+        deliver: (events) => this.intake(events, url),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)
@@ -278,22 +281,29 @@ export class KithNode {
    * take grants and revocations first, then accept only what the grant chains allow now, and
    * store it. Refused and forged events are counted in the log, never stored or shown.
    */
-  async intake(events: NostrEvent[]): Promise<void> {
+  async intake(events: NostrEvent[], from?: string): Promise<void> {
     if (events.length === 0 || this.stopped) return
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
       if (seen.has(e.id)) return false
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
-      // yet unknown to this process's verifier, so those are always offered to it.
-      const isGrant = e.kind === Kind.Grant || e.kind === Kind.Revocation
-      if (known.has(e.id) && !isGrant) return false
+      // yet unknown to this process's verifier, so those are always offered to it; a definition
+      // a hub returns also tells that the hub holds it.
+      const always =
+        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+      if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true
     })
     if (fresh.length === 0) return
     const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
     const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
+    // A hub that returned a definition holds it: events of that channel may go to it now.
+    if (from !== undefined) {
+      const held = valid.filter((e) => e.kind === Kind.ChannelDefinition).map((e) => e.id)
+      if (held.length > 0) this.store.markHeld(held, from)
+    }
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
     // The same admission a hub applies (grants first, then definitions, then the rest), so

@@ -207,8 +207,15 @@ export class GrantBook {
    * Everything in node.db was admitted on its way in; replay does not depend on order.
    */
   reload(): void {
-    for (const kind of [Kind.Grant, Kind.Revocation, Kind.ChannelDefinition])
-      this.state.replay(this.store.eventsOfKind(kind))
+    this.state.replay({
+      authority: [
+        ...this.store.eventsOfKind(Kind.Grant),
+        ...this.store.eventsOfKind(Kind.Revocation),
+      ],
+      definitions: this.store.allVersionsOfKind(Kind.ChannelDefinition),
+      firsts: this.store.earliestInChannels(),
+      legacy: this.store.legacyVersionIds(Kind.ChannelDefinition),
+    })
   }
 
   /** Members (by subject) right now, to diff before and after a revocation. */

@@ -13,6 +13,7 @@ import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
 import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
+import { describeHubs, resignChannelsOf } from './channel.js'
 
 export const fleetHelp = `Usage:
   kith fleet invite [--admin] [--name NAME] [--hub URL]
@@ -32,7 +33,9 @@ on both sides. The new member then pairs their own machines with kith pair / kit
 
 Removal revokes the person's owner grant: every hub drops their devices' and agents'
 connections and refuses their events at once; every node drops their queued prompts. A person
-is removed by whoever admitted them, someone above them, or the founder.
+is removed by whoever admitted them, someone above them, or the founder. The channels they
+created (every channel, for an admin) are re-signed with your key as they are, so the removed
+person can no longer change them.
 
 Options:
   --admin       (invite) the new member may invite people too (and remove those below them)
@@ -293,7 +296,17 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
       throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, json)
+      return await revokeKey(node, pubkey, label, out, json, async (revokedAt) => {
+        const { resigned, failed } = await resignChannelsOf(node, pubkey, revokedAt, out)
+        return {
+          json: { resigned },
+          lines: resigned.flatMap((r) => [
+            `re-signed #${r.channel} so it stays as it is (the removed person can no longer change it)`,
+            ...describeHubs(r.hubs).map((l) => `  ${l}`),
+          ]),
+          ok: failed.length === 0 && resigned.every((r) => r.hubs.every((h) => h.ok)),
+        }
+      })
     } catch (err) {
       if (!(err instanceof KithError) || err.reason !== 'no-authority') throw err
       const admittedBy = typeof row === 'string' ? undefined : row.issuer
