@@ -13,6 +13,7 @@ import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
 import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
+import { grantName } from './join.js'
 
 export const fleetHelp = `Usage:
   kith fleet invite [--admin] [--name NAME] [--hub URL]
@@ -36,7 +37,8 @@ is removed by whoever admitted them, someone above them, or the founder.
 
 Options:
   --admin       (invite) the new member may invite people too (and remove those below them)
-  --name NAME   (invite) the name the fleet knows them by; (join) the name you propose
+  --name NAME   (invite) the name the fleet knows them by (default: the one they propose);
+                (join) the name you propose; both screens show the one taken
   --hub URL     (invite) the hub URL the other person should use, if it differs from yours
   --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
   --offline     (members) do not sync grants with the hubs first
@@ -97,6 +99,7 @@ async function invite(
       joinCommand: 'kith fleet join',
       hub: values.hub,
       rearm: values.rearm === true,
+      name: values.name,
       check: (node, now) => {
         const me = node.id.ownerPubkey!
         if (me === node.fleet) return
@@ -108,24 +111,18 @@ async function invite(
           )
         }
       },
-      grant: (node, proof, ownerSecret, now) => {
+      grant: (node, proof, name, ownerSecret, now) => {
         if (proof.device === node.fleet || node.book.authorize(proof.device, now).ok) {
           throw new KithError('restricted', `${npub(proof.device)} is already in this fleet`)
         }
-        return node.book.issueGrant(
-          {
-            subject: proof.device,
-            role: 'owner',
-            deleg: admin,
-            name: values.name ?? proof.name,
-            proof: proof.consent,
-          },
+        return node.book.signGrant(
+          { subject: proof.device, role: 'owner', deleg: admin, name, proof: proof.consent },
           ownerSecret,
           now,
         )
       },
-      done: (proof) =>
-        `admitted ${values.name ?? proof.name} ${npub(proof.device)} into this fleet${admin ? ' as an admin' : ''}`,
+      done: (proof, name) =>
+        `admitted ${name} ${npub(proof.device)} into this fleet${admin ? ' as an admin' : ''}`,
     },
     out,
   )
@@ -146,8 +143,8 @@ async function join(
       'kith fleet join runs on the machine that holds your owner key (the one where you ran kith init first)',
     )
   }
-  const name = values.name ?? personName()
-  const { code, hubs } = await runJoinExchange(
+  const proposed = values.name ?? personName()
+  const { code, hubs, enrollment } = await runJoinExchange(
     {
       text,
       role: 'owner',
@@ -162,11 +159,11 @@ async function join(
           )
         }
       },
-      key: () => ({ pubkey: ownerPubkey, secret: ownerSecret, name }),
+      key: () => ({ pubkey: ownerPubkey, secret: ownerSecret, name: proposed }),
       enroll: (_code, enrollment, hubs) => {
         const book = GrantBook.open(home, enrollment.fleet)
         try {
-          book.learn([...enrollment.chain, enrollment.grant, ...enrollment.revocations])
+          book.learn([...enrollment.chain, enrollment.grant])
         } finally {
           book.close()
         }
@@ -188,6 +185,8 @@ async function join(
     const now = nowSeconds()
     const grant = ensureOwnDeviceGrant(node, now)
     const reports = await syncHubs(node, now, (l) => out.err(l))
+    // The name the fleet knows this person by: the inviter's choice, in the grant.
+    const name = grantName(enrollment.grant) ?? proposed
     out.line(`joined the fleet of ${code.name} (${npub(node.fleet)}) as ${name}`)
     out.line(
       `this machine (${node.id.config.name}) is your device in it${grant === undefined ? '' : ' (granted by your owner key)'}`,
