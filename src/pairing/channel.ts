@@ -16,6 +16,8 @@ export function laneError(reason: string): PairError {
   if (/another device/.test(reason)) return new PairError('third-party', reason)
   if (/already used/.test(reason)) return new PairError('reused', reason)
   if (/expired/.test(reason)) return new PairError('expired', reason)
+  // A hub that tells a party its peer disconnected (see kith-pair, "Transport").
+  if (/other side left/.test(reason)) return new PairError('interrupted', reason)
   return new PairError('hub-refused', reason)
 }
 

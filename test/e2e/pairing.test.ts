@@ -24,7 +24,7 @@ async function laptopWithHub() {
 
 describe(
   'kith pair / kith join (real processes, answers typed on stdin)',
-  { timeout: 60_000 },
+  { timeout: 120_000 },
   () => {
     it(
       'enrolls a new machine: same 6 digits on both screens, a grant, one name, and its node is accepted',

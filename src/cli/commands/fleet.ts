@@ -217,6 +217,8 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
     const people = fleetPeople(node.book.verifier, now)
     const label = (p: Person) => p.name || (p.role === 'founder' ? 'founder' : '-')
     const nameOf = new Map(people.map((p) => [p.pubkey, label(p)]))
+    // A device names itself (kith device rename): its profile's name over its grant's.
+    const deviceName = (d: MemberKey) => node.book.profileName(d.pubkey) ?? d.name
     if (values.json) {
       const key = (k: MemberKey) => ({
         name: k.name,
@@ -232,7 +234,11 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
           name: label(p),
           admin: p.admin,
           you: p.pubkey === node.id.ownerPubkey,
-          devices: p.devices.map((d) => ({ ...key(d), agents: d.agents.map(key) })),
+          devices: p.devices.map((d) => ({
+            ...key(d),
+            name: deviceName(d),
+            agents: d.agents.map(key),
+          })),
           agents: p.agents.map(key),
         })),
       })
@@ -249,7 +255,7 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
       ]
       out.line(`${label(p)}  ${npub(p.pubkey)}  (${tags.join(', ')})`)
       for (const d of p.devices) {
-        out.line(`  device ${(d.name || '-').padEnd(14)} ${npub(d.pubkey)}  ${d.status}`)
+        out.line(`  device ${(deviceName(d) || '-').padEnd(14)} ${npub(d.pubkey)}  ${d.status}`)
         for (const a of d.agents)
           out.line(`    agent ${(a.name || '-').padEnd(13)} ${npub(a.pubkey)}  ${a.status}`)
       }
