@@ -11,8 +11,9 @@ import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
+import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
-import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
+import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
@@ -423,7 +424,12 @@ export class AgentBridge {
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
     if (opts.notice) tags.push([...noticeTag])
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const maxContent = 60_000
     const content =
       text.length > maxContent
@@ -431,7 +437,7 @@ export class AgentBridge {
 … (truncated)`
         : text
     const reply = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
       agent.secret,
     )
     this.node.enqueue(reply)
@@ -448,9 +454,14 @@ export class AgentBridge {
       ['h', channel],
       ['fleet', this.node.book.fleet],
     ]
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const notice = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
       agent.secret,
     )
     this.node.enqueue(notice)

@@ -80,7 +80,8 @@ export function keyRows(node: FleetNode, role: Role, now: number): KeyRow[] {
   return [...newest.values()].map((g) => {
     const d = v.isMember(g.subject, now)
     return {
-      name: g.name ?? '',
+      // A key's own profile names it (a device renames itself); else the name on its grant.
+      name: node.book.profileName(g.subject) ?? g.name ?? '',
       pubkey: g.subject,
       npub: npub(g.subject),
       role,
