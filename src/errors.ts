@@ -27,10 +27,20 @@ export type KithErrorCode =
 export class KithError extends Error {
   override readonly name = 'KithError'
   readonly code: KithErrorCode
+  /**
+   * The stable sub-code under `code` (a grant or channel refusal's `revoked`, `no-authority`…),
+   * so callers branch on it instead of parsing the message.
+   */
+  readonly reason: string | undefined
 
-  constructor(code: KithErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options)
+  constructor(
+    code: KithErrorCode,
+    message: string,
+    options?: { cause?: unknown; reason?: string },
+  ) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause })
     this.code = code
+    this.reason = options?.reason
   }
 }
 

@@ -54,6 +54,26 @@ export interface PermissionAsk {
   title: string
   toolKind: string
   options: { optionId: string; name: string; kind: string }[]
+  /** What the call will do, as the agent described it (ACP rawInput, locations, content). */
+  rawInput?: unknown
+  locations?: { path?: unknown }[]
+  content?: unknown
+  /**
+   * The same call as the turn's earlier tool_call / tool_call_update notifications described it
+   * (an adapter may put the input there and not in the request): checked as well.
+   */
+  announced?: ToolCallSeen
+  /** Set by the host: why this call must go to a person whatever the policy (a secret path). */
+  sensitive?: string
+}
+
+/** A tool call as the session's updates described it so far. */
+export interface ToolCallSeen {
+  title?: string
+  kind?: string
+  rawInput?: unknown
+  locations?: { path?: unknown }[]
+  content?: unknown
 }
 
 /** The person's answer: an option id, or cancelled (timeout, cancel, nobody allowed answered). */
@@ -125,6 +145,8 @@ export class AgentProcess {
   /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
   authHint = ''
   private readonly listeners = new Map<string, (text: string) => void>()
+  /** Tool calls announced by each running turn's updates, by session then toolCallId. */
+  private readonly toolCalls = new Map<string, Map<string, ToolCallSeen>>()
   /** When each session last sent a session/update (ms), to let a load's replay finish. */
   private readonly lastUpdateAt = new Map<string, number>()
   exited: Promise<number | null> = Promise.resolve(null)
@@ -219,6 +241,8 @@ export class AgentProcess {
         this.lastUpdateAt.set(params.sessionId, Date.now())
         // Only updates of a turn we run are passed on: a session/load replay is not.
         if (!this.listeners.has(params.sessionId)) return
+        if (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
+          this.noteToolCall(params.sessionId, u)
         this.onUpdate(params.sessionId, u)
         if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') {
           this.listeners.get(params.sessionId)?.(u.content.text)
@@ -226,16 +250,24 @@ export class AgentProcess {
       })
       .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
         // Options are passed on exactly as the agent gave them; the answer names one of them.
+        const call = params.toolCall
+        const announced = this.toolCalls.get(params.sessionId)?.get(call.toolCallId)
         const answer = await this.onPermission({
           sessionId: params.sessionId,
-          toolCallId: params.toolCall.toolCallId,
-          title: params.toolCall.title ?? 'a tool call',
-          toolKind: params.toolCall.kind ?? 'other',
+          toolCallId: call.toolCallId,
+          title: call.title ?? announced?.title ?? 'a tool call',
+          toolKind: call.kind ?? announced?.kind ?? 'other',
           options: params.options.map((o) => ({
             optionId: o.optionId,
             name: o.name,
             kind: o.kind,
           })),
+          ...(call.rawInput === undefined ? {} : { rawInput: call.rawInput }),
+          ...(call.locations === undefined || call.locations === null
+            ? {}
+            : { locations: call.locations }),
+          ...(call.content === undefined || call.content === null ? {} : { content: call.content }),
+          ...(announced === undefined ? {} : { announced }),
         })
         return answer === 'cancelled'
           ? { outcome: { outcome: 'cancelled' as const } }
@@ -336,6 +368,31 @@ export class AgentProcess {
     }
   }
 
+  /** Merges a tool_call / tool_call_update into what the turn has said of that call. */
+  private noteToolCall(
+    sessionId: string,
+    u: {
+      toolCallId: string
+      title?: string | null
+      kind?: string | null
+      rawInput?: unknown
+      locations?: { path?: unknown }[] | null
+      content?: unknown
+    },
+  ): void {
+    const calls = this.toolCalls.get(sessionId) ?? new Map<string, ToolCallSeen>()
+    this.toolCalls.set(sessionId, calls)
+    // A turn's calls are bounded by what a host keeps: past this, the oldest is forgotten.
+    if (!calls.has(u.toolCallId) && calls.size >= 500) calls.delete(calls.keys().next().value!)
+    const seen = calls.get(u.toolCallId) ?? {}
+    if (typeof u.title === 'string') seen.title = u.title
+    if (typeof u.kind === 'string') seen.kind = u.kind
+    if (u.rawInput !== undefined) seen.rawInput = u.rawInput
+    if (Array.isArray(u.locations)) seen.locations = u.locations
+    if (u.content !== undefined && u.content !== null) seen.content = u.content
+    calls.set(u.toolCallId, seen)
+  }
+
   /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */
   async prompt(sessionId: string, text: string): Promise<TurnResult> {
     let reply = ''
@@ -350,6 +407,7 @@ export class AgentProcess {
       return { stopReason: r.stopReason, text: reply }
     } finally {
       this.listeners.delete(sessionId)
+      this.toolCalls.delete(sessionId)
     }
   }
 

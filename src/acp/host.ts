@@ -18,6 +18,11 @@ export interface HostOptions {
   sessions?: SessionStore
   /** Which tool calls the host allows without asking a person (default `ask`: none). */
   permissions?: PermissionsMode
+  /**
+   * Why a call must go to a person whatever `permissions` says (it touches KITH_HOME or other
+   * secrets: see secret-paths.ts), or undefined.
+   */
+  guard?: (ask: PermissionAsk) => string | undefined
   /** Told when a session could not be resumed and a new one was started. */
   onNewSession?: (channel: string, reason: string) => void
   /** First respawn delay after a crash; doubles per recent crash up to 30 s, jittered. */
@@ -38,6 +43,8 @@ export interface PromptJob {
   text: string
   /** The key that asked (the chat message's author), so a removed member's prompts can go. */
   from?: string
+  /** The prompt's event id: cancels and interrupts name the turns they stop by it. */
+  prompt?: string
   /** Called when its turn begins (it leaves the queue). */
   started?: () => void
   /**
@@ -139,16 +146,23 @@ export class AgentHost {
 
   /**
    * Runs `job` next in its channel: it goes to the front of the queue (never steered) and the
-   * running turn there, if any, is cancelled (session/cancel, then a kill after `graceMs`).
-   * Returns whether a turn was running.
+   * running turn there, if any and if `stops` says so of it, is cancelled (session/cancel, then a
+   * kill after `graceMs`). Returns whether a turn was cancelled.
    */
-  interrupt(job: PromptJob, graceMs?: number): boolean {
+  interrupt(job: PromptJob, stops: (running: PromptJob) => boolean, graceMs?: number): boolean {
     const q = this.queues.get(job.channel) ?? []
     q.unshift(job)
     this.queues.set(job.channel, q)
-    const cancelled = this.cancel(job.channel, graceMs)
+    const running = this.runningIn(job.channel)
+    const cancelled = running !== undefined && stops(running) && this.cancel(job.channel, graceMs)
     this.drain(job.channel)
     return cancelled
+  }
+
+  /** The job whose turn runs in `channel` now, if any. */
+  runningIn(channel: string): PromptJob | undefined {
+    const sessionId = this.sessions.get(channel)
+    return sessionId === undefined ? undefined : this.running.get(sessionId)
   }
 
   private queue(job: PromptJob): void {
@@ -236,12 +250,17 @@ export class AgentHost {
   /** The agent's policy answers at once where it allows the call (visibly); else a person. */
   private permission(job: PromptJob, ask: PermissionAsk): Promise<PermissionAnswer> {
     const mode = this.opts.permissions ?? 'ask'
-    const optionId = autoAllowOption(mode, ask)
+    const sensitive = this.opts.guard?.(ask)
+    const optionId = sensitive === undefined ? autoAllowOption(mode, ask) : undefined
     if (optionId === undefined) {
+      if (sensitive !== undefined && mode !== 'ask')
+        this.log(
+          `agent ${this.name}: ${ask.toolKind} "${ask.title}" ${sensitive}; asking a person although permissions are ${mode}`,
+        )
       // Shown as its own state (kith agent list, kith status) while a person is being asked.
       this.asking++
       this.state = 'awaiting-permission'
-      return job.permission(ask).finally(() => {
+      return job.permission(sensitive === undefined ? ask : { ...ask, sensitive }).finally(() => {
         if (--this.asking === 0 && this.state === 'awaiting-permission')
           this.state = this.busy.size > 0 ? 'working' : 'idle'
       })

@@ -1,5 +1,6 @@
 import { KithError } from '../errors.js'
 import { tagValue, type EventTemplate, type NostrEvent } from './event.js'
+import { interruptTags } from './agent-binding.js'
 import { Kind } from './kinds.js'
 
 const channelPattern = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -13,10 +14,14 @@ export function parseChannel(text: string): string {
   return name
 }
 
-/** The @names a message mentions, lowercased, in order, without repeats. */
+/**
+ * The @names a message mentions, lowercased, in order, without repeats; a name may be qualified
+ * by its person (`@alice/helper`, `@npub1…/helper`).
+ */
 export function mentionedNames(text: string): string[] {
   const names: string[] = []
-  for (const m of text.matchAll(/(?:^|[^\w@])@([a-z0-9][a-z0-9_-]{0,31})/gi)) {
+  const mention = /(?:^|[^\w@])@((?:[a-z0-9][a-z0-9_-]{0,63}\/)?[a-z0-9][a-z0-9_-]{0,31})/gi
+  for (const m of text.matchAll(mention)) {
     const name = m[1]!.toLowerCase()
     if (!names.includes(name)) names.push(name)
   }
@@ -30,6 +35,10 @@ export interface ChatMessageSpec {
   replyTo?: { id: string; root?: string }
   /** Asks the mentioned agents to stop their running turn here and take this one next. */
   interrupt?: boolean
+  /** With `interrupt`: the prompts whose turns it may stop (kith-agents/1, Binding). */
+  interruptPrompts?: readonly string[]
+  /** The fleet it is made for (a `fleet` tag), so it cannot be replayed into another. */
+  fleet?: string
   /** Pubkeys mentioned (resolved from @names). */
   mentions?: string[]
 }
@@ -38,13 +47,14 @@ export interface ChatMessageSpec {
 export function makeChatMessage(spec: ChatMessageSpec, createdAt: number): EventTemplate {
   if (spec.text.trim() === '') throw new KithError('usage', 'a message needs some text')
   const tags: string[][] = [['h', spec.channel]]
+  if (spec.fleet !== undefined) tags.push(['fleet', spec.fleet])
   if (spec.replyTo !== undefined) {
     const root = spec.replyTo.root ?? spec.replyTo.id
     tags.push(['e', root, '', 'root'])
     if (root !== spec.replyTo.id) tags.push(['e', spec.replyTo.id, '', 'reply'])
   }
   for (const p of spec.mentions ?? []) tags.push(['p', p])
-  if (spec.interrupt) tags.push(['interrupt'])
+  if (spec.interrupt) tags.push(...interruptTags(spec.interruptPrompts ?? []))
   return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
 }
 

@@ -1,12 +1,13 @@
 /**
  * Stable reason codes of the grant verifier. They appear in test vectors, CLI output and (via
- * `grantRefusalMessage`) in the hub's `restricted:` / `invalid:` answers.
+ * `grantCodePrefix`) in the hub's `restricted:` / `invalid:` answers.
  */
 export type GrantCode =
   | 'bad-signature'
   | 'malformed'
   | 'wrong-fleet'
   | 'self-grant'
+  | 'bad-proof'
   | 'missing-parent'
   | 'unknown-parent'
   | 'parent-mismatch'
@@ -16,7 +17,6 @@ export type GrantCode =
   | 'wider-window'
   | 'too-deep'
   | 'cycle'
-  | 'unknown-target'
   | 'not-a-member'
   | 'revoked'
   | 'expired'
@@ -25,7 +25,7 @@ export type GrantCode =
   | 'channel-not-allowed'
 
 /** Codes that say the event itself is wrong (NIP-01 `invalid:`); the rest are `restricted:`. */
-const invalidCodes: ReadonlySet<GrantCode> = new Set(['bad-signature', 'malformed'])
+const invalidCodes: ReadonlySet<GrantCode> = new Set(['bad-signature', 'malformed', 'bad-proof'])
 
 export function grantCodePrefix(code: GrantCode): 'invalid' | 'restricted' {
   return invalidCodes.has(code) ? 'invalid' : 'restricted'

@@ -1,33 +1,23 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { extendChain, founderRoot, type Effective } from './chain.js'
 import type { GrantCode } from './codes.js'
 import { GrantError, parseGrant, type Grant, type Role } from './grant.js'
 import { parseRevocation, type Revocation } from './revocation.js'
 
+export type { Effective } from './chain.js'
+
 /** How far a grant's nbf/exp may be from the verifier's clock. */
 export const grantSkewSeconds = 300
 export const defaultMaxDepth = 6
-
-/** A grant with what it inherits resolved along its chain. */
-export interface Effective {
-  grant: Grant
-  /** undefined = every kind / every channel. */
-  kinds: ReadonlySet<number> | undefined
-  channels: ReadonlySet<string> | undefined
-  nbf: number | undefined
-  exp: number | undefined
-  /** Grants from the founder's first grant down to this one. */
-  chain: readonly Grant[]
-  /** Every key on the chain: the founder, each issuer, and the subject. */
-  keys: readonly string[]
-}
 
 export type Decision =
   | { ok: true; role: Role | 'founder'; chain: readonly Grant[] }
   | { ok: false; code: GrantCode; reason: string }
 
 export type AddResult =
-  | { status: 'accepted' }
+  /** `held`: a revocation that revokes nothing known yet; it applies when its target arrives. */
+  | { status: 'accepted'; held?: boolean }
   | { status: 'pending'; code: GrantCode; reason: string }
   | { status: 'rejected'; code: GrantCode; reason: string }
 
@@ -40,19 +30,24 @@ export interface VerifierOptions {
   verifySignature: (event: NostrEvent) => boolean
 }
 
-const refuse = (
-  code: GrantCode,
-  reason: string,
-): { ok: false; code: GrantCode; reason: string } => ({
-  ok: false,
-  code,
-  reason,
-})
+type Refusal = { ok: false; code: GrantCode; reason: string }
+const refuse = (code: GrantCode, reason: string): Refusal => ({ ok: false, code, reason })
+
+/** Refusals ranked by how much they tell: caps over window over revocation. */
+const rank: Partial<Record<GrantCode, number>> = {
+  revoked: 1,
+  expired: 2,
+  'not-yet-valid': 2,
+  'kind-not-allowed': 3,
+  'channel-not-allowed': 3,
+}
 
 /**
- * The one verifier of grant chains and revocations, used by the hub and by nodes alike. Pure:
- * events in, decisions out. State is the set of accepted grants and revocations, so any two
- * verifiers that hold the same events decide the same way, whatever the arrival order.
+ * The one verifier of grant chains and revocations, used by hubs and nodes alike. Pure: events
+ * in, decisions out. What it holds is a function of the *set* of events it was given, never of
+ * their order or of the clock (kith-grants, "Acceptance"): grants are accepted on structure
+ * alone, every well-formed revocation is kept, and a revocation's effect is worked out per grant
+ * from the positions above it. Only decisions (`authorize`) take a time.
  */
 export class GrantVerifier {
   readonly founder: string
@@ -62,12 +57,21 @@ export class GrantVerifier {
   private readonly grants = new Map<string, Grant>()
   private readonly bySubject = new Map<string, string[]>()
   private readonly revocations = new Map<string, Revocation>()
-  private readonly revokedGrants = new Set<string>()
-  private readonly revokedKeys = new Set<string>()
-  /** Events waiting for a parent grant or target they name. */
+  private readonly revokesGrant = new Map<string, Revocation[]>()
+  private readonly revokesKey = new Map<string, Revocation[]>()
+  /** Grants waiting for the parent they name (nodes syncing out of order). */
   private readonly pending = new Map<string, NostrEvent>()
-  private readonly effective = new Map<string, Effective | GrantError>()
+  /** Structural positions; immutable, since a grant's parents are immutable events. */
+  private readonly effective = new Map<string, Effective>()
+  /** Whether each grant is revoked (itself or above); cleared when a revocation arrives. */
+  private readonly dead = new Map<string, boolean>()
+  /** When each grant's authority ended (see revokedAt); cleared when a revocation arrives. */
+  private readonly ended = new Map<string, number | null>()
   private readonly bySubjectCache = new Map<string, Effective[]>()
+  /** Ids accepted since the last `drainAccepted`, in acceptance order (parents first). */
+  private accepted: string[] = []
+  /** Set by nodes, which re-publish what they learn; a hub never drains, so it never records. */
+  recordAccepted = false
   /** Bumped on every change; lets callers cache decisions. */
   generation = 0
 
@@ -79,34 +83,26 @@ export class GrantVerifier {
   }
 
   /**
-   * Adds a grant (4140) or revocation (4141) after checking its structure and authority.
-   * `verified` skips the signature check for events the caller has already verified.
-   * `keepPending` holds events whose parent or target is not known yet and retries them as
-   * events arrive (nodes syncing out of order); otherwise they are refused as unknown.
-   * `now`, when given, also requires the issuer to be authorized at that time to publish this
-   * kind (what a hub checks on ingest); replaying stored history passes no `now`.
+   * Adds a grant (4140) or revocation (4141) after checking its structure. `verified` skips the
+   * signature check for events the caller has already verified. `keepPending` holds a grant whose
+   * parent is not known yet and retries it as grants arrive; otherwise it is refused
+   * `unknown-parent` (a hub answers so; the publisher sends the chain founder-first).
    */
-  add(
-    event: NostrEvent,
-    opts: { verified?: boolean; keepPending?: boolean; now?: number } = {},
-  ): AddResult {
+  add(event: NostrEvent, opts: { verified?: boolean; keepPending?: boolean } = {}): AddResult {
     if (this.grants.has(event.id) || this.revocations.has(event.id)) return { status: 'accepted' }
     if (!opts.verified && !this.verifySignature(event)) {
       return { status: 'rejected', code: 'bad-signature', reason: 'bad signature' }
-    }
-    if (opts.now !== undefined) {
-      const issuer = this.authorize(event.pubkey, { now: opts.now, kind: event.kind })
-      // A key with no grant at all gets the structural answer below (missing or unknown parent).
-      if (!issuer.ok && issuer.code !== 'not-a-member') {
-        return { status: 'rejected', code: issuer.code, reason: `issuer: ${issuer.reason}` }
-      }
     }
     const result = this.tryAdd(event)
     if (result.status === 'pending') {
       if (opts.keepPending) this.pending.set(event.id, event)
       else return { status: 'rejected', code: result.code, reason: result.reason }
     }
-    if (result.status === 'accepted') this.retryPending()
+    if (result.status === 'accepted') {
+      if (this.recordAccepted) this.accepted.push(event.id)
+      // Retry what waited for it only after it is recorded, so parents come before children.
+      if (event.kind === Kind.Grant) this.retryPending()
+    }
     return result
   }
 
@@ -130,232 +126,221 @@ export class GrantVerifier {
         const r = this.tryAdd(event)
         if (r.status === 'pending') continue
         this.pending.delete(id)
-        if (r.status === 'accepted') progress = true
+        if (r.status === 'accepted') {
+          progress = true
+          if (this.recordAccepted) this.accepted.push(id)
+        }
       }
     }
   }
 
-  // A grant's resolved chain never changes once accepted (parents are immutable events), so the
-  // `effective` cache survives every change; revocations are checked per decision against sets.
-  private changed(subject?: string): void {
-    this.generation++
-    if (subject !== undefined) this.bySubjectCache.delete(subject)
-  }
-
   private addGrant(grant: Grant): AddResult {
-    const result = this.resolve(grant)
+    const result = this.resolveNew(grant)
     if (result instanceof GrantError) {
       const status = result.code === 'unknown-parent' ? 'pending' : 'rejected'
       return { status, code: result.code, reason: result.message }
     }
     this.grants.set(grant.id, grant)
+    this.effective.set(grant.id, result)
     const list = this.bySubject.get(grant.subject) ?? []
     list.push(grant.id)
+    // Canonical order (by id), so "the first valid grant" is the same in every verifier.
+    list.sort()
     this.bySubject.set(grant.subject, list)
-    this.changed(grant.subject)
+    this.bySubjectCache.delete(grant.subject)
+    this.generation++
     return { status: 'accepted' }
   }
 
-  /** The grant's effective authority, or why its chain is structurally invalid. */
-  private resolve(grant: Grant): Effective | GrantError {
-    const cached = this.effective.get(grant.id)
-    if (cached !== undefined) return cached
-    const result = this.resolveUncached(grant)
-    if (this.grants.has(grant.id)) this.effective.set(grant.id, result)
-    return result
-  }
-
-  private resolveUncached(grant: Grant): Effective | GrantError {
-    if (grant.fleet !== this.founder)
+  /** The structural position of a grant not yet accepted, or why it has none. */
+  private resolveNew(grant: Grant): Effective | GrantError {
+    if (grant.fleet !== this.founder) {
       return new GrantError('wrong-fleet', 'grant is for another fleet')
-    if (grant.subject === grant.issuer)
-      return new GrantError('self-grant', 'a key cannot grant itself')
-    let parent: Effective
-    let issuerRole: Role | 'founder'
-    let parentDeleg: boolean
+    }
     if (grant.issuer === this.founder) {
       if (grant.parent !== undefined) {
         return new GrantError('malformed', 'the founder issues grants without an e tag')
       }
-      parent = {
+      return extendChain(
         grant,
-        kinds: undefined,
-        channels: undefined,
-        nbf: undefined,
-        exp: undefined,
-        chain: [],
-        keys: [this.founder],
-      }
-      issuerRole = 'founder'
-      parentDeleg = true
-    } else {
-      if (grant.parent === undefined) {
-        return new GrantError('missing-parent', "a grant must name the issuer's own grant (e)")
-      }
-      const parentGrant = this.grants.get(grant.parent)
-      if (parentGrant === undefined) {
-        return new GrantError('unknown-parent', 'the parent grant is not known (publish it first)')
-      }
-      if (parentGrant.subject !== grant.issuer) {
-        return new GrantError('parent-mismatch', "the e tag names a grant that is not the issuer's")
-      }
-      const resolved = this.resolve(parentGrant)
-      if (resolved instanceof GrantError) return resolved
-      parent = resolved
-      issuerRole = parentGrant.role
-      parentDeleg = parentGrant.deleg
+        founderRoot(this.founder),
+        { role: 'founder', deleg: true },
+        this.maxDepth,
+      )
     }
-    const authority = mayIssue(issuerRole, parentDeleg, grant.role)
-    if (authority !== undefined) return new GrantError('no-authority', authority)
-    if (parent.keys.includes(grant.subject)) {
-      return new GrantError('cycle', 'the subject already appears above itself in the chain')
+    if (grant.parent === undefined) {
+      return new GrantError('missing-parent', "a grant must name the issuer's own grant (e)")
     }
-    if (parent.chain.length + 1 > this.maxDepth) {
-      return new GrantError('too-deep', `chains are at most ${this.maxDepth} grants long`)
+    const parent = this.grants.get(grant.parent)
+    if (parent === undefined) {
+      return new GrantError('unknown-parent', 'the parent grant is not known (publish it first)')
     }
-    const kinds = narrow(parent.kinds, grant.kinds)
-    if (kinds === 'wider')
-      return new GrantError('wider-kinds', 'grants kinds its parent does not have')
-    const channels = narrow(parent.channels, grant.channels)
-    if (channels === 'wider') {
-      return new GrantError('wider-channels', 'grants channels its parent does not have')
+    if (parent.subject !== grant.issuer) {
+      return new GrantError('parent-mismatch', "the e tag names a grant that is not the issuer's")
     }
-    if (
-      (parent.nbf !== undefined && grant.nbf !== undefined && grant.nbf < parent.nbf) ||
-      (parent.exp !== undefined && grant.exp !== undefined && grant.exp > parent.exp)
-    ) {
-      return new GrantError('wider-window', "the validity window reaches outside the parent's")
-    }
-    return {
-      grant,
-      kinds,
-      channels,
-      nbf: grant.nbf ?? parent.nbf,
-      exp: grant.exp ?? parent.exp,
-      chain: [...parent.chain, grant],
-      keys: [...parent.keys, grant.subject],
-    }
+    return extendChain(grant, this.effective.get(parent.id)!, parent, this.maxDepth)
   }
 
   private addRevocation(rev: Revocation): AddResult {
     if (rev.fleet !== this.founder) {
       return { status: 'rejected', code: 'wrong-fleet', reason: 'revocation is for another fleet' }
     }
-    for (const id of rev.grants) {
-      const grant = this.grants.get(id)
-      if (grant === undefined) {
-        return { status: 'pending', code: 'unknown-target', reason: `grant ${id} is not known` }
-      }
-      if (grant.issuer !== rev.revoker && !this.isOwnerAbove(rev.revoker, grant)) {
-        return {
-          status: 'rejected',
-          code: 'no-authority',
-          reason: 'only the issuer or an owner above it may revoke a grant',
-        }
-      }
+    if (rev.keys.includes(this.founder)) {
+      return { status: 'rejected', code: 'no-authority', reason: 'the founder cannot be revoked' }
     }
-    for (const key of rev.keys) {
-      if (key === this.founder) {
-        return { status: 'rejected', code: 'no-authority', reason: 'the founder cannot be revoked' }
-      }
-      const grants = (this.bySubject.get(key) ?? []).map((id) => this.grants.get(id)!)
-      if (grants.length === 0) {
-        return { status: 'pending', code: 'unknown-target', reason: `no grant to ${key} is known` }
-      }
-      const allowed = grants.some(
-        (g) => g.issuer === rev.revoker || this.isOwnerAbove(rev.revoker, g),
-      )
-      if (!allowed) {
-        return {
-          status: 'rejected',
-          code: 'no-authority',
-          reason: 'only an issuer or an owner above the key may revoke it',
-        }
-      }
+    if (rev.revoker !== this.founder && !this.bySubject.has(rev.revoker)) {
+      // Nothing it says can count before its signer's own grant is known.
+      return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
+    // Kept whatever it targets: its effect is decided per grant, now and for grants that arrive
+    // later, so the outcome does not depend on which came first.
     this.revocations.set(rev.id, rev)
-    for (const id of rev.grants) this.revokedGrants.add(id)
-    for (const key of rev.keys) this.revokedKeys.add(key)
-    this.changed()
-    return { status: 'accepted' }
+    for (const id of rev.grants) push(this.revokesGrant, id, rev)
+    for (const key of rev.keys) push(this.revokesKey, key, rev)
+    this.dead.clear()
+    this.ended.clear()
+    this.generation++
+    return this.revokesAnything(rev) ? { status: 'accepted' } : { status: 'accepted', held: true }
   }
 
-  /** True when `key` is the founder or an owner on the grant's chain above its subject. */
-  private isOwnerAbove(key: string, grant: Grant): boolean {
-    if (key === this.founder) return true
-    const eff = this.resolve(grant)
-    if (eff instanceof GrantError) return false
-    return eff.chain.slice(0, -1).some((g) => g.subject === key && g.role === 'owner')
+  /** True when the revocation revokes at least one grant known now. */
+  private revokesAnything(rev: Revocation): boolean {
+    const targets = [
+      ...rev.grants.map((id) => this.grants.get(id)),
+      ...rev.keys.flatMap((k) => (this.bySubject.get(k) ?? []).map((id) => this.grants.get(id))),
+    ]
+    return targets.some((g) => g !== undefined && this.hasAuthority(rev.revoker, g))
   }
 
-  /** Structurally valid grants of `pubkey` with their resolved authority. */
+  /**
+   * May `revoker` revoke grant `g`: the founder always; otherwise the revoker must hold a
+   * position on g's own chain above it — g's issuer, or an owner anywhere above — whose kinds
+   * allow revocations. Authority over a key is authority over that key's grants, one by one: a
+   * `p` revocation ends exactly the grants of the key its signer stands above.
+   */
+  private hasAuthority(revoker: string, g: Grant): boolean {
+    if (revoker === this.founder) return true
+    const chain = this.effective.get(g.id)?.chain ?? []
+    for (let i = 0; i < chain.length - 1; i++) {
+      const above = chain[i]!
+      if (above.subject !== revoker) continue
+      const isIssuer = i === chain.length - 2
+      if (!isIssuer && above.role !== 'owner') continue
+      const kinds = this.effective.get(above.id)?.kinds
+      if (kinds === undefined || kinds.has(Kind.Revocation)) return true
+    }
+    return false
+  }
+
+  /** Revoked itself (by someone with authority over it) or below a revoked grant. */
+  isRevokedGrant(g: Grant): boolean {
+    let d = this.dead.get(g.id)
+    if (d === undefined) {
+      const revs = [
+        ...(this.revokesGrant.get(g.id) ?? []),
+        ...(this.revokesKey.get(g.subject) ?? []),
+      ]
+      d = revs.some((r) => this.hasAuthority(r.revoker, g))
+      if (!d && g.parent !== undefined) {
+        const parent = this.grants.get(g.parent)
+        d = parent !== undefined && this.isRevokedGrant(parent)
+      }
+      this.dead.set(g.id, d)
+    }
+    return d
+  }
+
+  /**
+   * When grant `id` stopped counting: the earliest `created_at` of a revocation that revokes it
+   * (by someone with authority over it) or a grant above it; undefined while it stands. Used to
+   * judge what its subject signed before and after (channel definitions, kith-channels).
+   */
+  revokedAt(id: string): number | undefined {
+    const cached = this.ended.get(id)
+    if (cached !== undefined) return cached ?? undefined
+    const g = this.grants.get(id)
+    if (g === undefined) return undefined
+    let at: number | undefined
+    for (const r of [
+      ...(this.revokesGrant.get(g.id) ?? []),
+      ...(this.revokesKey.get(g.subject) ?? []),
+    ]) {
+      if ((at === undefined || r.createdAt < at) && this.hasAuthority(r.revoker, g))
+        at = r.createdAt
+    }
+    if (g.parent !== undefined) {
+      const above = this.revokedAt(g.parent)
+      if (above !== undefined && (at === undefined || above < at)) at = above
+    }
+    this.ended.set(id, at ?? null)
+    return at
+  }
+
+  /** Structurally valid grants of `pubkey` with their resolved authority, in canonical order. */
   grantsOf(pubkey: string): Effective[] {
     let list = this.bySubjectCache.get(pubkey)
     if (list === undefined) {
-      list = []
-      for (const id of this.bySubject.get(pubkey) ?? []) {
-        const eff = this.resolve(this.grants.get(id)!)
-        if (!(eff instanceof GrantError)) list.push(eff)
-      }
+      list = (this.bySubject.get(pubkey) ?? []).map((id) => this.effective.get(id)!)
       this.bySubjectCache.set(pubkey, list)
     }
     return list
   }
 
-  private isRevoked(eff: Effective): boolean {
-    return (
-      eff.keys.some((k) => this.revokedKeys.has(k)) ||
-      eff.chain.some((g) => this.revokedGrants.has(g.id))
-    )
-  }
-
   /**
-   * May `pubkey` publish now (and, when given, this kind in this channel)? Any one valid chain
-   * suffices. When none does, the reason is the most specific one found.
+   * May `pubkey` publish now (and, when given, this kind in these channels)? Any one valid chain
+   * suffices; grants are tried in canonical order. When none does, the reason is the most
+   * specific one found.
    */
   authorize(
     pubkey: string,
-    q: { now: number; kind?: number | undefined; channel?: string | undefined },
+    q: {
+      now: number
+      kind?: number | undefined
+      /** One channel, or every channel (`h` value) of the event: each must be allowed. */
+      channel?: string | undefined
+      channels?: readonly string[] | undefined
+    },
   ): Decision {
     if (pubkey === this.founder) return { ok: true, role: 'founder', chain: [] }
     const candidates = this.grantsOf(pubkey)
     if (candidates.length === 0) return refuse('not-a-member', 'not a member of this fleet')
-    if (this.revokedKeys.has(pubkey)) return refuse('revoked', 'this key has been revoked')
-    let best: { ok: false; code: GrantCode; reason: string } | undefined
-    const rank: Partial<Record<GrantCode, number>> = {
-      revoked: 1,
-      expired: 2,
-      'not-yet-valid': 2,
-      'kind-not-allowed': 3,
-      'channel-not-allowed': 3,
-    }
-    const consider = (d: { ok: false; code: GrantCode; reason: string }) => {
+    const channels = q.channels ?? (q.channel === undefined ? [] : [q.channel])
+    let best: Refusal | undefined
+    const consider = (d: Refusal) => {
       if (best === undefined || (rank[d.code] ?? 0) > (rank[best.code] ?? 0)) best = d
     }
     for (const eff of candidates) {
-      if (this.isRevoked(eff)) {
-        consider(refuse('revoked', 'a grant on this key’s chain has been revoked'))
-        continue
-      }
-      if (eff.nbf !== undefined && q.now < eff.nbf - this.skew) {
-        consider(refuse('not-yet-valid', 'the grant is not valid yet'))
-        continue
-      }
-      if (eff.exp !== undefined && q.now > eff.exp + this.skew) {
-        consider(refuse('expired', 'the grant has expired'))
-        continue
-      }
-      if (q.kind !== undefined && eff.kinds !== undefined && !eff.kinds.has(q.kind)) {
-        consider(refuse('kind-not-allowed', `kind ${q.kind} is not allowed for this key`))
-        continue
-      }
-      if (q.channel !== undefined && eff.channels !== undefined && !eff.channels.has(q.channel)) {
-        consider(refuse('channel-not-allowed', `channel #${q.channel} is not allowed for this key`))
-        continue
-      }
-      return { ok: true, role: eff.grant.role, chain: eff.chain }
+      const failure = this.check(eff, q.now, q.kind, channels)
+      if (failure === undefined) return { ok: true, role: eff.grant.role, chain: eff.chain }
+      consider(failure)
     }
     return best ?? refuse('not-a-member', 'not a member of this fleet')
+  }
+
+  private check(
+    eff: Effective,
+    now: number,
+    kind: number | undefined,
+    channels: readonly string[],
+  ): Refusal | undefined {
+    if (this.isRevokedGrant(eff.grant))
+      return refuse('revoked', 'this key’s grant has been revoked')
+    if (eff.nbf !== undefined && now < eff.nbf - this.skew) {
+      return refuse('not-yet-valid', 'the grant is not valid yet')
+    }
+    if (eff.exp !== undefined && now > eff.exp + this.skew) {
+      return refuse('expired', 'the grant has expired')
+    }
+    if (kind !== undefined && eff.kinds !== undefined && !eff.kinds.has(kind)) {
+      return refuse('kind-not-allowed', `kind ${kind} is not allowed for this key`)
+    }
+    if (eff.channels !== undefined) {
+      const outside = channels.find((c) => !eff.channels!.has(c))
+      if (outside !== undefined) {
+        return refuse('channel-not-allowed', `channel #${outside} is not allowed for this key`)
+      }
+    }
+    return undefined
   }
 
   isMember(pubkey: string, now: number): Decision {
@@ -364,19 +349,12 @@ export class GrantVerifier {
 
   /**
    * Every chain that makes `pubkey` a member at `now` (not revoked, inside its window), founder's
-   * grant first; the founder has one empty chain. Used to find the person behind a key whatever
-   * order its grants arrived in.
+   * grant first, in canonical order; the founder has one empty chain.
    */
   validChains(pubkey: string, now: number): (readonly Grant[])[] {
     if (pubkey === this.founder) return [[]]
-    if (this.revokedKeys.has(pubkey)) return []
     return this.grantsOf(pubkey)
-      .filter(
-        (eff) =>
-          !this.isRevoked(eff) &&
-          (eff.nbf === undefined || now >= eff.nbf - this.skew) &&
-          (eff.exp === undefined || now <= eff.exp + this.skew),
-      )
+      .filter((eff) => this.check(eff, now, undefined, []) === undefined)
       .map((eff) => eff.chain)
   }
 
@@ -394,8 +372,42 @@ export class GrantVerifier {
     return this.grants.get(id)
   }
 
+  /** The resolved position of an accepted grant. */
+  positionOf(id: string): Effective | undefined {
+    return this.effective.get(id)
+  }
+
+  /** All kept revocations, in insertion order. */
+  allRevocations(): Revocation[] {
+    return [...this.revocations.values()]
+  }
+
+  /** True when every grant of `pubkey` is revoked and a `p` revocation names it. */
   isKeyRevoked(pubkey: string): boolean {
-    return this.revokedKeys.has(pubkey)
+    if (pubkey === this.founder || !this.revokesKey.has(pubkey)) return false
+    const grants = this.grantsOf(pubkey)
+    return grants.length > 0 && grants.every((eff) => this.isRevokedGrant(eff.grant))
+  }
+
+  /** May `revoker` revoke `pubkey`'s key: it stands above at least one of its grants. */
+  mayRevokeKey(revoker: string, pubkey: string): boolean {
+    return this.grantsOf(pubkey).some((eff) => this.hasAuthority(revoker, eff.grant))
+  }
+
+  /** May `revoker` revoke grant `id`. */
+  mayRevokeGrant(revoker: string, id: string): boolean {
+    const g = this.grants.get(id)
+    return g !== undefined && this.hasAuthority(revoker, g)
+  }
+
+  /**
+   * Grants and revocations accepted since the last call, parents before children (a held grant
+   * counts when its parent arrives). Nodes re-publish these to every hub they link to.
+   */
+  drainAccepted(): string[] {
+    const out = this.accepted
+    this.accepted = []
+    return out
   }
 
   get pendingCount(): number {
@@ -403,25 +415,8 @@ export class GrantVerifier {
   }
 }
 
-/** Why `issuer` (with this role and deleg) may not grant `role`, or undefined when it may. */
-function mayIssue(issuer: Role | 'founder', deleg: boolean, role: Role): string | undefined {
-  if (issuer === 'founder') return undefined
-  if (issuer === 'agent') return 'agents never issue grants'
-  if (issuer === 'owner') {
-    if (role === 'owner' && !deleg) return 'only an admin owner (deleg) may admit owners'
-    return undefined
-  }
-  if (role !== 'agent') return 'a device may only grant agents'
-  if (!deleg) return 'this device may not delegate (no deleg in its grant)'
-  return undefined
-}
-
-/** A child's caps against its parent's: the child's own list must be a subset. */
-function narrow<T>(
-  parent: ReadonlySet<T> | undefined,
-  child: readonly T[] | undefined,
-): ReadonlySet<T> | undefined | 'wider' {
-  if (child === undefined) return parent
-  if (parent !== undefined && child.some((c) => !parent.has(c))) return 'wider'
-  return new Set(child)
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key)
+  if (list === undefined) map.set(key, [value])
+  else list.push(value)
 }

@@ -2,14 +2,12 @@ import { randomBytes } from 'node:crypto'
 import type { Socket } from 'node:net'
 import type { WebSocket } from 'ws'
 import { KithError, toNostrMessage } from '../errors.js'
-import { parseEvent, tagValue, type NostrEvent } from '../events/event.js'
-import { grantCodePrefix } from '../grants/codes.js'
+import { parseEvent, type NostrEvent } from '../events/event.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
 import type { VerifyResult } from '../events/verify-wasm.js'
 import { checkEventPolicy } from './policy.js'
-import { channelRefusal } from '../grants/channels.js'
 import { ChannelGate } from './channel-gate.js'
 import { personOf } from '../grants/members.js'
 import { pairingIdOf } from './pairing-lane.js'
@@ -291,45 +289,25 @@ export class Connection implements Streaming {
     }
     const ctx = this.ctx
     const now = ctx.now()
-    const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
-    const isDefinition = event.kind === Kind.ChannelDefinition
     let reservation: Reservation | undefined
-    try {
-      if (!isGrantEvent) {
-        const d = ctx.grants.authorize(event.pubkey, {
-          now,
-          kind: event.kind,
-          channel: tagValue(event, 'h'),
-        })
-        if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
-      }
-      if (!isGrantEvent && !isDefinition) {
-        const c = ctx.channels.mayPost(event, now)
-        if (!c.ok) throw channelRefusal(c)
-      }
-      checkEventPolicy(event, ctx.limits, now)
-      reservation = ctx.eventLimits.take(event, raw, now, Date.now())
-      if (isDefinition) {
-        // Like a revocation, a new member list applies to every delivery from here on.
-        const r = ctx.channels.add(event, { now })
-        if (r.status === 'rejected') throw channelRefusal(r)
-        if (r.status === 'superseded') {
-          this.ok(event.id, true, 'duplicate: a newer definition of this channel is in effect')
-          return
-        }
-      }
-      if (isGrantEvent) {
-        // The verifier checks the issuer's authority at `now` and the chain's structure; a
-        // revocation takes effect here, before it is stored, so no event slips in meanwhile.
-        const r = ctx.grants.add(event, { verified: true, now })
-        if (r.status !== 'accepted') {
-          throw new KithError(grantCodePrefix(r.code), `${r.code}: ${r.reason}`)
-        }
-        if (event.kind === Kind.Revocation) ctx.enforce()
-      }
-    } catch (err) {
+    // The one admission rule hubs and nodes share (grants, channels); the hub adds its size,
+    // rate and quota checks before anything changes.
+    const admission = ctx.state.admit(event, now, {
+      beforeChange: () => {
+        checkEventPolicy(event, ctx.limits, now)
+        reservation = ctx.eventLimits.take(event, raw, now, Date.now())
+      },
+    })
+    if (!admission.ok) {
       if (reservation !== undefined) ctx.eventLimits.settle(reservation)
-      this.ok(event.id, false, toNostrMessage(err))
+      this.ok(event.id, false, toNostrMessage(admission.error))
+      return
+    }
+    // A revocation takes effect before it is stored, so no event slips in meanwhile.
+    if (admission.revoked) ctx.enforce()
+    if (!admission.store) {
+      if (reservation !== undefined) ctx.eventLimits.settle(reservation)
+      this.ok(event.id, true, admission.note)
       return
     }
     if (isEphemeralKind(event.kind)) {
@@ -343,12 +321,17 @@ export class Connection implements Streaming {
         ctx.log(`store failed: ${outcome.message}`)
         this.ok(event.id, false, 'error: could not store the event; try again')
       } else if (outcome === 'stored') {
-        this.ok(event.id, true, '')
+        this.ok(event.id, true, admission.note)
         ctx.fanOut(raw, event)
       } else if (outcome === 'duplicate') {
         this.ok(event.id, true, 'duplicate: already have this event')
       } else {
-        this.ok(event.id, true, 'duplicate: a newer version of this event is stored')
+        // An older version (kept for the set, not served): say why, when admission knows.
+        this.ok(
+          event.id,
+          true,
+          admission.note || 'duplicate: a newer version of this event is stored',
+        )
       }
     })
   }

@@ -3,6 +3,7 @@ import type { EventLimits } from './event-limits.js'
 import type { GroupCommit } from './group-commit.js'
 import type { HubLimits } from './limits.js'
 import type { ChannelBook } from '../grants/channels.js'
+import type { FleetState } from '../grants/fleet-state.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { ReqScheduler, Streaming, WorkBudget } from './req-scheduler.js'
 import type { SubscriptionIndex } from './subscriptions.js'
@@ -16,7 +17,9 @@ export interface HubContext<C> {
   verifier: VerifyPool
   subs: SubscriptionIndex<C>
   limits: HubLimits
-  /** Membership and write permission: the grant chains of the fleet. */
+  /** Grants, revocations and channel definitions, with the admission rule nodes share. */
+  state: FleetState
+  /** Membership and write permission: the grant chains of the fleet (state.grants). */
   grants: GrantVerifier
   /** Channel definitions: who may read and post in a private channel. */
   channels: ChannelBook

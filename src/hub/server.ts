@@ -25,8 +25,9 @@ import { PairingLane } from './pairing-lane.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { GrantVerifier } from '../grants/verifier.js'
-import { ChannelBook } from '../grants/channels.js'
+import type { GrantVerifier } from '../grants/verifier.js'
+import type { ChannelBook } from '../grants/channels.js'
+import { FleetState } from '../grants/fleet-state.js'
 
 export interface HubOptions {
   host?: string
@@ -97,16 +98,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     usage: { exempt: quotaExemptKinds },
     check: true,
   })
-  const grants = new GrantVerifier({ founder: opts.founder, verifySignature: verifyEventSignature })
-  // Stored grants and revocations were verified on the way in; replay them (grants first, each
-  // oldest first) to rebuild who is a member.
-  for (const kind of [Kind.Grant, Kind.Revocation]) {
-    for (const event of store.eventsOfKind(kind))
-      grants.add(event, { verified: true, keepPending: true })
-  }
-  // Then channel definitions, oldest first: the newest of each channel is in effect.
-  const channels = new ChannelBook(grants)
-  for (const event of store.eventsOfKind(Kind.ChannelDefinition)) channels.add(event)
+  // What is stored was admitted on its way in; the state it makes does not depend on order.
+  const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })
+  state.replay({
+    authority: [...store.eventsOfKind(Kind.Grant), ...store.eventsOfKind(Kind.Revocation)],
+    definitions: store.allVersionsOfKind(Kind.ChannelDefinition),
+    firsts: store.earliestInChannels(),
+    legacy: store.legacyVersionIds(Kind.ChannelDefinition),
+  })
+  const { grants, channels } = state
   let verifier: VerifyPool
   try {
     verifier = opts.verifier ?? (await VerifyPool.create(opts.verifyWorkers, { helpInline: true }))
@@ -166,6 +166,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     verifier,
     subs,
     limits,
+    state,
     grants,
     channels,
     enforce: () => {

@@ -26,4 +26,6 @@ export const homeFiles = {
   deviceKey: 'device.key',
   config: 'config.json',
   hubDb: 'hub.db',
+  /** The running node's control socket (0600): CLI commands talk to `kith up` through it. */
+  controlSocket: 'node.sock',
 } as const

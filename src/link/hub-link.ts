@@ -1,12 +1,18 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
-import { parseRelayFrame } from './frames.js'
-import { parseEvent, type NostrEvent } from '../events/event.js'
+import type { NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
-import type { OkAnswer } from './hub-session.js'
+import { RelayClient, type OkAnswer, type Subscription } from './relay-client.js'
 
 export type LinkState =
-  'connecting' | 'authenticating' | 'catching-up' | 'live' | 'waiting' | 'stopped'
+  | 'connecting'
+  | 'authenticating'
+  | 'catching-up'
+  | 'live'
+  | 'waiting'
+  | 'stopped'
+  /** The hub refused this device's AUTH as revoked: retrying cannot help, so the link stops. */
+  | 'revoked'
 
 export interface LinkOptions {
   url: string
@@ -24,6 +30,8 @@ export interface LinkOptions {
   /** Receives events from the hub; catch-up waits for each page to be processed. */
   deliver: (events: NostrEvent[]) => Promise<void>
   onLive?: () => void
+  /** The hub refused AUTH because this device's grant is revoked (its person was removed). */
+  onRevoked?: (message: string) => void
   log: (line: string) => void
   /** Catch-up starts this long before the cursor, so late or skewed events are not missed. */
   overlapSeconds?: number
@@ -35,15 +43,18 @@ export interface LinkOptions {
   auth?: boolean
 }
 
-interface Pending {
-  resolve: (v: OkAnswer) => void
-  reject: (e: Error) => void
-  timer: NodeJS.Timeout
-}
-
+/** How long a request may wait for its answer. */
 const requestTimeoutMs = 10_000
 /** Kith hubs send their challenge on connect; a relay silent this long has no NIP-42. */
 const challengeWaitMs = 3_000
+/** A catch-up page may take a while on a big hub; past this the link is dropped and retried. */
+const pageTimeoutMs = 60_000
+/** Pings while connected: a hub that misses one is dropped and reconnected. */
+const pingIntervalMs = 15_000
+/** The cursor moves along this often while live. */
+const cursorSaveMs = 30_000
+/** Largest frame taken from a hub: a page of events. */
+const maxFrameBytes = 16 * 1024 * 1024
 
 /**
  * A long-lived link to one hub: connect, publish this device's chain, AUTH, subscribe live
@@ -58,16 +69,14 @@ export class HubLink {
   rttMs: number | undefined
   connectedAt: number | undefined
   private ws: WebSocket | undefined
+  private client: RelayClient | undefined
+  private live: Subscription | undefined
   private attempt = 0
   private retryTimer: NodeJS.Timeout | undefined
   private pingTimer: NodeJS.Timeout | undefined
   private cursorTimer: NodeJS.Timeout | undefined
-  private readonly oks = new Map<string, Pending>()
-  private readonly subs = new Map<string, { events: NostrEvent[]; done: (e?: Error) => void }>()
   private liveBatch: NostrEvent[] = []
   private liveFlush: NodeJS.Immediate | undefined
-  private challenge: ((c: string) => void) | undefined
-  private nextSub = 1
   private stopped = false
   private readonly now: () => number
 
@@ -93,35 +102,15 @@ export class HubLink {
     this.setState('stopped')
     clearTimeout(this.retryTimer)
     this.ws?.close(1000, 'node stopping')
-    this.teardown(new KithError('io', 'link stopped'))
+    this.teardown()
   }
 
   /** Sends an event and resolves with the hub's OK. Rejects when the link is not authenticated. */
   publish(event: NostrEvent): Promise<OkAnswer> {
-    if (!this.authenticated || this.ws === undefined) {
+    if (!this.authenticated || this.client === undefined) {
       return Promise.reject(new KithError('io', `not connected to ${this.url}`))
     }
-    return this.sendEvent(this.ws, event)
-  }
-
-  /** In-flight EVENTs by id: sending the same event again waits for the same OK. */
-  private readonly inFlight = new Map<string, Promise<OkAnswer>>()
-
-  private sendEvent(ws: WebSocket, event: NostrEvent): Promise<OkAnswer> {
-    // A second send of an event still waiting for its OK must not orphan the first waiter
-    // (its promise would never settle): both get the one answer.
-    const pending = this.inFlight.get(event.id)
-    if (pending !== undefined) return pending
-    const answer = new Promise<OkAnswer>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.oks.delete(event.id)
-        reject(new KithError('io', `${this.url} did not answer EVENT in ${requestTimeoutMs} ms`))
-      }, requestTimeoutMs)
-      this.oks.set(event.id, { resolve, reject, timer })
-    }).finally(() => this.inFlight.delete(event.id))
-    this.inFlight.set(event.id, answer)
-    ws.send(JSON.stringify(['EVENT', event]))
-    return answer
+    return this.client.publish(event)
   }
 
   private setState(state: LinkState): void {
@@ -131,49 +120,58 @@ export class HubLink {
   private connect(): void {
     if (this.stopped) return
     this.setState('connecting')
-    this.pendingChallenge = undefined
-    this.challenge = undefined
     const ws = new WebSocket(this.opts.url, {
       handshakeTimeout: requestTimeoutMs,
-      maxPayload: 16 * 1024 * 1024,
+      maxPayload: maxFrameBytes,
     })
     this.ws = ws
-    ws.on('message', (data: Buffer) => this.onMessage(data.toString('utf8')))
     ws.on('pong', () => {
       if (this.pingSentAt !== undefined) this.rttMs = Date.now() - this.pingSentAt
       this.pingSentAt = undefined
-    })
-    ws.once('open', () => {
-      this.run(ws).catch((err: unknown) => {
-        this.lastError = err instanceof Error ? err.message : String(err)
-        this.opts.log(`${this.url}: ${this.lastError}`)
-        ws.terminate()
-      })
     })
     ws.on('error', (err) => {
       this.lastError = err.message
     })
     ws.once('close', () => {
       if (this.ws === ws) this.ws = undefined
-      this.teardown(new KithError('io', `connection to ${this.url} closed`))
+      this.teardown()
       this.scheduleReconnect()
     })
+    RelayClient.connect(ws, {
+      url: this.opts.url,
+      timeoutMs: requestTimeoutMs,
+      onNotice: (m) => this.opts.log(`${this.url} says: ${m}`),
+    })
+      .then((client) => {
+        this.client = client
+        return this.run(ws, client)
+      })
+      .catch((err: unknown) => {
+        this.lastError = err instanceof Error ? err.message : String(err)
+        this.opts.log(`${this.url}: ${this.lastError}`)
+        ws.terminate()
+      })
   }
 
   private pingSentAt: number | undefined
 
-  private teardown(err: Error): void {
+  private teardown(): void {
     clearInterval(this.pingTimer)
     clearInterval(this.cursorTimer)
-    for (const p of this.oks.values()) {
-      clearTimeout(p.timer)
-      p.reject(err)
-    }
-    this.oks.clear()
-    for (const s of this.subs.values()) s.done(err)
-    this.subs.clear()
+    // The relay client rejects whatever was pending on this connection.
+    this.client?.close()
+    this.client = undefined
+    this.live = undefined
     this.liveBatch = []
     this.connectedAt = undefined
+  }
+
+  /** Stops for good: a revoked key stays revoked (kith-grants), so reconnecting is noise. */
+  private revoked(message: string): void {
+    this.stopped = true
+    this.setState('revoked')
+    clearTimeout(this.retryTimer)
+    this.opts.onRevoked?.(message)
   }
 
   private scheduleReconnect(): void {
@@ -186,7 +184,7 @@ export class HubLink {
     this.retryTimer = setTimeout(() => this.connect(), delay)
   }
 
-  private async run(ws: WebSocket): Promise<void> {
+  private async run(ws: WebSocket, client: RelayClient): Promise<void> {
     const startedAt = this.now()
     // Heartbeat: a link that stops answering pings is dropped and reconnected.
     this.pingTimer = setInterval(() => {
@@ -197,53 +195,40 @@ export class HubLink {
       }
       this.pingSentAt = Date.now()
       ws.ping()
-    }, 15_000)
+    }, pingIntervalMs)
     if (this.opts.auth !== false) {
       this.setState('authenticating')
-      const challenge = await this.waitChallenge()
+      const challenge = await client.challenge(challengeWaitMs)
       if (challenge === undefined) {
         // A plain NIP-01 relay (no NIP-42): follow it unauthenticated; every event from it is
         // still verified and authorized by this node before it is stored.
         this.opts.log(`${this.url} sent no AUTH challenge: using it as an open relay`)
       } else {
         for (const e of this.opts.chain()) {
-          const r = await this.sendEvent(ws, e)
+          const r = await client.publish(e)
           if (!r.ok && !r.message.startsWith('duplicate:')) {
             this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
           }
         }
-        const auth = signAuthEvent(this.url, challenge, this.opts.deviceSecret)
-        ws.send(JSON.stringify(['AUTH', auth]))
-        const answer = await new Promise<OkAnswer>((resolve, reject) => {
-          const timer = setTimeout(
-            () => reject(new KithError('io', 'AUTH not answered')),
-            requestTimeoutMs,
-          )
-          this.oks.set(auth.id, { resolve, reject, timer })
-        })
-        if (!answer.ok) throw new KithError('restricted', `AUTH refused: ${answer.message}`)
+        const answer = await client.auth(signAuthEvent(this.url, challenge, this.opts.deviceSecret))
+        if (!answer.ok) {
+          if (answer.message.startsWith('restricted: revoked')) this.revoked(answer.message)
+          throw new KithError('restricted', `AUTH refused: ${answer.message}`)
+        }
       }
     }
     this.connectedAt = startedAt
     this.setState('catching-up')
-    await this.subscribe(
-      ws,
-      'live',
-      [
-        { kinds: [...this.opts.kinds, ...this.opts.fullKinds], limit: 0 },
-        ...(this.opts.extraLive ?? []),
-      ],
-      true,
-    )
+    await this.subscribeLive(ws, client)
     this.opts.onLive?.()
-    await this.page(ws, { kinds: this.opts.fullKinds }, startedAt)
+    await this.page(client, { kinds: this.opts.fullKinds }, startedAt)
     const cursor = this.opts.cursor()
     const since =
       cursor === undefined
         ? Math.max(0, startedAt - (this.opts.firstSyncSeconds ?? 7 * 86400))
         : Math.max(0, cursor - (this.opts.overlapSeconds ?? 3600))
     const t0 = Date.now()
-    const caught = await this.page(ws, { kinds: this.opts.kinds, since }, startedAt)
+    const caught = await this.page(client, { kinds: this.opts.kinds, since }, startedAt)
     this.opts.saveCursor(startedAt)
     this.opts.log(
       `caught up with ${this.url}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
@@ -252,7 +237,42 @@ export class HubLink {
     this.attempt = 0
     this.lastError = undefined
     // While live, everything arriving is seen; move the cursor along.
-    this.cursorTimer = setInterval(() => this.opts.saveCursor(this.now()), 30_000)
+    this.cursorTimer = setInterval(() => this.opts.saveCursor(this.now()), cursorSaveMs)
+  }
+
+  /**
+   * The live subscription (limit 0: every new event whatever its created_at); resolves at its
+   * EOSE. If the hub ends it, the connection is dropped and re-established.
+   */
+  private subscribeLive(ws: WebSocket, client: RelayClient): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new KithError('io', `${this.url} did not start the live subscription`)),
+        requestTimeoutMs,
+      )
+      this.live = client.subscribe(
+        [
+          { kinds: [...this.opts.kinds, ...this.opts.fullKinds], limit: 0 },
+          ...(this.opts.extraLive ?? []),
+        ],
+        {
+          onEvent: (e) => this.queueLive(e),
+          onEose: () => {
+            clearTimeout(timer)
+            resolve()
+          },
+          onClosed: (err) => {
+            clearTimeout(timer)
+            reject(err)
+            if (err.reason === 'refused') {
+              this.lastError = err.message
+              ws.terminate()
+            }
+          },
+        },
+        'live',
+      )
+    })
   }
 
   /**
@@ -261,7 +281,7 @@ export class HubLink {
    * is stepped past with a warning: NIP-01 has no finer cursor.
    */
   private async page(
-    ws: WebSocket,
+    client: RelayClient,
     filter: Record<string, unknown>,
     until: number,
   ): Promise<number> {
@@ -269,12 +289,9 @@ export class HubLink {
     let upper = until
     let total = 0
     for (;;) {
-      const events = await this.subscribe(
-        ws,
-        `cu${this.nextSub++}`,
-        [{ ...filter, until: upper, limit: size }],
-        false,
-      )
+      const events = await client.query([{ ...filter, until: upper, limit: size }], {
+        timeoutMs: pageTimeoutMs,
+      })
       await this.opts.deliver(events)
       total += events.length
       if (events.length < size) return total
@@ -288,99 +305,6 @@ export class HubLink {
         upper = oldest - 1
       } else upper = oldest
       if (filter.since !== undefined && upper < (filter.since as number)) return total
-    }
-  }
-
-  /** REQ → events up to EOSE. A `keep` subscription stays open and streams live events. */
-  private subscribe(
-    ws: WebSocket,
-    id: string,
-    filters: unknown[],
-    keep: boolean,
-  ): Promise<NostrEvent[]> {
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.subs.delete(id)
-        reject(new KithError('io', `${this.url} did not finish REQ ${id}`))
-      }, 60_000)
-      this.subs.set(id, {
-        events: [],
-        done: (err) => {
-          clearTimeout(timer)
-          const sub = this.subs.get(id)
-          if (!keep || err) this.subs.delete(id)
-          if (err) reject(err)
-          else resolve(sub?.events ?? [])
-          if (sub && keep) sub.events = []
-          if (!keep && !err) ws.send(JSON.stringify(['CLOSE', id]))
-        },
-      })
-      ws.send(JSON.stringify(['REQ', id, ...filters]))
-    })
-  }
-
-  /** The hub's NIP-42 challenge, or undefined when none comes (a relay without NIP-42). */
-  private waitChallenge(): Promise<string | undefined> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(undefined), challengeWaitMs)
-      this.challenge = (c) => {
-        clearTimeout(timer)
-        resolve(c)
-      }
-      if (this.pendingChallenge !== undefined) this.challenge(this.pendingChallenge)
-    })
-  }
-
-  private pendingChallenge: string | undefined
-
-  private onMessage(text: string): void {
-    // A frame that is not NIP-01 is skipped; whatever it owed times out.
-    const frame = parseRelayFrame(text)
-    if (frame === undefined) return
-    const [verb, a, b, c] = frame
-    switch (verb) {
-      case 'AUTH':
-        if (typeof a === 'string') {
-          this.pendingChallenge = a
-          this.challenge?.(a)
-        }
-        return
-      case 'OK': {
-        const p = typeof a === 'string' ? this.oks.get(a) : undefined
-        if (p === undefined) return
-        this.oks.delete(a as string)
-        clearTimeout(p.timer)
-        p.resolve({ ok: b === true, message: typeof c === 'string' ? c : '' })
-        return
-      }
-      case 'EVENT': {
-        const sub = typeof a === 'string' ? this.subs.get(a) : undefined
-        if (sub === undefined) return
-        let event: NostrEvent
-        try {
-          event = parseEvent(b)
-        } catch {
-          this.opts.log(`${this.url}: dropped a malformed event`)
-          return
-        }
-        if (a === 'live') this.queueLive(event)
-        else sub.events.push(event)
-        return
-      }
-      case 'EOSE':
-        if (typeof a === 'string') this.subs.get(a)?.done()
-        return
-      case 'CLOSED':
-        if (typeof a === 'string') {
-          const sub = this.subs.get(a)
-          sub?.done(new KithError('restricted', `${this.url} closed ${a}: ${String(b)}`))
-          if (a === 'live') this.ws?.terminate()
-        }
-        return
-      case 'NOTICE':
-        this.opts.log(`${this.url} says: ${String(a)}`)
-        return
-      default:
     }
   }
 

@@ -1,157 +1,67 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
-import { parseRelayFrame } from './frames.js'
-import { parseEvent, type NostrEvent } from '../events/event.js'
+import type { NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
+import { RelayClient, type OkAnswer } from './relay-client.js'
 
-export interface OkAnswer {
-  ok: boolean
-  message: string
-}
+export type { OkAnswer } from './relay-client.js'
 
-interface Waiter {
-  resolve: (value: unknown) => void
-  reject: (err: Error) => void
-  timer: NodeJS.Timeout
-}
+/** Largest frame a CLI session takes from a hub (a page of grants and definitions). */
+const maxSessionFrameBytes = 4 * 1024 * 1024
 
 /**
- * One short-lived connection to a hub for CLI work: publish, authenticate, query. Every request
- * has a timeout, and a closed connection rejects every pending request. (The daemon's long-lived
- * links, with outbox and reconnects, build on this.)
+ * One short-lived connection to a hub for CLI work (publish, authenticate, query) over the
+ * shared relay client: every request has a timeout, and a closed connection rejects every
+ * pending request.
  */
 export class HubSession {
-  private readonly oks = new Map<string, Waiter>()
-  private readonly reqs = new Map<string, Waiter & { events: NostrEvent[] }>()
-  private challenge: string | undefined
-  private challengeWaiters: Waiter[] = []
-  private closedError: KithError | undefined
-  private nextSub = 1
+  private constructor(private readonly client: RelayClient) {}
 
-  private constructor(
-    readonly url: string,
-    private readonly ws: WebSocket,
-    private readonly timeoutMs: number,
-  ) {
-    ws.on('message', (data: Buffer) => this.onMessage(data.toString('utf8')))
-    ws.on('close', (code, reason) => {
-      this.fail(
-        new KithError('io', `hub ${url} closed the connection (${code} ${reason.toString()})`),
-      )
-    })
-    ws.on('error', (err) =>
-      this.fail(new KithError('io', `hub ${url}: ${err.message}`, { cause: err })),
-    )
+  get url(): string {
+    return this.client.url
   }
 
-  static open(url: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
+  static async open(url: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
     const timeoutMs = opts.timeoutMs ?? 5000
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: 4 * 1024 * 1024 })
-      const onError = (err: Error) =>
-        reject(new KithError('io', `cannot reach hub ${url}: ${err.message}`, { cause: err }))
-      ws.once('error', onError)
-      ws.once('open', () => {
-        ws.off('error', onError)
-        resolve(new HubSession(url, ws, timeoutMs))
-      })
-    })
-  }
-
-  private fail(err: KithError): void {
-    if (this.closedError) return
-    this.closedError = err
-    for (const w of [...this.oks.values(), ...this.reqs.values(), ...this.challengeWaiters]) {
-      clearTimeout(w.timer)
-      w.reject(err)
-    }
-    this.oks.clear()
-    this.reqs.clear()
-    this.challengeWaiters = []
-  }
-
-  private onMessage(text: string): void {
-    // A frame that is not NIP-01 is skipped; whatever it owed times out.
-    const frame = parseRelayFrame(text)
-    if (frame === undefined) return
-    const [verb, a, b, c] = frame
-    if (verb === 'AUTH' && typeof a === 'string') {
-      this.challenge = a
-      for (const w of this.challengeWaiters) {
-        clearTimeout(w.timer)
-        w.resolve(a)
-      }
-      this.challengeWaiters = []
-    } else if (verb === 'OK' && typeof a === 'string') {
-      const w = this.oks.get(a)
-      if (w === undefined) return
-      this.oks.delete(a)
-      clearTimeout(w.timer)
-      w.resolve({ ok: b === true, message: typeof c === 'string' ? c : '' })
-    } else if (verb === 'EVENT' && typeof a === 'string') {
-      const r = this.reqs.get(a)
-      try {
-        r?.events.push(parseEvent(b))
-      } catch {
-        // A malformed event from the hub is dropped; the verifier would refuse it anyway.
-      }
-    } else if ((verb === 'EOSE' || verb === 'CLOSED') && typeof a === 'string') {
-      const r = this.reqs.get(a)
-      if (r === undefined) return
-      this.reqs.delete(a)
-      clearTimeout(r.timer)
-      if (verb === 'CLOSED')
-        r.reject(new KithError('restricted', `hub refused the query: ${String(b)}`))
-      else r.resolve(r.events)
-      this.ws.send(JSON.stringify(['CLOSE', a]))
-    }
-  }
-
-  private wait<T>(register: (w: Waiter) => void, what: string): Promise<T> {
-    if (this.closedError) return Promise.reject(this.closedError)
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(
-            new KithError('io', `hub ${this.url} did not answer ${what} in ${this.timeoutMs} ms`),
-          ),
-        this.timeoutMs,
+    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxSessionFrameBytes })
+    // A failed handshake is reported through connect's rejection; this keeps it from being an
+    // unhandled 'error' event on the socket.
+    ws.on('error', () => undefined)
+    try {
+      return new HubSession(await RelayClient.connect(ws, { url, timeoutMs }))
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
+      throw new KithError(
+        'io',
+        `cannot reach hub ${url}: ${err.message.replace(/^cannot reach [^:]+: /, '')}`,
+        {
+          cause: err,
+          reason: 'closed',
+        },
       )
-      register({ resolve: resolve as (v: unknown) => void, reject, timer })
-    })
-  }
-
-  private waitChallenge(): Promise<string> {
-    if (this.challenge !== undefined) return Promise.resolve(this.challenge)
-    return this.wait((w) => this.challengeWaiters.push(w), 'with an AUTH challenge')
+    }
   }
 
   publish(event: NostrEvent): Promise<OkAnswer> {
-    const answer = this.wait<OkAnswer>(
-      (w) => this.oks.set(event.id, w),
-      `EVENT ${event.id.slice(0, 8)}`,
-    )
-    this.ws.send(JSON.stringify(['EVENT', event]))
-    return answer
+    return this.client.publish(event)
   }
 
+  /** Authenticates as `secretKey` (NIP-42); refuses when the hub sends no challenge. */
   async auth(secretKey: Uint8Array): Promise<OkAnswer> {
-    const challenge = await this.waitChallenge()
-    const event = signAuthEvent(this.url, challenge, secretKey)
-    const answer = this.wait<OkAnswer>((w) => this.oks.set(event.id, w), 'AUTH')
-    this.ws.send(JSON.stringify(['AUTH', event]))
-    return answer
+    const challenge = await this.client.challenge()
+    if (challenge === undefined) {
+      throw new KithError('io', `hub ${this.url} sent no AUTH challenge: is it a Kith hub?`, {
+        reason: 'timeout',
+      })
+    }
+    return this.client.auth(signAuthEvent(this.url, challenge, secretKey))
   }
 
   query(...filters: Record<string, unknown>[]): Promise<NostrEvent[]> {
-    const sub = `q${this.nextSub++}`
-    const result = this.wait<NostrEvent[]>((w) => this.reqs.set(sub, { ...w, events: [] }), 'REQ')
-    this.ws.send(JSON.stringify(['REQ', sub, ...filters]))
-    return result
+    return this.client.query(filters)
   }
 
   close(): void {
-    this.fail(new KithError('io', 'session closed'))
-    this.ws.close()
+    this.client.close()
   }
 }

@@ -1,16 +1,35 @@
 import { KithError } from '../errors.js'
+import {
+  boundPrompts,
+  checkFresh,
+  noticeTag,
+  requireFleet,
+  type Check,
+} from '../events/agent-binding.js'
 import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
+import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
-import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
+import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 import { ObserverFrames } from './observer-frames.js'
+import { openPrompts } from './open-prompts.js'
 import { TurnMetrics } from './turn-metrics.js'
+
+/** How an agent reply is tagged: a `notice` leaves its prompt unanswered (kith-agents/1). */
+export interface ReplyOptions {
+  notice?: boolean
+}
+
+/** The message text without its @mentions of `name` (plain or person-qualified). */
+export function withoutMention(content: string, name: string): string {
+  return content.replace(new RegExp(`@(?:[\\w-]+/)?${name}(?![\\w-])`, 'gi'), '').trim()
+}
 
 export interface AgentBridgeOptions {
   /** How long a permission request waits for a person before it is answered cancelled. */
@@ -43,9 +62,22 @@ export class AgentBridge {
     this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
       agent: (pubkey) => this.agents.get(pubkey),
       mayUse: (agent, key, which) => this.mayUse(agent, key, which),
-      replyAs: (agent, question, text) => this.replyAs(agent, question, text),
+      replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
     })
-    this.frames = new ObserverFrames(node, (pubkey) => this.ownerOf(pubkey))
+    this.frames = new ObserverFrames(
+      node,
+      (pubkey) => this.personOf(pubkey),
+      () => this.hostPerson,
+    )
+  }
+
+  /**
+   * The person every agent hosted here belongs to, for its policies and observers: this node's
+   * own owner (its config and identity), never whatever grants of the agent's key a hub shows.
+   * undefined (a node that knows no owner): nobody but that owner could be allowed, so nobody is.
+   */
+  private get hostPerson(): string | undefined {
+    return this.node.id.ownerPubkey
   }
 
   /** Agents with a command are spawned on first use; the key only ever lives in this process. */
@@ -85,8 +117,8 @@ export class AgentBridge {
     this.loadAgents()
   }
 
-  /** The person (owner key) a key belongs to: the top owner of its chain, or the founder. */
-  private ownerOf(pubkey: string): string | undefined {
+  /** The person (owner key) a key belongs to: the nearest owner of its chain, or the founder. */
+  private personOf(pubkey: string): string | undefined {
     return personOf(this.node.book.verifier, pubkey, this.node.now())
   }
 
@@ -96,11 +128,7 @@ export class AgentBridge {
     key: string,
     which: 'allow' | 'approvers',
   ): boolean {
-    return policyAllows(
-      agent.record[which],
-      { key, person: this.ownerOf(key) },
-      this.ownerOf(agent.record.pubkey),
-    )
+    return policyAllows(agent.record[which], { key, person: this.personOf(key) }, this.hostPerson)
   }
 
   /**
@@ -193,9 +221,7 @@ export class AgentBridge {
       )
       return
     }
-    const text = event.content
-      .replace(new RegExp(`@${agent.record.name}(?![\\w-])`, 'gi'), '')
-      .trim()
+    const text = withoutMention(event.content, agent.record.name)
     const receivedAt = performance.now()
     const timing: { promptSentAt?: number; stopAt?: number } = {}
     const journal = this.node.store.prompts
@@ -204,6 +230,7 @@ export class AgentBridge {
       channel,
       text,
       from: event.pubkey,
+      prompt: event.id,
       timing,
       started: () => journal.running(event.id, agent.record.pubkey),
       permission: (ask) => this.permissions.ask(agent, event, ask),
@@ -245,13 +272,43 @@ export class AgentBridge {
         agent,
         event,
         `⚠ you may not interrupt ${agent.record.name}: its approvers are ${describePolicy(agent.record.approvers)}; your prompt is queued`,
+        { notice: true },
       )
       agent.host.enqueue(job)
       return
     }
-    this.permissions.cancelPending(agent.record.pubkey, channel)
-    if (agent.host.interrupt(job, this.opts.cancelGraceMs))
+    // ...and it is bound, as a cancel is, to this fleet, to now and to the turns it names.
+    const bound = this.bound(event)
+    if (!bound.ok) {
+      this.node.log(`not interrupting ${agent.record.name} in #${channel}: ${bound.reason}`)
+      this.replyAs(
+        agent,
+        event,
+        `⚠ ${agent.record.name} was not interrupted: ${bound.reason}; your prompt is queued`,
+        { notice: true },
+      )
+      agent.host.enqueue(job)
+      return
+    }
+    const named = boundPrompts(event)
+    const running = agent.host.runningIn(channel)
+    const stops = running?.prompt !== undefined && named.has(running.prompt)
+    if (stops) this.permissions.cancelPending(agent.record.pubkey, channel)
+    if (agent.host.interrupt(job, () => stops, this.opts.cancelGraceMs))
       this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
+    else if (running !== undefined)
+      this.replyAs(
+        agent,
+        event,
+        `ℹ ${agent.record.name} is running a turn your interrupt does not name (a prompt it had not seen): that turn goes on, and yours runs next`,
+        { notice: true },
+      )
+  }
+
+  /** A cancel's or an interrupt's binding (kith-agents/1): its fleet, then its date. */
+  private bound(event: NostrEvent): Check {
+    const fleet = requireFleet(event, this.node.book.fleet)
+    return fleet.ok ? checkFresh(event, this.node.now()) : fleet
   }
 
   /**
@@ -265,30 +322,76 @@ export class AgentBridge {
     try {
       action = (JSON.parse(control.content) as { action?: unknown }).action
     } catch {
-      // Unreadable control events do nothing.
+      // Unreadable control events do nothing (they are stored; there is nobody to tell).
+      this.node.log(`ignored an agent control event that is not JSON (${control.id.slice(0, 8)})`)
       return
     }
     if (action !== 'cancel' || channel === undefined) return
     const targets = control.tags.filter((t) => t[0] === 'p').map((t) => t[1])
+    const named = boundPrompts(control)
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
       if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
+      const running = agent.host.runningIn(channel)
+      // Only the turn it names: a cancel made for an earlier turn never stops a later one.
+      const bound = this.bound(control)
+      const refusal = !bound.ok
+        ? bound.reason
+        : named.size === 0
+          ? 'it names no turn (made by an older client?)'
+          : undefined
+      if (refusal !== undefined) {
+        this.node.log(`ignored a cancel for ${agent.record.name} in #${channel}: ${refusal}`)
+        // Told in the channel only where a turn runs that its sender may think stopped.
+        if (running !== undefined)
+          this.noticeAs(
+            pubkey,
+            channel,
+            `⚠ ${agent.record.name} ignored a cancel from ${this.node.names.who(control.pubkey).name}: ${refusal}`,
+          )
+        continue
+      }
+      if (running?.prompt === undefined || !named.has(running.prompt)) {
+        this.node.log(
+          `a cancel for ${agent.record.name} in #${channel} names no turn running now; nothing stopped`,
+        )
+        continue
+      }
       this.permissions.cancelPending(pubkey, channel)
       if (agent.host.cancel(channel, this.opts.cancelGraceMs))
         this.node.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
     }
   }
 
-  /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+  /**
+   * Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). It
+   * names the prompts still open there as this node knows them, and the fleet: the hosting node
+   * stops a turn only if it is one of those.
+   */
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
     const channel = params.channel
     if (typeof channel !== 'string') throw new KithError('usage', 'cancel needs a channel')
-    const tags: string[][] = [['h', channel]]
+    const names = this.node.names
+    const isAgent = (pubkey: string) => names.who(pubkey).role === 'agent'
+    const tags: string[][] = [
+      ['h', channel],
+      ['fleet', this.node.book.fleet],
+    ]
+    let agents: Set<string> | undefined
     if (typeof params.agent === 'string') {
-      const pubkey = this.node.names.resolve(params.agent)
-      if (pubkey === undefined) throw new KithError('usage', `no agent named ${params.agent}`)
+      const pubkey = names.resolve(params.agent, this.node.id.devicePubkey)
+      if (pubkey === undefined || !isAgent(pubkey))
+        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
       tags.push(['p', pubkey])
+      agents = new Set([pubkey])
     }
+    const prompts = openPrompts(this.node.store.events, channel, isAgent, agents)
+    if (prompts.length === 0)
+      throw new KithError(
+        'not-found',
+        `nothing to cancel in #${channel}: no prompt to ${typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'} there is waiting for an answer (as this node knows)`,
+      )
+    for (const id of prompts) tags.push(['e', id])
     const control = signEvent(
       {
         kind: Kind.AgentControl,
@@ -301,7 +404,7 @@ export class AgentBridge {
     this.node.enqueue(control)
     this.applyControl(control)
     this.node.pump()
-    return { event: control }
+    return { event: control, prompts: prompts.length }
   }
 
   /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
@@ -309,14 +412,24 @@ export class AgentBridge {
     agent: { record: AgentRecord; secret: Uint8Array },
     question: NostrEvent,
     text: string,
+    opts: ReplyOptions = {},
   ): NostrEvent | undefined {
     if (this.node.stopped()) return undefined
     const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
-    const tags: string[][] = [['h', channelOf(question) ?? 'general']]
+    const tags: string[][] = [
+      ['h', channelOf(question) ?? 'general'],
+      ['fleet', this.node.book.fleet],
+    ]
     tags.push(['e', root ?? question.id, '', 'root'])
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    if (opts.notice) tags.push([...noticeTag])
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const maxContent = 60_000
     const content =
       text.length > maxContent
@@ -324,7 +437,7 @@ export class AgentBridge {
 … (truncated)`
         : text
     const reply = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
       agent.secret,
     )
     this.node.enqueue(reply)
@@ -337,10 +450,18 @@ export class AgentBridge {
   private noticeAs(agentPubkey: string, channel: string, text: string): void {
     const agent = this.agents.get(agentPubkey)
     if (agent === undefined || this.node.stopped()) return
-    const tags: string[][] = [['h', channel]]
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const tags: string[][] = [
+      ['h', channel],
+      ['fleet', this.node.book.fleet],
+    ]
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const notice = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
       agent.secret,
     )
     this.node.enqueue(notice)

@@ -1,6 +1,9 @@
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { AgentHost } from '../acp/host.js'
 import { reapLeftover } from '../acp/process-group.js'
+import { realPath } from '../acp/real-path.js'
+import { secretTouched, type ToolCallView } from '../acp/secret-paths.js'
 import { readAgentSecret, type AgentRecord } from '../identity/agents.js'
 import type { AgentBridgeOptions } from './agent-bridge.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
@@ -25,11 +28,14 @@ export function hostAgent(
   const leftover = reapLeftover(pidPath, record.command[0] ?? '')
   if (leftover !== undefined)
     node.log(`agent ${record.name}: stopped its process left from an earlier run (pid ${leftover})`)
+  const cwd = record.cwd ?? node.id.home
+  // The agent runs as this node's user, with the same HOME (envAllowlist passes it on).
+  const places = { kithHome: node.id.home, home: homedir(), cwd, realpath: realPath }
   const host = new AgentHost(
     record.name,
     {
       argv: record.command,
-      cwd: record.cwd ?? node.id.home,
+      cwd,
       logPath: join(node.id.home, 'agents', `${record.name}.log`),
       pidPath,
       ...(record.env === undefined ? {} : { env: record.env }),
@@ -41,6 +47,21 @@ export function hostAgent(
         set: (channel, session) => node.store.setAgentSession(record.pubkey, channel, session),
       },
       permissions: record.permissions ?? 'ask',
+      // A call naming KITH_HOME or another secret place always goes to a person, and says why.
+      guard: (ask) => {
+        const views: ToolCallView[] = [{ ...ask, kind: ask.toolKind }]
+        if (ask.announced !== undefined)
+          views.push({
+            ...ask.announced,
+            kind: ask.announced.kind ?? ask.toolKind,
+            title: ask.announced.title ?? '',
+          })
+        for (const view of views) {
+          const why = secretTouched(view, places)
+          if (why !== undefined) return why
+        }
+        return undefined
+      },
       onNewSession,
       ...(opts.agentIdleTimeoutMs === undefined ? {} : { idleTimeoutMs: opts.agentIdleTimeoutMs }),
       ...(opts.agentTurnCapMs === undefined ? {} : { turnCapMs: opts.agentTurnCapMs }),

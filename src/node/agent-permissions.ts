@@ -1,10 +1,16 @@
+import { randomBytes } from 'node:crypto'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
+import { checkFresh, controlMaxFutureSeconds, requireFleet } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { personOf } from '../grants/members.js'
 import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
+import type { ReplyOptions } from './agent-bridge.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 
 /** What permission requests need of the agent bridge. */
@@ -15,7 +21,47 @@ export interface PermissionPeers {
     agent: { record: AgentRecord; secret: Uint8Array },
     question: NostrEvent,
     text: string,
+    opts?: ReplyOptions,
   ): NostrEvent | undefined
+}
+
+/** The content of a kind-4142 request (kith-agents/1). */
+export interface RequestContent {
+  title: string
+  toolKind: string
+  options: PermissionAsk['options']
+  expires: number
+  toolCallId: string
+  sessionId: string
+  /** Hex SHA-256 of the call's input (see `inputHash`). */
+  input: string
+  nonce: string
+  /** Why the host asks whatever its policy: the call touches a secret. */
+  sensitive?: string
+}
+
+/** How long a decided request is remembered, to tell a late answer it changed nothing. */
+const decidedMemoryMs = 10 * 60_000
+/** At most this many decided requests are remembered (the oldest go first). */
+const decidedMemoryMax = 1000
+
+/**
+ * The hash a request carries of what the call will do: hex SHA-256 of the UTF-8 JSON array
+ * `[toolKind, title, rawInput or null]`, as the host received them.
+ */
+export function inputHash(ask: Pick<PermissionAsk, 'toolKind' | 'title' | 'rawInput'>): string {
+  return bytesToHex(
+    sha256(utf8ToBytes(JSON.stringify([ask.toolKind, ask.title, ask.rawInput ?? null]))),
+  )
+}
+
+function parseContent(event: NostrEvent): Partial<RequestContent> {
+  try {
+    return JSON.parse(event.content) as Partial<RequestContent>
+  } catch {
+    // Not a request this node can read: it has no options to choose from.
+    return {}
+  }
 }
 
 /** Hosted agents' tool calls put to people: requests (kind 4142) out, decisions (4143) in. */
@@ -28,10 +74,16 @@ export class PermissionRequests {
       /** The prompt whose turn asked; refusals are threaded under it. */
       question: NostrEvent
       channel: string
+      title: string
       options: PermissionAsk['options']
       resolve: (a: PermissionAnswer) => void
       timer: NodeJS.Timeout
     }
+  >()
+  /** Requests decided here lately: a later answer is told it changed nothing. */
+  private readonly decided = new Map<
+    string,
+    { agent: string; question: NostrEvent; title: string; option: string; by: string; at: number }
   >()
 
   constructor(
@@ -44,7 +96,8 @@ export class PermissionRequests {
   /**
    * Turns an agent's permission request into a kind-4142 event (signed by the agent, threaded
    * under the prompt) and waits for a kind-4143 decision from a person allowed to approve; a
-   * timeout answers cancelled, visibly.
+   * timeout answers cancelled, visibly. Each request is its own event (toolCallId, sessionId,
+   * input hash and a nonce in its content), so two identical calls make two cards.
    */
   ask(
     agent: { record: AgentRecord; secret: Uint8Array },
@@ -52,21 +105,29 @@ export class PermissionRequests {
     ask: PermissionAsk,
   ): Promise<PermissionAnswer> {
     const timeoutMs = this.timeoutMs ?? 5 * 60_000
+    const channel = channelOf(question) ?? 'general'
+    const content: RequestContent = {
+      title: ask.title,
+      toolKind: ask.toolKind,
+      options: ask.options,
+      expires: this.node.now() + Math.ceil(timeoutMs / 1000),
+      toolCallId: ask.toolCallId,
+      sessionId: ask.sessionId,
+      input: inputHash(ask),
+      nonce: randomBytes(8).toString('hex'),
+      ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
+    }
     const request = signEvent(
       {
         kind: Kind.PermissionRequest,
         created_at: this.node.now(),
         tags: [
-          ['h', channelOf(question) ?? 'general'],
+          ['h', channel],
+          ['fleet', this.node.book.fleet],
           ['e', question.id, '', 'root'],
           ['p', question.pubkey],
         ],
-        content: JSON.stringify({
-          title: ask.title,
-          toolKind: ask.toolKind,
-          options: ask.options,
-          expires: this.node.now() + Math.ceil(timeoutMs / 1000),
-        }),
+        content: JSON.stringify(content),
       },
       agent.secret,
     )
@@ -78,13 +139,15 @@ export class PermissionRequests {
           agent,
           question,
           `⏱ permission request for "${ask.title}" timed out; the tool call was cancelled`,
+          { notice: true },
         )
       }, timeoutMs)
       timer.unref()
       this.pending.set(request.id, {
         agent: agent.record.pubkey,
         question,
-        channel: channelOf(question) ?? 'general',
+        channel,
+        title: ask.title,
         options: ask.options,
         resolve,
         timer,
@@ -95,18 +158,40 @@ export class PermissionRequests {
     })
   }
 
-  /** A kind-4143 decision: answers the pending request if its author may approve for the agent. */
+  /**
+   * A kind-4143 decision. The first one this node receives that is bound to the request (its
+   * fleet, the request's channel `h` and agent `p`, dated within the bound of agent-binding.ts)
+   * and whose author may approve for the agent answers the agent; any other is refused visibly
+   * and leaves the request open. An answer to a request already decided here is told so.
+   */
   applyDecision(decision: NostrEvent): void {
     const requestId = decision.tags.find((t) => t[0] === 'e')?.[1]
-    const pending = requestId === undefined ? undefined : this.pending.get(requestId)
-    if (pending === undefined || requestId === undefined) return
+    if (requestId === undefined) return
+    const pending = this.pending.get(requestId)
+    if (pending === undefined) {
+      this.lateDecision(requestId, decision)
+      return
+    }
     const agent = this.peers.agent(pending.agent)
     if (agent === undefined) return
+    const who = this.node.names.who(decision.pubkey).name
+    const refusal = this.bindingRefusal(decision, pending)
+    if (refusal !== undefined) {
+      this.node.log(`refused an answer to ${requestId.slice(0, 8)}: ${refusal}`)
+      this.peers.replyAs(
+        agent,
+        pending.question,
+        `⚠ the answer of ${who} to "${pending.title}" was not acted on: ${refusal}; the request is still open`,
+        { notice: true },
+      )
+      return
+    }
     if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) {
       this.peers.replyAs(
         agent,
         pending.question,
-        `⚠ ${this.node.names.who(decision.pubkey).name} may not approve ${agent.record.name}'s tool calls: its approvers are ${describePolicy(agent.record.approvers)} (kith agent add --approvers); the request is still open`,
+        `⚠ ${who} may not approve ${agent.record.name}'s tool calls: its approvers are ${describePolicy(agent.record.approvers)} (kith agent add --approvers); the request is still open`,
+        { notice: true },
       )
       return
     }
@@ -114,13 +199,87 @@ export class PermissionRequests {
     try {
       optionId = (JSON.parse(decision.content) as { optionId?: unknown }).optionId
     } catch {
-      // An unreadable decision answers nothing.
+      // Unreadable: it chose nothing (said below, as an unknown option).
+      optionId = undefined
+    }
+    const option = pending.options.find((o) => o.optionId === optionId)
+    if (option === undefined) {
+      this.peers.replyAs(
+        agent,
+        pending.question,
+        `⚠ the answer of ${who} to "${pending.title}" names no option of the request; the request is still open`,
+        { notice: true },
+      )
       return
     }
-    if (!pending.options.some((o) => o.optionId === optionId)) return
     clearTimeout(pending.timer)
     this.pending.delete(requestId)
-    pending.resolve({ optionId: optionId as string })
+    this.remember(requestId, {
+      agent: pending.agent,
+      question: pending.question,
+      title: pending.title,
+      option: option.name,
+      by: decision.pubkey,
+      at: Date.now(),
+    })
+    pending.resolve({ optionId: option.optionId })
+  }
+
+  /** Why a decision is not bound to `pending` (kith-agents/1, Binding), or undefined. */
+  private bindingRefusal(
+    decision: NostrEvent,
+    pending: { agent: string; channel: string },
+  ): string | undefined {
+    const fleet = requireFleet(decision, this.node.book.fleet)
+    if (!fleet.ok) return fleet.reason
+    const channel = channelOf(decision)
+    if (channel !== pending.channel)
+      return `it was posted in ${channel === undefined ? 'no channel' : `#${channel}`}, the request is in #${pending.channel}`
+    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
+    if (agents.length !== 1 || agents[0] !== pending.agent)
+      return 'it does not name the agent that asked (its p tag)'
+    const fresh = checkFresh(decision, this.node.now())
+    return fresh.ok ? undefined : fresh.reason
+  }
+
+  /** An answer to a request no longer pending here: where it was decided here, say so. */
+  private lateDecision(requestId: string, decision: NostrEvent): void {
+    const done = this.decided.get(requestId)
+    if (done === undefined || done.by === decision.pubkey) return
+    const agent = this.peers.agent(done.agent)
+    if (agent === undefined || !this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    if (
+      this.bindingRefusal(decision, {
+        agent: done.agent,
+        channel: channelOf(done.question) ?? 'general',
+      }) !== undefined
+    )
+      return
+    this.peers.replyAs(
+      agent,
+      done.question,
+      `ℹ "${done.title}" was already decided: ${done.option} (by ${this.node.names.who(done.by).name}); the answer of ${this.node.names.who(decision.pubkey).name} changed nothing`,
+      { notice: true },
+    )
+  }
+
+  private remember(
+    requestId: string,
+    entry: {
+      agent: string
+      question: NostrEvent
+      title: string
+      option: string
+      by: string
+      at: number
+    },
+  ): void {
+    const now = Date.now()
+    for (const [id, d] of this.decided) {
+      if (now - d.at < decidedMemoryMs && this.decided.size < decidedMemoryMax) break
+      this.decided.delete(id)
+    }
+    this.decided.set(requestId, entry)
   }
 
   /** Answers `cancelled` to the agent's pending permission requests in `channel` (or all). */
@@ -133,8 +292,102 @@ export class PermissionRequests {
     }
   }
 
+  /**
+   * Why this node's person answering `request` now would change nothing, or undefined: it has
+   * expired, it was decided here (this node hosts the agent), or a decision from this node's own
+   * person (any of their devices) is already known.
+   */
+  private closed(request: NostrEvent, content: Partial<RequestContent>): string | undefined {
+    const now = this.node.now()
+    if (typeof content.expires === 'number' && content.expires < now)
+      return `it expired at ${new Date(content.expires * 1000).toISOString().slice(11, 16)} UTC (the tool call was cancelled)`
+    const done = this.decided.get(request.id)
+    if (done !== undefined)
+      return `it was already decided: ${done.option} (by ${this.node.names.who(done.by).name})`
+    if (this.peers.agent(request.pubkey) !== undefined && !this.pending.has(request.id))
+      return 'it is no longer open (its turn ended or was cancelled)'
+    // Known here for certain only of this node's own person: a decision from another person
+    // may be refused by the hosting node (which then says so, as it says a late one changed
+    // nothing).
+    const v = this.node.book.verifier
+    const mine = personOf(v, this.node.id.devicePubkey, now)
+    const known = this.node.store.events
+      .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request.id] }, limit: 50 }], {
+        defaultLimit: 50,
+        maxLimit: 50,
+      })
+      .map((r) => JSON.parse(r.raw) as NostrEvent)
+      .find(
+        (d) =>
+          mine !== undefined &&
+          personOf(v, d.pubkey, now) === mine &&
+          this.wouldBind(d, request, content),
+      )
+    if (known === undefined) return undefined
+    let optionId: unknown
+    try {
+      optionId = (JSON.parse(known.content) as { optionId?: unknown }).optionId
+    } catch {
+      // Shown by its id below.
+      optionId = undefined
+    }
+    const name = content.options?.find((o) => o.optionId === optionId)?.name ?? String(optionId)
+    return `it was already decided: ${name} (by ${this.node.names.who(known.pubkey).name})`
+  }
+
+  /**
+   * Whether a known decision was one a hosting node acts on (bound to the request, dated within
+   * its life, naming one of its options): only then does it make a later answer pointless.
+   */
+  private wouldBind(
+    decision: NostrEvent,
+    request: NostrEvent,
+    content: Partial<RequestContent>,
+  ): boolean {
+    if (!requireFleet(decision, this.node.book.fleet).ok) return false
+    if (channelOf(decision) !== channelOf(request)) return false
+    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
+    if (agents.length !== 1 || agents[0] !== request.pubkey) return false
+    if (decision.created_at < request.created_at - controlMaxFutureSeconds) return false
+    if (typeof content.expires === 'number' && decision.created_at > content.expires) return false
+    let optionId: unknown
+    try {
+      optionId = (JSON.parse(decision.content) as { optionId?: unknown }).optionId
+    } catch {
+      // Unreadable: it chose nothing.
+      return false
+    }
+    return (content.options ?? []).some((o) => o.optionId === optionId)
+  }
+
+  /** The known permission request whose id starts with `text` (exactly one). */
+  findRequest(text: string): NostrEvent {
+    if (!/^[0-9a-f]{4,64}$/.test(text))
+      throw new KithError(
+        'usage',
+        `a request is named by its id (hex, 4 characters or more): ${text}`,
+      )
+    const rows = this.node.store.events.query([{ kinds: [Kind.PermissionRequest], limit: 500 }], {
+      defaultLimit: 500,
+      maxLimit: 500,
+    })
+    const matches = rows.filter((r) => r.id.startsWith(text))
+    if (matches.length === 0)
+      throw new KithError('not-found', `no permission request ${text} is known here`)
+    if (matches.length > 1)
+      throw new KithError(
+        'usage',
+        `${matches.length} requests start with ${text}: give more of its id`,
+      )
+    return JSON.parse(matches[0]!.raw) as NostrEvent
+  }
+
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
-  decide(params: Record<string, unknown>): { event: NostrEvent } {
+  decide(params: Record<string, unknown>): {
+    event: NostrEvent
+    request: string
+    option: { optionId: string; name: string }
+  } {
     const requestText = params.request
     const option = params.option
     if (
@@ -143,15 +396,9 @@ export class PermissionRequests {
     ) {
       throw new KithError('usage', 'decide needs request and option')
     }
-    const rows = this.node.store.events.query([{ kinds: [Kind.PermissionRequest], limit: 200 }], {
-      defaultLimit: 200,
-      maxLimit: 200,
-    })
-    const row = rows.find((r) => r.id.startsWith(requestText))
-    if (row === undefined)
-      throw new KithError('usage', `no permission request ${requestText} is known here`)
-    const request = JSON.parse(row.raw) as NostrEvent
-    const { options } = JSON.parse(request.content) as { options: PermissionAsk['options'] }
+    const request = this.findRequest(requestText)
+    const content = parseContent(request)
+    const options = content.options ?? []
     const chosen =
       typeof option === 'number' || /^\d+$/.test(option)
         ? options[Number(option) - 1]
@@ -162,6 +409,12 @@ export class PermissionRequests {
         `option ${String(option)} is not one of: ${options.map((o, i) => `${i + 1} ${o.name}`).join(', ')}`,
       )
     }
+    const closed = this.closed(request, content)
+    if (closed !== undefined)
+      throw new KithError(
+        'error',
+        `request ${request.id.slice(0, 8)} ("${content.title ?? '?'}"): ${closed}`,
+      )
     const decision = signEvent(
       {
         kind: Kind.PermissionDecision,
@@ -170,6 +423,7 @@ export class PermissionRequests {
           ['e', request.id],
           ['h', channelOf(request) ?? 'general'],
           ['p', request.pubkey],
+          ['fleet', this.node.book.fleet],
         ],
         content: JSON.stringify({ optionId: chosen.optionId }),
       },
@@ -179,7 +433,7 @@ export class PermissionRequests {
     this.node.emit(decision)
     this.applyDecision(decision)
     this.node.pump()
-    return { event: decision }
+    return { event: decision, request: request.id, option: chosen }
   }
 
   /** On shutdown: every request still open is answered `cancelled`. */

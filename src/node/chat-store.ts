@@ -5,6 +5,7 @@ import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { Names, Who } from './names.js'
+import { openPrompts } from './open-prompts.js'
 
 export interface ChatItem {
   event: NostrEvent
@@ -19,9 +20,20 @@ export function buildChat(
   store: NodeStore,
   spec: { channel: string; text: string; reply?: string; interrupt?: boolean },
 ): NostrEvent {
-  const mentions = mentionedNames(spec.text)
-    .map((n) => names.resolve(n))
-    .filter((p): p is string => p !== undefined)
+  // Names resolve among this device's own person's keys first; an ambiguous one is refused.
+  const mentions = [
+    ...new Set(
+      mentionedNames(spec.text)
+        .map((n) => names.resolve(n, id.devicePubkey))
+        .filter((p): p is string => p !== undefined),
+    ),
+  ]
+  // An interrupt names the turns it may stop: the prompts to those agents still open here.
+  const agents = new Set(mentions.filter((p) => names.who(p).role === 'agent'))
+  const interruptPrompts =
+    spec.interrupt === true && agents.size > 0
+      ? openPrompts(store.events, spec.channel, (p) => names.who(p).role === 'agent', agents)
+      : []
   let replyTo: { id: string; root?: string } | undefined
   if (spec.reply !== undefined) {
     const parent = store.events.query([{ ids: [spec.reply] }], { defaultLimit: 1, maxLimit: 1 })[0]
@@ -39,7 +51,8 @@ export function buildChat(
           text: spec.text,
           mentions,
           ...(replyTo === undefined ? {} : { replyTo }),
-          ...(spec.interrupt ? { interrupt: true } : {}),
+          ...(spec.interrupt ? { interrupt: true, interruptPrompts } : {}),
+          ...(id.config.fleet === undefined ? {} : { fleet: id.config.fleet }),
         },
         createdAt,
       ),

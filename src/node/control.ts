@@ -16,10 +16,19 @@ export interface ControlClientHandle {
   onClose(fn: () => void): void
 }
 
+/** The daemon's side of the control socket. */
+export interface ControlServer {
+  /**
+   * Tells every attached client the node is stopping, ends their connections and stops
+   * listening. Resolves at once: an attached `kith chat` or `kith watch` never holds a stop.
+   */
+  close(): Promise<void>
+}
+
 export async function startControlServer(
   path: string,
   handlers: Record<string, Handler>,
-): Promise<Server> {
+): Promise<ControlServer> {
   if (existsSync(path)) {
     if (await isListening(path)) {
       throw new KithError('io', `a kith node is already running for this KITH_HOME (${path})`)
@@ -27,7 +36,12 @@ export async function startControlServer(
     // A socket file left by a node that died: nobody answers on it, so it is safe to replace.
     unlinkSync(path)
   }
-  const server = createServer((socket) => serve(socket, handlers))
+  const sockets = new Set<Socket>()
+  const server: Server = createServer((socket) => {
+    sockets.add(socket)
+    socket.on('close', () => sockets.delete(socket))
+    serve(socket, handlers)
+  })
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(path, () => {
@@ -36,7 +50,17 @@ export async function startControlServer(
     })
   })
   chmodSync(path, 0o600)
-  return server
+  return {
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const socket of sockets) {
+          // A last line so the client can say why, then the end of the connection.
+          socket.end(`${JSON.stringify({ method: 'stopping', params: {} })}\n`)
+          socket.destroySoon()
+        }
+      }),
+  }
 }
 
 function serve(socket: Socket, handlers: Record<string, Handler>): void {

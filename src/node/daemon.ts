@@ -1,25 +1,26 @@
 import { join } from 'node:path'
-import type { Server } from 'node:net'
 import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
 import { VerifyPool } from '../hub/verify-pool.js'
+import { homeFiles } from '../identity/home.js'
 import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
-import { startControlServer, type ControlClientHandle } from './control.js'
+import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
+import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
 import type { HostedAgent } from './node-context.js'
-import { ChannelBook } from '../grants/channels.js'
+import type { ChannelBook } from '../grants/channels.js'
 
-export const controlSocketFile = 'node.sock'
+export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
 
 /** Kinds a node follows: chat, permission requests/decisions, agent control. */
@@ -68,12 +69,14 @@ export class KithNode {
   readonly links: HubLink[] = []
   embedded: Hub | undefined
   private pool!: VerifyPool
-  private control: Server | undefined
+  private control: ControlServer | undefined
   private readonly listeners = new Set<(item: ChatItem) => void>()
   private presenceTimer: NodeJS.Timeout | undefined
   readonly presence = new Map<string, { status: string; at: number }>()
   private readonly log: (line: string) => void
   private stopped = false
+  /** Set once every hub refused this device as revoked: the node has no fleet to talk to. */
+  removed: string | undefined
   private readonly bridge: AgentBridge
   private readonly outbox: OutboxPump
 
@@ -87,9 +90,13 @@ export class KithNode {
     this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
       this.store.enqueue(e, this.now()),
     )
-    this.names = new Names(this.book.verifier, this.store.events)
-    this.channels = new ChannelBook(this.book.verifier)
-    for (const e of this.store.events.eventsOfKind(Kind.ChannelDefinition)) this.channels.add(e)
+    this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
+    this.channels = this.book.state.channels
+    // What this node learns of the fleet's authority it passes on to every hub it links to
+    // (kith-grants, "Propagation"), so a hub that missed a revocation gets it from any node.
+    this.book.verifier.recordAccepted = true
+    this.republishAuthority(this.book.allEventsInChainOrder())
+    this.book.verifier.drainAccepted()
     this.bridge = new AgentBridge(
       {
         id,
@@ -109,6 +116,8 @@ export class KithNode {
       opts,
     )
     this.outbox = new OutboxPump(this.store, {
+      // A private channel's definition in effect goes first to a hub that has not acknowledged it.
+      prerequisites: (e, hub) => definitionsFirst(this.channels, this.store, e, hub, this.now()),
       now: () => this.now(),
       log: this.log,
       stopped: () => this.stopped,
@@ -171,6 +180,12 @@ export class KithNode {
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
+        this.republishAuthority(
+          this.book.verifier.drainAccepted().flatMap((id) => {
+            const e = this.book.event(id)
+            return e === undefined ? [] : [e]
+          }),
+        )
         this.bridge.enforceMembership()
         for (const link of this.links) this.pump(link)
         return { ok: true }
@@ -182,7 +197,7 @@ export class KithNode {
       this.embedded = await startHub({
         host: '127.0.0.1',
         port: this.opts.embedPort ?? defaultEmbeddedPort,
-        dbPath: join(id.home, 'hub.db'),
+        dbPath: join(id.home, homeFiles.hubDb),
         founder: this.fleet,
         log: (l) => this.log(`hub: ${l}`),
         // One pool for node and hub: its workers start on demand and exit when idle.
@@ -204,11 +219,18 @@ export class KithNode {
         extraLive: [{ kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 }],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
-        deliver: (events) => this.intake(events),
+        deliver: (events) => this.intake(events, url),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)
           this.sendPresence(link)
+        },
+        onRevoked: (message) => {
+          this.log(
+            `${url} refused this device: ${message}. This device was removed from the fleet ` +
+              '(its grant, or its person, was revoked); it will not reconnect. Nothing more will be sent.',
+          )
+          if (this.links.every((l) => l.state === 'revoked')) this.removed = message
         },
         log: this.log,
         ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
@@ -258,51 +280,49 @@ export class KithNode {
    * take grants and revocations first, then accept only what the grant chains allow now, and
    * store it. Refused and forged events are counted in the log, never stored or shown.
    */
-  async intake(events: NostrEvent[]): Promise<void> {
+  async intake(events: NostrEvent[], from?: string): Promise<void> {
     if (events.length === 0 || this.stopped) return
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
       if (seen.has(e.id)) return false
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
-      // yet unknown to this process's verifier, so those are always offered to it.
-      const isGrant = e.kind === Kind.Grant || e.kind === Kind.Revocation
-      if (known.has(e.id) && !isGrant) return false
+      // yet unknown to this process's verifier, so those are always offered to it; a definition
+      // a hub returns also tells that the hub holds it.
+      const always =
+        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+      if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true
     })
     if (fresh.length === 0) return
-    const results = await Promise.all(fresh.map((e) => this.pool.verify(e)))
-    const valid = fresh.filter((_, i) => results[i] === 'ok')
+    const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
+    const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
+    // A hub that returned a definition holds it: events of that channel may go to it now.
+    if (from !== undefined) {
+      const held = valid.filter((e) => e.kind === Kind.ChannelDefinition).map((e) => e.id)
+      if (held.length > 0) this.store.markHeld(held, from)
+    }
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
-    const grantEvents = valid
-      .filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
-      .sort((a, b) => a.created_at - b.created_at)
-    if (grantEvents.length > 0) {
-      this.book.learn(grantEvents, { verified: true })
-      this.bridge.enforceMembership()
-    }
+    // The same admission a hub applies (grants first, then definitions, then the rest), so
+    // whatever link an event came through, a node takes only what a hub would take.
     const now = this.now()
-    // Definitions next (checked as a hub checks them), so the events below meet the right rules.
-    const definitions = valid
-      .filter((e) => e.kind === Kind.ChannelDefinition)
-      .sort((a, b) => a.created_at - b.created_at)
-    const refusedDefinitions = new Set<string>()
-    for (const e of definitions) {
-      const r = this.channels.add(e, { now })
-      if (r.status === 'rejected') {
-        refusedDefinitions.add(e.id)
-        this.log(`ignored a definition of a channel (${r.code}: ${r.reason})`)
-      }
-    }
+    const results = this.book.state.admitBatch(valid, now, { keepPending: true })
     const accepted: NostrEvent[] = []
-    for (const e of valid) {
-      if (e.kind === Kind.Grant || e.kind === Kind.Revocation) continue
-      if (refusedDefinitions.has(e.id)) continue
-      if (e.kind !== Kind.ChannelDefinition && !this.channels.mayPost(e, now).ok) continue
-      const d = this.book.verifier.authorize(e.pubkey, { now, kind: e.kind, channel: channelOf(e) })
-      if (!d.ok) continue
+    let revoked = false
+    for (const { event: e, admission } of results) {
+      if (!admission.ok) {
+        if (
+          e.kind === Kind.Grant ||
+          e.kind === Kind.Revocation ||
+          e.kind === Kind.ChannelDefinition
+        )
+          this.log(`ignored ${e.kind} ${e.id.slice(0, 12)}…: ${admission.error.message}`)
+        continue
+      }
+      revoked ||= admission.revoked
+      if (!admission.store) continue
       if (isEphemeralKind(e.kind)) {
         if (e.kind === Kind.Presence) {
           this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
@@ -313,7 +333,16 @@ export class KithNode {
       accepted.push(e)
     }
     if (accepted.length === 0) return
-    const outcomes = this.store.events.insertBatch(accepted)
+    const outcomes = this.book.keep(accepted)
+    this.republishAuthority(
+      this.book.verifier.drainAccepted().flatMap((id) => {
+        const e = accepted.find((x) => x.id === id) ?? this.book.event(id)
+        return e === undefined ? [] : [e]
+      }),
+    )
+    if (revoked || results.some((r) => r.admission.ok && r.admission.authority)) {
+      this.bridge.enforceMembership()
+    }
     accepted.forEach((e, i) => {
       if (outcomes[i] !== 'stored') return
       if (
@@ -327,6 +356,17 @@ export class KithNode {
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
     })
+  }
+
+  /**
+   * Queues grants and revocations for every hub that has not answered them yet, parents first;
+   * a hub that already has one answers `duplicate`.
+   */
+  private republishAuthority(events: readonly NostrEvent[]): void {
+    if (events.length === 0) return
+    const now = this.now()
+    for (const e of events) this.store.enqueue(e, now)
+    for (const link of this.links) this.pump(link)
   }
 
   private emit(event: NostrEvent): void {
@@ -348,6 +388,13 @@ export class KithNode {
     const text = params.text
     if (typeof channel !== 'string' || typeof text !== 'string') {
       throw new KithError('usage', 'send needs channel and text')
+    }
+    if (this.removed !== undefined) {
+      throw new KithError(
+        'restricted',
+        `this device was removed from the fleet (${this.removed}); nothing can be sent. ` +
+          'Ask the fleet founder or an admin, or start over with kith init.',
+      )
     }
     if (!this.channels.isMember(this.id.devicePubkey, channel, this.now()))
       throw new KithError(
@@ -390,12 +437,12 @@ export class KithNode {
   }
 
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
-  decide(params: Record<string, unknown>): { event: NostrEvent } {
+  decide(params: Record<string, unknown>): ReturnType<AgentBridge['permissions']['decide']> {
     return this.bridge.permissions.decide(params)
   }
 
   /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent } {
+  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
     return this.bridge.cancelTurn(params)
   }
 
@@ -404,6 +451,7 @@ export class KithNode {
     name: string
     fleet: string
     embeddedHub: string | null
+    removed: string | null
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
@@ -414,6 +462,7 @@ export class KithNode {
       name: this.id.config.name,
       fleet: this.fleet,
       embeddedHub: this.embedded?.url ?? null,
+      removed: this.removed ?? null,
       hubs: this.links.map((l) => ({
         url: l.url,
         state: l.state,
@@ -437,16 +486,17 @@ export class KithNode {
     }
   }
 
+  /**
+   * Stops within a second or two whatever is attached: clients are told and let go first, links
+   * close, then agents (each given its cancel grace) and the embedded hub stop side by side.
+   */
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
-    await this.bridge.stop()
+    await this.control?.close()
     for (const link of this.links) link.stop()
-    await new Promise<void>((resolve) =>
-      this.control ? this.control.close(() => resolve()) : resolve(),
-    )
-    await this.embedded?.close()
+    await Promise.all([this.bridge.stop(), this.embedded?.close()])
     await this.pool?.close()
     this.store.close()
   }

@@ -1,8 +1,11 @@
 import { KithError } from '../errors.js'
-import type { NostrEvent } from '../events/event.js'
+import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
+import { join } from 'node:path'
+import { homeFiles } from '../identity/home.js'
 import { HubSession } from '../link/hub-session.js'
+import { ControlClient } from './control.js'
 import { GrantBook } from './grant-book.js'
 
 /** This node's identity together with its copy of the fleet's grants. */
@@ -40,6 +43,7 @@ export function ensureOwnDeviceGrant(node: FleetNode, now: number): NostrEvent |
       role: 'device',
       deleg: true,
       name: id.config.name,
+      subjectSecret: id.deviceSecret,
       ...(ownerGrant === undefined ? {} : { parent: ownerGrant.id }),
     },
     id.ownerSecret,
@@ -70,8 +74,11 @@ export async function syncHubs(
   node: FleetNode,
   now: number,
   progress: (line: string) => void = () => undefined,
-  hubs: readonly string[] = node.id.config.hubs,
+  given?: readonly string[],
+  /** Events of this node's own to publish once authenticated (a renamed device's profile). */
+  extra: readonly NostrEvent[] = [],
 ): Promise<HubReport[]> {
+  const hubs = given ?? (await hubsOf(node))
   const reports: HubReport[] = []
   for (const url of hubs) {
     const report: HubReport = { url, ok: false, published: 0, refused: [], learned: 0 }
@@ -91,9 +98,22 @@ export async function syncHubs(
       report.learned = node.book.learn(
         await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
       )
+      // Keys name themselves in their kind-0 profiles (a device's own name wins over its
+      // grant's): learn the fleet's, so lists show the names the chat shows.
+      const subjects = node.book.verifier.subjects()
+      // In slices a hub takes (kith-hub limits a filter to 1,000 values).
+      for (let i = 0; i < subjects.length; i += 500) {
+        const authors = subjects.slice(i, i + 500)
+        const profiles = await session.query({ kinds: [Kind.Profile], authors })
+        node.book.keep(
+          profiles.filter(
+            (e) => e.kind === Kind.Profile && authors.includes(e.pubkey) && verifyEventSignature(e),
+          ),
+        )
+      }
       // Refusals before AUTH are retried below with the full set; report only the final ones.
       report.refused = []
-      for (const e of node.book.allEvents()) await send(e)
+      for (const e of [...node.book.allEvents(), ...extra]) await send(e)
       report.ok = true
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err)
@@ -104,11 +124,31 @@ export async function syncHubs(
   return reports
 }
 
+/**
+ * The hubs a command should sync with: the configured ones, or, when there are none, the hub
+ * embedded in this machine's running `kith up` (where the change is applied at once).
+ */
+async function hubsOf(node: FleetNode): Promise<readonly string[]> {
+  if (node.id.config.hubs.length > 0) return node.id.config.hubs
+  const daemon = await ControlClient.connect(join(node.id.home, homeFiles.controlSocket))
+  if (daemon === undefined) return []
+  try {
+    const status = await daemon.request<{ embeddedHub: string | null }>('status')
+    return status.embeddedHub === null ? [] : [status.embeddedHub]
+  } catch (err) {
+    // An older node without status: nothing to sync with, as when none runs.
+    if (!(err instanceof KithError)) throw err
+    return []
+  } finally {
+    daemon.close()
+  }
+}
+
 /** One line per hub for humans. */
 export function describeReports(reports: readonly HubReport[]): string[] {
   if (reports.length === 0) {
     return [
-      'no hubs configured: kept in node.db, published when this node next syncs (kith hub add URL)',
+      'no hubs configured and no node running: kept in node.db; the next kith up applies and publishes it',
     ]
   }
   return reports.flatMap((r) => {

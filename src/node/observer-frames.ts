@@ -3,6 +3,7 @@ import {
   encrypt as nip44Encrypt,
   getConversationKey,
 } from 'nostr-tools/nip44'
+import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -26,7 +27,9 @@ export class ObserverFrames {
 
   constructor(
     private readonly node: NodeContext,
-    private readonly ownerOf: (pubkey: string) => string | undefined,
+    private readonly personOf: (pubkey: string) => string | undefined,
+    /** The person the hosted agents belong to: this node's owner (see AgentBridge.hostPerson). */
+    private readonly hostPerson: () => string | undefined,
   ) {}
 
   /**
@@ -67,13 +70,14 @@ export class ObserverFrames {
       updates: buf.updates,
     }
     for (const fn of this.watchers) fn(frame)
-    const owner = this.ownerOf(agent.record.pubkey)
+    const owner = this.hostPerson()
     const devices = this.node.book.verifier
       .allGrants()
       .filter(
         (g) =>
           g.role === 'device' &&
-          this.ownerOf(g.subject) === owner &&
+          owner !== undefined &&
+          this.personOf(g.subject) === owner &&
           g.subject !== this.node.id.devicePubkey,
       )
       .map((g) => g.subject)
@@ -135,10 +139,15 @@ export class ObserverFrames {
 
   /** `kith watch` on this node: every frame from now on, of all agents or the one named. */
   watch(params: Record<string, unknown>, client: ControlClientHandle): { ok: true } {
-    const agent = typeof params.agent === 'string' ? params.agent.toLowerCase() : undefined
+    // A name resolves as a mention does (own person first; person/name where it is ambiguous).
+    let agent: string | undefined
+    if (typeof params.agent === 'string') {
+      agent = this.node.names.resolve(params.agent, this.node.id.devicePubkey)
+      if (agent === undefined || this.node.names.who(agent).role !== 'agent')
+        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
+    }
     const fn = (frame: WatchFrame) => {
-      if (agent === undefined || frame.agent.name.toLowerCase() === agent)
-        client.notify('frame', frame)
+      if (agent === undefined || frame.agent.pubkey === agent) client.notify('frame', frame)
     }
     this.watchers.add(fn)
     client.onClose(() => this.watchers.delete(fn))

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3'
 import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
+import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
 import { eventStoreMigrations } from './event-schema.js'
 
@@ -45,6 +46,19 @@ export interface QueryCursor {
 const maxTagValueIndexed = 1024
 
 /**
+ * Addressable kinds whose every version is also kept in `kept_versions` (see event-schema.ts):
+ * channel definitions, whose meaning depends on the whole set of them.
+ */
+const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition])
+
+/** The earliest stored event of one key in one channel (`h` value). */
+export interface ChannelFirst {
+  channel: string
+  pubkey: string
+  createdAt: number
+}
+
+/**
  * Events a query must leave out whatever the filters say: those with a `tag` whose value is one
  * of `values` (only of `kind`, when given). The hub hides private channels this way, inside the
  * query, so `limit` still counts what the reader may see.
@@ -73,6 +87,7 @@ export class EventStore {
   private readonly hasId: Statement<[string], { one: number }>
   private readonly deleteEvent: Statement<[number]>
   private readonly deleteTags: Statement<[number]>
+  private readonly keepVersion: Statement<[string, number, number, string]>
   private readonly queries = new Map<string, Statement<unknown[], StoredRow>>()
   private readonly rawBySeq: Statement<[number], string>
   private readonly insertBatchTx: (
@@ -121,6 +136,9 @@ export class EventStore {
         .all()
       for (const r of rows) this.usage.set(r.pubkey, { events: r.events, bytes: r.bytes })
     }
+    this.keepVersion = this.db.prepare(
+      'INSERT OR IGNORE INTO kept_versions (id, kind, created_at, raw) VALUES (?, ?, ?, ?)',
+    )
     this.insertBatchTx = this.db.transaction(
       (events: readonly NostrEvent[], raws: readonly string[] | undefined) => {
         const outcomes = events.map((e, i) => this.insertOne(e, raws?.[i] ?? JSON.stringify(e)))
@@ -179,6 +197,9 @@ export class EventStore {
 
   private insertOne(event: NostrEvent, raw: string): StoreOutcome {
     const rkey = replaceKey(event) ?? null
+    if (rkey !== null && keptVersionKinds.has(event.kind)) {
+      this.keepVersion.run(event.id, event.kind, event.created_at, raw)
+    }
     if (rkey !== null) {
       if (this.hasId.get(event.id) !== undefined) return 'duplicate'
       const existing = this.findByRkey.get(rkey)
@@ -337,6 +358,55 @@ export class EventStore {
       'SELECT raw FROM events WHERE kind = ? ORDER BY created_at ASC, seq ASC',
     )
     for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
+  /**
+   * Every stored version of an addressable kind kept in full (channel definitions), replaced
+   * ones included, oldest first: the input of a set-based book at start-up.
+   */
+  *allVersionsOfKind(kind: number): Generator<NostrEvent> {
+    const stmt = this.db.prepare<[number], { raw: string }>(
+      'SELECT raw FROM kept_versions WHERE kind = ? ORDER BY created_at ASC, id ASC',
+    )
+    for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
+  /**
+   * Ids of the versions this store held before it kept versions (see event-schema.ts): admitted
+   * by the rules of their time, their earlier versions lost.
+   */
+  legacyVersionIds(kind: number): string[] {
+    return this.db
+      .prepare<[number], { id: string }>(
+        'SELECT id FROM kept_versions WHERE kind = ? AND legacy = 1',
+      )
+      .all(kind)
+      .map((r) => r.id)
+  }
+
+  /** The stored event with this id, a kept older version included. */
+  getEvent(id: string): NostrEvent | undefined {
+    const row =
+      this.db.prepare<[string], { raw: string }>('SELECT raw FROM events WHERE id = ?').get(id) ??
+      this.db
+        .prepare<[string], { raw: string }>('SELECT raw FROM kept_versions WHERE id = ?')
+        .get(id)
+    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+  }
+
+  /**
+   * For each channel (`h` tag value) and each key that posted in it, the earliest created_at:
+   * the evidence that a channel was in use before someone defined it (kith-channels). One pass
+   * over the tag index.
+   */
+  earliestInChannels(): ChannelFirst[] {
+    return this.db
+      .prepare<[], ChannelFirst>(
+        `SELECT t.value AS channel, e.pubkey AS pubkey, MIN(t.created_at) AS createdAt
+         FROM tags t JOIN events e ON e.seq = t.seq
+         WHERE t.name = 'h' GROUP BY t.value, e.pubkey`,
+      )
+      .all()
   }
 
   /** Which of these ids are stored. */

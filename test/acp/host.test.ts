@@ -89,7 +89,7 @@ describe('AgentHost cancel', () => {
   it('kills only the cancelled turn: a new turn in the same session survives the old grace timer', async () => {
     const h = host()
     const first = prompt(h, 'hang')
-    await expect.poll(() => h.state).toBe('working')
+    await expect.poll(() => h.state, { timeout: 15_000 }).toBe('working')
     expect(h.cancel('ops', 300)).toBe(true)
     expect(await first).toEqual({ ok: false, message: 'turn cancelled' })
     // Started well inside the first cancel's grace window, and still running after it (its

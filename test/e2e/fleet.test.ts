@@ -12,39 +12,9 @@ import {
 import { RawClient } from '../helpers/raw-client.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
+import { codeOf, init, pairUp } from '../helpers/pair-up.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
-const sasLine = /do not type it anywhere:\s+(\d{3} \d{3})/
-const codeOf = (cmd: string) => new RegExp(`${cmd} (kith-pair1:[A-Za-z0-9_-]+)`)
-
-/**
- * One pairing between two real processes, answered as two people would: the inviter runs
- * `inviteArgs` in `from`, the other side runs `joinArgs CODE` in `to`; both compare the digits.
- */
-async function pairUp(
-  from: string,
-  inviteArgs: string[],
-  to: string,
-  joinArgs: string[],
-): Promise<{ inviter: string; joiner: string }> {
-  const inviter = spawnKith(inviteArgs, from)
-  const joinCmd = joinArgs.join(' ')
-  const code = (await inviter.waitFor(codeOf(joinCmd)))[1]!
-  const joiner = spawnKith([...joinArgs, code, '--yes'], to)
-  const a = (await joiner.waitFor(sasLine))[1]
-  const b = (await inviter.waitFor(sasLine))[1]
-  expect(a).toBe(b)
-  joiner.write('y\n')
-  inviter.write('y\n')
-  expect(await inviter.exit, inviter.output()).toBe(0)
-  expect(await joiner.exit, joiner.output()).toBe(0)
-  return { inviter: inviter.output(), joiner: joiner.output() }
-}
-
-async function init(home: string, name: string): Promise<void> {
-  const r = await runKith(['init', '--name', name], { home })
-  expect(r.code, r.stderr).toBe(0)
-}
 
 interface PersonJson {
   name: string
@@ -181,7 +151,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
       nodes.push(n)
     }
     for (const n of nodes) await n.waitFor(/linked to/)
-    const [, bobDevboxNode] = nodes
+    const [, bobDevboxNode, , bobLaptopNode] = nodes
 
     // Bob prompts Alice's fleet-wide agent and gets the answer.
     const q1 = await ask(bobLaptop, '@shared echo hello from bob')
@@ -260,14 +230,20 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     // His devices' connections are dropped and their events refused.
     // (the hub closed its connection; reconnecting, it is refused at AUTH)
     await bobDevboxNode!.waitFor(/AUTH refused: restricted: revoked/, 20_000)
-    // What his machines post is refused: the node keeps it unsent (no hub takes it), and a
-    // client with his device key is refused at AUTH.
-    const late = await runKith(['send', '#ops', '@shared echo after removal', '--json'], {
-      home: bobLaptop,
-    })
-    expect((JSON.parse(late.stdout) as { delivery: { ok: boolean } | null }).delivery?.ok).not.toBe(
-      true,
-    )
+    // His node says so plainly and stops retrying; kith status shows it.
+    await bobDevboxNode!.waitFor(/removed from the fleet/, 20_000)
+    const bobStatus = await runKith(['status', '--json'], { home: bobDevbox })
+    const status = JSON.parse(bobStatus.stdout) as {
+      removed: string | null
+      hubs: { state: string }[]
+    }
+    expect(status.removed).toMatch(/revoked/)
+    expect(status.hubs.map((h) => h.state)).toEqual(['revoked'])
+    // What his machines post is refused with the reason, not queued as if it might still go.
+    await bobLaptopNode!.waitFor(/removed from the fleet/, 20_000)
+    const late = await runKith(['send', '#ops', '@shared echo after removal'], { home: bobLaptop })
+    expect(late.code).not.toBe(0)
+    expect(late.stderr).toMatch(/this device was removed from the fleet/)
     const raw = await RawClient.connect(hub.url)
     const authed = await raw.auth(hub.url, readKeyFile(join(bobDevbox, 'device.key'))!)
     expect(authed[2]).toBe(false)

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent, verifyEventSignature } from '../../src/events/event.js'
-import { GrantError, makeGrant, type Role } from '../../src/grants/grant.js'
+import { GrantError, signGrant, type Role } from '../../src/grants/grant.js'
 import { fleetPeople, personOf } from '../../src/grants/members.js'
 import { describePolicy, parsePolicy, policyAllows } from '../../src/grants/policy.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
@@ -22,15 +22,17 @@ function fleet() {
   const v = new GrantVerifier({ founder: alice.pk, verifySignature: verifyEventSignature })
   const grant = (
     issuer: { sk: Uint8Array },
-    subject: { pk: string },
+    subject: { pk: string; sk: Uint8Array },
     role: Role,
     extra: { deleg?: boolean; parent?: string; name?: string } = {},
   ) => {
-    const e = signEvent(
-      makeGrant({ subject: subject.pk, role, fleet: alice.pk, ...extra }, now),
+    const e = signGrant(
+      { subject: subject.pk, role, fleet: alice.pk, ...extra },
       issuer.sk,
+      subject.sk,
+      now,
     )
-    expect(v.add(e, { now }).status).toBe('accepted')
+    expect(v.add(e).status).toBe('accepted')
     return e.id
   }
   const gCarol = grant(alice, carol!, 'owner', { deleg: true, name: 'carol' })
@@ -63,7 +65,7 @@ describe('the person of a key', () => {
   it('is gone, with everything beneath, once the person is removed', () => {
     const f = fleet()
     const rev = signEvent(makeRevocation({ keys: [f.bob.pk], fleet: f.alice.pk }, now), f.alice.sk)
-    expect(f.v.add(rev, { now }).status).toBe('accepted')
+    expect(f.v.add(rev).status).toBe('accepted')
     expect(personOf(f.v, f.bobAgent.pk, now)).toBeUndefined()
     const bob = fleetPeople(f.v, now).find((p) => p.pubkey === f.bob.pk)!
     expect(bob).toMatchObject({ name: 'bob', status: 'revoked', admin: false })

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import type { NostrEvent } from '../../src/events/event.js'
 
-export type Expect = 'accepted' | { rejected: string }
+export type Expect = 'accepted' | { held: true } | { rejected: string }
 export interface VectorCase {
   name: string
   steps: { event: NostrEvent; expect: Expect }[]

@@ -1,8 +1,8 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
-import { makeGrant, type GrantSpec } from '../../src/grants/grant.js'
+import type { GrantSpec } from '../../src/grants/grant.js'
+import { newSecret, signTestGrant } from '../helpers/secrets.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { startHub } from '../../src/hub/server.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
@@ -27,11 +27,11 @@ const chat = (sk: Uint8Array, content: string) =>
 /** A second person (owner grant, deleg) with a device and `agents` agent keys, all granted. */
 async function person(t: TestHub, agents: number) {
   const founder = await t.member()
-  const ownerSk = generateSecretKey()
-  const deviceSk = generateSecretKey()
-  const agentSks = Array.from({ length: agents }, () => generateSecretKey())
-  const g = (spec: Omit<GrantSpec, 'fleet'>, sk: Uint8Array) =>
-    signEvent(makeGrant({ ...spec, fleet: t.owner }, now()), sk)
+  const ownerSk = newSecret()
+  const deviceSk = newSecret()
+  const agentSks = Array.from({ length: agents }, () => newSecret())
+  const g = (spec: Omit<GrantSpec, 'fleet' | 'proof'>, sk: Uint8Array) =>
+    signTestGrant({ ...spec, fleet: t.owner }, sk, now())
   const ownerGrant = g({ subject: publicKeyOf(ownerSk), role: 'owner' }, t.ownerSk)
   const deviceGrant = g(
     { subject: publicKeyOf(deviceSk), role: 'device', parent: ownerGrant.id, deleg: true },
@@ -116,13 +116,11 @@ describe('storage quota by person', () => {
       "rate-limited: quota: this person stores 6 events, their quota (quota_events_per_person 6); ask the hub's operator to raise it",
     ])
     // Grants and revocations are never refused by quota: the person can still manage keys.
-    const extra = generateSecretKey()
-    const grant = signEvent(
-      makeGrant(
-        { subject: publicKeyOf(extra), role: 'device', fleet: t.owner, parent: p.ownerGrant.id },
-        now(),
-      ),
+    const extra = newSecret()
+    const grant = signTestGrant(
+      { subject: publicKeyOf(extra), role: 'device', fleet: t.owner, parent: p.ownerGrant.id },
       p.ownerSk,
+      now(),
     )
     expect((await publish(p.founder, grant))[2]).toBe(true)
     const revocation = signEvent(

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf } from '../../src/events/event.js'
+import { signGrant } from '../../src/grants/grant.js'
 import { startTestHub } from '../helpers/hub.js'
 
 describe('hub NIP-01 semantics', () => {
@@ -94,15 +95,12 @@ describe('hub NIP-01 semantics', () => {
     const t = await startTestHub()
     const deviceSk = generateSecretKey()
     const owner = await t.member()
-    const grant = t.sign({
-      kind: 4140,
-      tags: [
-        ['p', publicKeyOf(deviceSk)],
-        ['role', 'device'],
-        ['fleet', t.owner],
-      ],
-      content: '',
-    })
+    const grant = signGrant(
+      { subject: publicKeyOf(deviceSk), role: 'device', fleet: t.owner },
+      t.ownerSk,
+      deviceSk,
+      Math.floor(Date.now() / 1000),
+    )
     owner.send(['EVENT', grant])
     expect((await owner.ok(grant.id))[2]).toBe(true)
     const device = await t.connect()

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
-import { makeGrant } from '../../src/grants/grant.js'
+import { newSecret, signTestGrant } from '../helpers/secrets.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import type { RawClient } from '../helpers/raw-client.js'
 
@@ -18,14 +18,12 @@ function fill(t: TestHub, n: number, size: number): NostrEvent[] {
 
 /** A second person (an owner granted by the founder), with a connection authenticated as them. */
 async function person(t: TestHub) {
-  const sk = generateSecretKey()
+  const sk = newSecret()
   const founder = await t.member()
-  const grant = signEvent(
-    makeGrant(
-      { subject: publicKeyOf(sk), role: 'owner', fleet: t.owner },
-      Math.floor(Date.now() / 1000),
-    ),
+  const grant = signTestGrant(
+    { subject: publicKeyOf(sk), role: 'owner', fleet: t.owner },
     t.ownerSk,
+    Math.floor(Date.now() / 1000),
   )
   founder.send(['EVENT', grant])
   expect((await founder.ok(grant.id))[2]).toBe(true)

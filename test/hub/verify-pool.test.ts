@@ -49,7 +49,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('starts no worker until there is work, and lets an idle one exit', async () => {
-    const pool = await VerifyPool.create(2, { idleMs: 50 })
+    const pool = await VerifyPool.create(2, { idleMs: 1000 })
     try {
       expect(pool.running).toBe(0)
       const events = Array.from({ length: 64 }, (_, i) =>
@@ -60,7 +60,7 @@ describe('VerifyPool (worker threads)', () => {
       // A backlog of 64 started the second worker too.
       expect(pool.running).toBe(2)
       expect(pool.verified).toBe(64)
-      await expect.poll(() => pool.running).toBe(0)
+      await expect.poll(() => pool.running, { timeout: 10_000 }).toBe(0)
       expect(await pool.verify(events[0]!)).toBe('ok')
     } finally {
       await pool.close()

@@ -3,7 +3,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent } from '../../src/events/event.js'
 import { makeChannelDefinition } from '../../src/events/channel-def.js'
-import { makeGrant } from '../../src/grants/grant.js'
+import { signGrant } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { readConfig, writeConfig } from '../../src/identity/config.js'
 import { initIdentity, loadIdentity } from '../../src/identity/keys.js'
@@ -28,17 +28,16 @@ describe('a node takes only what the grant chains allow', () => {
     initIdentity({ home, ownerSecret: ownerSk })
     const node = await startNode(home)
     const agentSk = generateSecretKey()
-    const grant = signEvent(
-      makeGrant(
-        {
-          subject: publicKeyOf(agentSk),
-          role: 'agent',
-          fleet: publicKeyOf(ownerSk),
-          name: 'claude',
-        },
-        now(),
-      ),
+    const grant = signGrant(
+      {
+        subject: publicKeyOf(agentSk),
+        role: 'agent',
+        fleet: publicKeyOf(ownerSk),
+        name: 'claude',
+      },
       ownerSk,
+      agentSk,
+      now(),
     )
     const msg = (text: string, sk = agentSk) =>
       signEvent({ kind: 9, created_at: now(), tags: [['h', 'ops']], content: text }, sk)
@@ -69,17 +68,16 @@ describe('a node takes only what the grant chains allow', () => {
     const home = join(tempDir(), 'devbox')
     initIdentity({ home, name: 'devbox' })
     const config = readConfig(home)!
-    const { devicePubkey } = loadIdentity(home)
+    const { devicePubkey, deviceSecret } = loadIdentity(home)
     // The owner grants this device #ops only; the device joins the owner's fleet.
     writeConfig(home, { ...config, owner: t.owner, fleet: t.owner, hubs: [t.url] })
     const book = GrantBook.open(home, t.owner)
     book.learn([
-      signEvent(
-        makeGrant(
-          { subject: devicePubkey, role: 'device', fleet: t.owner, channels: ['ops'] },
-          now(),
-        ),
+      signGrant(
+        { subject: devicePubkey, role: 'device', fleet: t.owner, channels: ['ops'] },
         t.ownerSk,
+        deviceSecret,
+        now(),
       ),
     ])
     book.close()
@@ -131,22 +129,23 @@ describe('private channels at the node', () => {
     const node = await startNode(home)
     const bobSk = generateSecretKey()
     const bobDevSk = generateSecretKey()
-    const bobGrant = signEvent(
-      makeGrant({ subject: publicKeyOf(bobSk), role: 'owner', fleet: alice, name: 'bob' }, now()),
+    const bobGrant = signGrant(
+      { subject: publicKeyOf(bobSk), role: 'owner', fleet: alice, name: 'bob' },
       aliceSk,
-    )
-    const bobDevice = signEvent(
-      makeGrant(
-        {
-          subject: publicKeyOf(bobDevSk),
-          role: 'device',
-          fleet: alice,
-          parent: bobGrant.id,
-          name: 'bob-laptop',
-        },
-        now(),
-      ),
       bobSk,
+      now(),
+    )
+    const bobDevice = signGrant(
+      {
+        subject: publicKeyOf(bobDevSk),
+        role: 'device',
+        fleet: alice,
+        parent: bobGrant.id,
+        name: 'bob-laptop',
+      },
+      bobSk,
+      bobDevSk,
+      now(),
     )
     const secret = signEvent(
       makeChannelDefinition(

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
-import { authConditions, makeAuthTag } from '../../grants/nip-oa.js'
+import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
   checkAgentName,
   createAgentKey,
@@ -53,6 +53,9 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         --permissions: ask (default) sends every tool call to a person for approval;
         allow-reads lets read, search, think and fetch calls run without asking; allow-all lets
         every call run. The agent is kept in a mode that asks, so each call is seen either way.
+        A call that names KITH_HOME or other secrets (~/.ssh, ~/.aws, .env, key files…) always
+        asks, and its card says why; an allowed command still runs with your user's rights
+        (see the README: What an agent can reach).
         --env passes these variables through from kith up's environment (for example an API
         key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
         USER and the like. KITH_* variables are never passed.
@@ -156,6 +159,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       const grant = book.issueGrant(
         {
           subject: key.pubkey,
+          subjectSecret: key.secret,
           role: 'agent',
           name,
           ...(parent === undefined ? {} : { parent }),
@@ -166,17 +170,20 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         issuerSecret,
         now,
       )
-      const authTag = makeAuthTag(
-        issuerSecret,
-        key.pubkey,
-        authConditions({ ...(kinds ? { kinds } : {}), ...(exp ? { exp } : {}) }),
-      )
+      // NIP-OA: one signed condition set per kind the grant allows, each bounded by the
+      // effective window of the whole chain (a parent's expiry binds the agent too).
+      const position = book.verifier.positionOf(grant.id)
+      const authTags = authConditionSets({
+        ...(position?.kinds === undefined ? {} : { kinds: [...position.kinds] }),
+        ...(position?.nbf === undefined ? {} : { nbf: position.nbf }),
+        ...(position?.exp === undefined ? {} : { exp: position.exp }),
+      }).map((conditions) => makeAuthTag(issuerSecret, key.pubkey, conditions))
       key.secret.fill(0)
       writeAgentRecord(id.home, {
         name,
         pubkey: key.pubkey,
         grant: grant.id,
-        authTag,
+        authTags,
         createdAt: now,
         ...(command === undefined
           ? {}

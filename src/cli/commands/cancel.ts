@@ -7,8 +7,11 @@ import { connectDaemon } from './chat-common.js'
 export const cancelHelp = `Usage: kith cancel '#channel' [AGENT]
 
 Cancels the turn an agent is running in the channel (every agent there, or the one named), from
-any device of the agent's owner. The agent gets ACP session/cancel; one still busy after a 5 s
-grace window is stopped and restarted. Needs the node running (kith up).`
+any device of the agent's owner. AGENT is a name as in a mention (alice/helper where it is
+ambiguous). The cancel names the prompts still waiting for an answer there, as this node knows
+them: the hosting node stops a turn only if it runs one of those, and ignores a cancel older
+than 5 minutes. The agent gets ACP session/cancel; one still busy after a 5 s grace window is
+stopped and restarted. Needs the node running (kith up).`
 
 export async function runCancel(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -32,8 +35,13 @@ export async function runCancel(argv: string[], out: Out): Promise<number> {
   try {
     const channel = parseChannel(positionals[0]!)
     const agent = positionals[1]?.replace(/^@/, '')
-    await daemon.request('cancel', { channel, ...(agent ? { agent } : {}) })
-    out.line(`cancel sent to ${agent ? `@${agent}` : 'the agents'} in #${channel}`)
+    const r = await daemon.request<{ prompts: number }>('cancel', {
+      channel,
+      ...(agent ? { agent } : {}),
+    })
+    out.line(
+      `cancel sent to ${agent ? `@${agent}` : 'the agents'} in #${channel} (for ${r.prompts} open prompt${r.prompts === 1 ? '' : 's'})`,
+    )
     return 0
   } finally {
     daemon.close()

@@ -6,14 +6,17 @@ import type { ChatItem, WatchFrame } from '../../node/daemon.js'
 import { describeUpdate } from './watch.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat } from './chat-common.js'
+import { connectDaemon, formatChat, permissionContent } from './chat-common.js'
+
+type Option = { optionId: string; name: string; kind?: string }
 
 export const chatHelp = `Usage: kith chat [#channel]
 
 Interactive chat in a channel (default #general) through the running node (kith up): recent
 history, then live messages with each author's name and role; type a line to send it.
   /join #other   switch channel      /who       what this is
-  /allow N       answer the last permission card with option N (e.g. /allow 1)
+  /allow N [OPTION]  answer permission card N (the number on the card: [card N]) with its
+                 "allow once" option, or with option number OPTION; /reject N rejects it
   /cancel [name] cancel the turn of the agents (or one agent) working in this channel
   /interrupt @agent TEXT   stop the agent's turn here and run TEXT next
   /quit          leave (or Ctrl-D)    /help      this list
@@ -52,17 +55,67 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     out.line(line)
     if (tty) rl.prompt(true)
   }
-  let lastRequest: string | undefined
+  // Permission cards are numbered as they are shown, once per chat session (across /join), so
+  // /allow N answers the card that showed N and never another.
+  const cards = new Map<number, { id: string; agent: string; title: string; options: Option[] }>()
+  const cardOf = new Map<string, number>()
+  const render = (item: ChatItem): string => {
+    if (item.event.kind !== 4142) return formatChat(item)
+    let n = cardOf.get(item.event.id)
+    if (n === undefined) {
+      n = cards.size + 1
+      const p = permissionContent(item)
+      cardOf.set(item.event.id, n)
+      cards.set(n, {
+        id: item.event.id,
+        agent: item.from.name,
+        title: p.title ?? '?',
+        options: p.options ?? [],
+      })
+    }
+    return formatChat(item, { card: n })
+  }
   const enter = async (name: string) => {
     channel = name
-    lastRequest = undefined
     const history = await daemon.request<ChatItem[]>('history', { channel, limit: 20 })
     show(`── #${channel} ──${history.length === 0 ? ' (no messages yet)' : ''}`)
-    for (const item of history) {
-      if (item.event.kind === 4142) lastRequest = item.event.id
-      show(formatChat(item))
-    }
+    for (const item of history) show(render(item))
     prompt()
+  }
+  /** /allow N [OPTION], /reject N: exactly card N, and says which card it answered. */
+  const answer = async (line: string) => {
+    const m = /^\/(allow|reject)\s+(\d+)(?:\s+(\d+))?$/.exec(line)
+    if (m === null) {
+      show('usage: /allow N [OPTION] or /reject N (N: the number on the card, [card N])')
+      return
+    }
+    const n = Number(m[2])
+    const card = cards.get(n)
+    if (card === undefined) {
+      show(`no card ${n} here: cards are numbered as this chat shows them ([card N])`)
+      return
+    }
+    const option =
+      m[3] !== undefined
+        ? card.options[Number(m[3]) - 1]
+        : m[1] === 'allow'
+          ? (card.options.find((o) => o.kind === 'allow_once') ??
+            card.options.find((o) => o.kind?.startsWith('allow')))
+          : (card.options.find((o) => o.kind === 'reject_once') ??
+            card.options.find((o) => o.kind?.startsWith('reject')))
+    if (option === undefined) {
+      show(
+        `card ${n} has no such option; its options: ${card.options.map((o, i) => `${i + 1} ${o.name}`).join(', ')} (/allow ${n} OPTION)`,
+      )
+      return
+    }
+    try {
+      await daemon.request('decide', { request: card.id, option: option.optionId })
+    } catch (err) {
+      show(`⚠ card ${n} not answered: ${err instanceof Error ? err.message : String(err)}`)
+      return
+    }
+    show(`answered card ${n} (${card.agent}: ${card.title}) with ${option.name}`)
   }
   const send = async (message: { text: string; interrupt?: boolean }) => {
     const r = await daemon.request<{
@@ -80,19 +133,20 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     else if (line.startsWith('/join')) await enter(parseChannel(line.slice(5).trim() || '#general'))
     else if (line === '/cancel' || line.startsWith('/cancel ')) {
       const agent = line.slice(7).trim().replace(/^@/, '')
-      await daemon.request('cancel', { channel, ...(agent ? { agent } : {}) })
-      show(`cancel sent${agent ? ` to @${agent}` : ''}`)
+      const r = await daemon.request<{ prompts: number }>('cancel', {
+        channel,
+        ...(agent ? { agent } : {}),
+      })
+      show(
+        `cancel sent${agent ? ` to @${agent}` : ''} (for ${r.prompts} open prompt${r.prompts === 1 ? '' : 's'})`,
+      )
     } else if (line.startsWith('/interrupt')) {
       const text = line.slice(10).trim()
       if (text === '')
         show('usage: /interrupt @agent TEXT (stops its turn here and runs this next)')
       else await send({ text, interrupt: true })
-    } else if (line.startsWith('/allow')) {
-      const option = line.slice(6).trim()
-      if (lastRequest === undefined) show('no permission request in this channel yet')
-      else if (!/^\d+$/.test(option)) show('usage: /allow N (the option number on the card)')
-      else await daemon.request('decide', { request: lastRequest, option: Number(option) })
-    } else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
+    } else if (line.startsWith('/allow') || line.startsWith('/reject')) await answer(line)
+    else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
     else await send({ text: line })
     prompt()
     return true
@@ -134,8 +188,7 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
     daemon.on('chat', (p) => {
       const item = p as ChatItem
       if (item.channel !== channel) return
-      if (item.event.kind === 4142) lastRequest = item.event.id
-      show(formatChat(item))
+      show(render(item))
     })
     // Agents' tool calls show as a progress line while they work (observer frames).
     daemon.on('frame', (p) => {

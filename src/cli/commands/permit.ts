@@ -6,8 +6,11 @@ import { connectDaemon } from './chat-common.js'
 export const permitHelp = `Usage: kith permit REQUEST OPTION
 
 Answers an agent's permission request (the card in kith chat): REQUEST is its id (the first
-characters are enough), OPTION the option's number on the card or its option id. Needs the
-node running (kith up). Only the agent's owner (any of their devices) may approve.`
+characters are enough, if no other request starts with them), OPTION the option's number on
+the card or its option id. Needs the node running (kith up). Only the agent's owner (any of
+their devices) may approve, unless its approvers policy says more; the hosting node applies the
+first valid answer it receives. An answer to a request that has expired, or that you (from any
+of your devices) already answered, is refused here.`
 
 export async function runPermit(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -26,11 +29,14 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
     throw new KithError('io', 'kith permit needs the node running: start kith up')
   try {
     const option = /^\d+$/.test(positionals[1]!) ? Number(positionals[1]) : positionals[1]!
-    const r = await daemon.request<{ event: { id: string } }>('decide', {
-      request: positionals[0]!,
-      option,
-    })
-    out.line(`decided: sent ${r.event.id.slice(0, 12)}…`)
+    const r = await daemon.request<{
+      event: { id: string }
+      request: string
+      option: { name: string }
+    }>('decide', { request: positionals[0]!, option })
+    out.line(
+      `answered request ${r.request.slice(0, 8)} with ${r.option.name}: sent ${r.event.id.slice(0, 12)}…`,
+    )
     return 0
   } finally {
     daemon.close()

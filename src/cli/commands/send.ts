@@ -7,12 +7,16 @@ import { connectDaemon, withLocalNode } from './chat-common.js'
 
 export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--interrupt] [--json]
 
-Posts a chat message signed by this device. @names in the text (devices, agents, people with a
-profile) become mentions. With --interrupt, the @mentioned agents stop the turn they are running
-in this channel and take this message next (it needs the agent's approvers policy, as a cancel
-does; otherwise the message waits its turn and the agent says why). Through the running node (kith up) it goes out at once and this waits
-for the first hub's answer; with no node running it is written to the outbox in node.db and
-the next kith up delivers it.`
+Posts a chat message signed by this device. @names in the text (people, devices, agents) become
+mentions: a name resolves among your own keys first, then to a person of that name, then to
+another person's key only when one person has a key of that name; otherwise the message is
+refused with the candidates, which you write as person/name (@bob/helper). With --interrupt,
+the @mentioned agents stop the turn they are running in this channel, if it is one of the
+prompts still open as this node knows them, and take this message next (it needs the agent's
+approvers policy, as a cancel does, and is not acted on after 5 minutes; otherwise the message
+waits its turn and the agent says why). Through the running node (kith up) it goes out at once
+and this waits for the first hub's answer; with no node running it is written to the outbox in
+node.db and the next kith up delivers it.`
 
 export async function runSend(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(

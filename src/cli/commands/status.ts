@@ -19,6 +19,7 @@ interface Status {
   device: string
   name: string
   embeddedHub: string | null
+  removed?: string | null
   hubs: LinkStatus[]
   outbox: number
   agents?: {
@@ -84,6 +85,9 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
   if (status.embeddedHub) out.line(`hub     embedded on ${status.embeddedHub}`)
+  if (typeof status.removed === 'string') {
+    out.line(`removed this device is no longer a member of the fleet (${status.removed})`)
+  }
   for (const h of status.hubs) {
     const cursor = h.cursor === null ? 'none yet' : new Date(h.cursor * 1000).toISOString()
     const lag = h.lagMs === null ? '' : `, lag ${h.lagMs} ms`

@@ -1,0 +1,126 @@
+import { Kind } from '../events/kinds.js'
+import { GrantError, verifyGrantProof, type Grant, type Role } from './grant.js'
+
+/** A grant with what it inherits resolved along its chain. Immutable once computed. */
+export interface Effective {
+  grant: Grant
+  /** undefined = every kind / every channel. */
+  kinds: ReadonlySet<number> | undefined
+  channels: ReadonlySet<string> | undefined
+  nbf: number | undefined
+  exp: number | undefined
+  /** Grants from the founder's grant down to this one. */
+  chain: readonly Grant[]
+  /** Every key on the chain: the founder, each issuer, and the subject. */
+  keys: readonly string[]
+}
+
+/**
+ * Proof checks already made, by grant id. Sound because an id covers the whole event, proof
+ * included, and the verifier checks (or is told the caller checked) the id before the proof; it
+ * spares a Schnorr verification per grant on every replay. Bounded: oldest entries go first.
+ */
+const proofChecked = new Map<string, boolean>()
+const proofCacheSize = 20_000
+
+function proofHolds(grant: Grant): boolean {
+  let ok = proofChecked.get(grant.id)
+  if (ok === undefined) {
+    ok = verifyGrantProof(grant)
+    if (proofChecked.size >= proofCacheSize) proofChecked.delete(proofChecked.keys().next().value!)
+    proofChecked.set(grant.id, ok)
+  }
+  return ok
+}
+
+/** The founder's own position: unrestricted, the root of every chain. */
+export function founderRoot(founder: string): Omit<Effective, 'grant'> {
+  return {
+    kinds: undefined,
+    channels: undefined,
+    nbf: undefined,
+    exp: undefined,
+    chain: [],
+    keys: [founder],
+  }
+}
+
+/**
+ * The structural checks of one grant against its parent's resolved position (kith-grants,
+ * "Validity of a grant", steps 4–9). Pure and time-free: the answer depends only on the two
+ * grants, so every verifier that holds them decides the same.
+ */
+export function extendChain(
+  grant: Grant,
+  parent: Omit<Effective, 'grant'>,
+  issuer: { role: Role | 'founder'; deleg: boolean },
+  maxDepth: number,
+): Effective | GrantError {
+  if (grant.subject === grant.issuer)
+    return new GrantError('self-grant', 'a key cannot grant itself')
+  if (!proofHolds(grant)) {
+    return new GrantError(
+      'bad-proof',
+      "the proof tag is not the subject's signature for this issuer and role",
+    )
+  }
+  const authority = mayIssue(issuer.role, issuer.deleg, grant.role)
+  if (authority !== undefined) return new GrantError('no-authority', authority)
+  if (parent.kinds !== undefined && !parent.kinds.has(Kind.Grant)) {
+    return new GrantError(
+      'kind-not-allowed',
+      `the issuer's grant does not allow kind ${Kind.Grant}`,
+    )
+  }
+  if (parent.keys.includes(grant.subject)) {
+    return new GrantError('cycle', 'the subject already appears above itself in the chain')
+  }
+  if (parent.chain.length + 1 > maxDepth) {
+    return new GrantError('too-deep', `chains are at most ${maxDepth} grants long`)
+  }
+  const kinds = narrow(parent.kinds, grant.kinds)
+  if (kinds === 'wider')
+    return new GrantError('wider-kinds', 'grants kinds its parent does not have')
+  const channels = narrow(parent.channels, grant.channels)
+  if (channels === 'wider') {
+    return new GrantError('wider-channels', 'grants channels its parent does not have')
+  }
+  if (
+    (parent.nbf !== undefined && grant.nbf !== undefined && grant.nbf < parent.nbf) ||
+    (parent.exp !== undefined && grant.exp !== undefined && grant.exp > parent.exp)
+  ) {
+    return new GrantError('wider-window', "the validity window reaches outside the parent's")
+  }
+  return {
+    grant,
+    kinds,
+    channels,
+    nbf: grant.nbf ?? parent.nbf,
+    exp: grant.exp ?? parent.exp,
+    chain: [...parent.chain, grant],
+    keys: [...parent.keys, grant.subject],
+  }
+}
+
+/** Why `issuer` (with this role and deleg) may not grant `role`, or undefined when it may. */
+function mayIssue(issuer: Role | 'founder', deleg: boolean, role: Role): string | undefined {
+  if (issuer === 'founder') return undefined
+  if (issuer === 'agent') return 'agents never issue grants'
+  if (issuer === 'owner') {
+    if (role === 'owner' && !deleg) return 'only an admin owner (deleg) may admit owners'
+    return undefined
+  }
+  if (role !== 'agent') return 'a device may only grant agents'
+  if (!deleg) return 'this device may not delegate (no deleg in its grant)'
+  return undefined
+}
+
+/** A child's caps against its parent's: the child's own list must be a subset. */
+function narrow<T>(
+  parent: ReadonlySet<T> | undefined,
+  child: readonly T[] | undefined,
+): ReadonlySet<T> | undefined | 'wider' {
+  if (child === undefined) return parent
+  if (parent !== undefined && child.some((c) => !parent.has(c))) return 'wider'
+  return new Set(child)
+}
