@@ -1,10 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs'
 import { Readable, Transform, Writable } from 'node:stream'
-import * as acp from '@agentclientprotocol/sdk'
+import type * as Acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 import { removePidFile, signalGroup, writePidFile } from './process-group.js'
 import { ReplyText } from './reply-text.js'
+
+/**
+ * The ACP SDK (with the schemas under it, ~10 MB resident) is loaded when the first agent starts,
+ * not by every node: most nodes host no agent, or none until a prompt arrives.
+ */
+let acp: typeof Acp | undefined
+let acpLoading: Promise<typeof Acp> | undefined
+
+function loadAcp(): Promise<typeof Acp> {
+  acpLoading ??= import('@agentclientprotocol/sdk').then((m) => (acp = m))
+  return acpLoading
+}
+
+/** The SDK, once an agent has started (every caller runs after `start`). */
+function sdk(): typeof Acp {
+  if (acp === undefined) throw new KithError('error', 'the ACP SDK is not loaded yet')
+  return acp
+}
 
 /** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
 export const envAllowlist = [
@@ -79,11 +97,11 @@ export interface SessionReport {
 /** The JSON-RPC error code behind a failed call (-32601 method absent, …), if the agent sent one. */
 export function acpErrorCode(err: unknown): number | undefined {
   const cause = err instanceof KithError ? err.cause : err
-  return cause instanceof acp.RequestError ? cause.code : undefined
+  return acp !== undefined && cause instanceof acp.RequestError ? cause.code : undefined
 }
 
 /** What a JSON-RPC error's data says in words: itself, or its `details` or `message`. */
-export function errorDetail(err: acp.RequestError): string {
+export function errorDetail(err: Acp.RequestError): string {
   const data = err.data as { details?: unknown; message?: unknown } | string | undefined | null
   if (typeof data === 'string') return data.trim()
   if (typeof data?.details === 'string') return data.details.trim()
@@ -96,7 +114,7 @@ export function errorDetail(err: acp.RequestError): string {
  * error message when it says more than that, and how its authMethods say to log in). Kith never
  * calls `authenticate` itself: logging in is for a person on that machine.
  */
-export function authRequired(err: acp.RequestError, hint: string): string {
+export function authRequired(err: Acp.RequestError, hint: string): string {
   const said = err.message.trim()
   const detail = errorDetail(err)
   const parts = [
@@ -115,7 +133,7 @@ export function authRequired(err: acp.RequestError, hint: string): string {
  */
 export class AgentProcess {
   private child: ChildProcess | undefined
-  private conn: acp.ClientConnection | undefined
+  private conn: Acp.ClientConnection | undefined
   private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
   canLoadSession = false
@@ -150,6 +168,8 @@ export class AgentProcess {
   async start(): Promise<void> {
     const [command, ...args] = this.spec.argv
     if (command === undefined) throw new KithError('usage', 'an agent needs a command')
+    await loadAcp()
+    const acp = sdk()
     const logFile = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
     this.log = logFile
     // The log is open before the agent starts (a failure to open it is the caller's error);
@@ -306,7 +326,7 @@ export class AgentProcess {
       return await Promise.race([fn(), died])
     } catch (err) {
       if (err instanceof KithError) throw err
-      if (err instanceof acp.RequestError && err.code === -32000) {
+      if (err instanceof sdk().RequestError && err.code === -32000) {
         throw new KithError('error', authRequired(err, this.authHint), { cause: err })
       }
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
@@ -316,7 +336,7 @@ export class AgentProcess {
         throw new KithError('error', 'agent crashed', { cause: err })
       }
       // The agent's own explanation often sits in data (details or message), not in message.
-      const detail = err instanceof acp.RequestError ? errorDetail(err) : ''
+      const detail = err instanceof sdk().RequestError ? errorDetail(err) : ''
       throw new KithError(
         'error',
         `agent error: ${err instanceof Error ? err.message : String(err)}${detail === '' ? '' : `: ${detail}`}`,
@@ -327,7 +347,7 @@ export class AgentProcess {
 
   async newSession(cwd: string): Promise<SessionReport & { sessionId: string }> {
     return this.call(() =>
-      this.conn!.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      this.conn!.agent.request(sdk().methods.agent.session.new, { cwd, mcpServers: [] }),
     )
   }
 
@@ -346,7 +366,11 @@ export class AgentProcess {
    */
   async loadSession(sessionId: string, cwd: string): Promise<void> {
     await this.call(() =>
-      this.conn!.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }),
+      this.conn!.agent.request(sdk().methods.agent.session.load, {
+        sessionId,
+        cwd,
+        mcpServers: [],
+      }),
     )
     // ACP sends the replay before the load's answer, but gemini-cli 0.61 goes on replaying after
     // it: let the session fall quiet first, or the tail of the old conversation would be taken
@@ -392,7 +416,7 @@ export class AgentProcess {
     this.turns.add(sessionId)
     try {
       const r = await this.call(() =>
-        this.conn!.agent.request(acp.methods.agent.session.prompt, {
+        this.conn!.agent.request(sdk().methods.agent.session.prompt, {
           sessionId,
           prompt: [{ type: 'text', text }],
         }),
@@ -414,7 +438,7 @@ export class AgentProcess {
 
   /** Asks the agent to stop the session's turn (ACP session/cancel, a notification). */
   async cancel(sessionId: string): Promise<void> {
-    await this.conn?.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+    await this.conn?.agent.notify(sdk().methods.agent.session.cancel, { sessionId })
   }
 
   get running(): boolean {

@@ -13,7 +13,12 @@ export interface AgentRecord {
   pubkey: string
   /** The id of the grant that admitted it. */
   grant: string
-  /** NIP-OA tag its events carry, signed by the grant's issuer. */
+  /**
+   * NIP-OA tags signed by the grant's issuer, one per kind the agent may publish (each bounded by
+   * the grant's effective window); each event carries the one that holds for it (authTagFor).
+   */
+  authTags?: string[][]
+  /** Records written before authTags: one tag, attached only where it holds. */
   authTag?: string[]
   createdAt: number
   /** The ACP command (argv, no shell) this node spawns for it; absent: a key only. */
@@ -72,6 +77,11 @@ export function writeAgentRecord(home: string, record: AgentRecord): void {
   const path = join(agentsDir(home), `${record.name}.json`)
   writeFileSync(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 })
   renameSync(`${path}.tmp`, path)
+}
+
+/** The NIP-OA tags an agent record holds (old records: their single tag). */
+export function authTagsOf(record: AgentRecord): string[][] {
+  return record.authTags ?? (record.authTag === undefined ? [] : [record.authTag])
 }
 
 export function listAgentRecords(home: string): AgentRecord[] {

@@ -11,8 +11,9 @@ import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
+import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
-import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
+import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
 import { signAsAgent } from './agent-signer.js'
@@ -636,7 +637,12 @@ export class AgentBridge {
   ): NostrEvent | undefined {
     if (this.node.stopped()) return undefined
     const tags = this.replyTags(question, opts)
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const maxContent = 60_000
     const content =
       text.length > maxContent
@@ -645,7 +651,7 @@ export class AgentBridge {
         : text
     const reply = signAsAgent(
       agent,
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
       this.node.log,
       `its reply to ${question.id.slice(0, 8)}`,
     )
@@ -664,10 +670,15 @@ export class AgentBridge {
       ['h', channel],
       ['fleet', this.node.book.fleet],
     ]
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const notice = signAsAgent(
       agent,
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
       this.node.log,
       'a notice',
     )

@@ -13,6 +13,7 @@ import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
+import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
 import {
@@ -147,6 +148,8 @@ export class KithNode {
       opts,
     )
     this.outbox = new OutboxPump(this.store, {
+      // A private channel's definition in effect goes first to a hub that has not acknowledged it.
+      prerequisites: (e, hub) => definitionsFirst(this.channels, this.store, e, hub, this.now()),
       now: () => this.now(),
       log: this.log,
       stopped: () => this.stopped,
@@ -222,7 +225,7 @@ export class KithNode {
         return { ok: true }
       },
     })
-    this.pool = await VerifyPool.create(this.opts.verifyWorkers)
+    this.pool = await VerifyPool.create(this.opts.verifyWorkers, { helpInline: true })
     let hubs = id.config.hubs
     if (hubs.length === 0) {
       this.embedded = await startHub({
@@ -231,9 +234,8 @@ export class KithNode {
         dbPath: join(id.home, homeFiles.hubDb),
         founder: this.fleet,
         log: (l) => this.log(`hub: ${l}`),
-        ...(this.opts.verifyWorkers === undefined
-          ? {}
-          : { verifyWorkers: this.opts.verifyWorkers }),
+        // One pool for node and hub: its workers start on demand and exit when idle.
+        verifier: this.pool,
       })
       hubs = [this.embedded.url]
       this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
@@ -254,7 +256,7 @@ export class KithNode {
         ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
-        deliver: (events) => this.intake(events),
+        deliver: (events) => this.intake(events, url),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)
@@ -355,7 +357,7 @@ export class KithNode {
    * take grants and revocations first, then accept only what the grant chains allow now, and
    * store it. Refused and forged events are counted in the log, never stored or shown.
    */
-  async intake(events: NostrEvent[]): Promise<void> {
+  async intake(events: NostrEvent[], from?: string): Promise<void> {
     if (events.length === 0 || this.stopped) return
     // Batches are verified side by side but applied in the order they arrived (a link hands
     // live batches over without waiting), so an agent's reply never overtakes the prompt, the
@@ -364,21 +366,27 @@ export class KithNode {
     let release!: () => void
     this.applying = new Promise<void>((r) => (release = r))
     try {
-      await this.intakeInOrder(events, prior)
+      await this.intakeInOrder(events, prior, from)
     } finally {
       release()
     }
   }
 
-  private async intakeInOrder(events: NostrEvent[], prior: Promise<void>): Promise<void> {
+  private async intakeInOrder(
+    events: NostrEvent[],
+    prior: Promise<void>,
+    from: string | undefined,
+  ): Promise<void> {
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
       if (seen.has(e.id)) return false
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
-      // yet unknown to this process's verifier, so those are always offered to it.
-      const isGrant = e.kind === Kind.Grant || e.kind === Kind.Revocation
-      if (known.has(e.id) && !isGrant) return false
+      // yet unknown to this process's verifier, so those are always offered to it; a definition
+      // a hub returns also tells that the hub holds it.
+      const always =
+        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+      if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true
     })
@@ -387,6 +395,11 @@ export class KithNode {
     await prior
     if (this.stopped) return
     const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
+    // A hub that returned a definition holds it: events of that channel may go to it now.
+    if (from !== undefined) {
+      const held = valid.filter((e) => e.kind === Kind.ChannelDefinition).map((e) => e.id)
+      if (held.length > 0) this.store.markHeld(held, from)
+    }
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
     // The same admission a hub applies (grants first, then definitions, then the rest), so

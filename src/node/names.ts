@@ -21,6 +21,25 @@ export interface Who {
   authorizedBy?: string
 }
 
+/**
+ * The name in a key's newest kind-0 profile, if this store holds one. A device names itself this
+ * way (its own key signs it; kith device rename), and every display prefers it to a grant's name.
+ */
+export function profileNameOf(events: EventStore, pubkey: string): string | undefined {
+  const row = events.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
+    defaultLimit: 1,
+    maxLimit: 1,
+  })[0]
+  if (row === undefined) return undefined
+  try {
+    const profile = JSON.parse((JSON.parse(row.raw) as NostrEvent).content) as { name?: unknown }
+    return typeof profile.name === 'string' && profile.name !== '' ? profile.name : undefined
+  } catch {
+    // A profile with unparseable content simply has no name.
+    return undefined
+  }
+}
+
 const short = (pubkey: string) => `${npubEncode(pubkey).slice(0, 12)}…`
 const nowSeconds = () => Math.floor(Date.now() / 1000)
 
@@ -55,18 +74,7 @@ export class Names {
   ) {}
 
   private profileName(pubkey: string): string | undefined {
-    const row = this.events.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
-      defaultLimit: 1,
-      maxLimit: 1,
-    })[0]
-    if (row === undefined) return undefined
-    try {
-      const profile = JSON.parse((JSON.parse(row.raw) as NostrEvent).content) as { name?: unknown }
-      return typeof profile.name === 'string' && profile.name !== '' ? profile.name : undefined
-    } catch {
-      // A profile with unparseable content simply has no name.
-      return undefined
-    }
+    return profileNameOf(this.events, pubkey)
   }
 
   /** The newest grant of `pubkey` (any state), for names and roles of keys no longer members. */

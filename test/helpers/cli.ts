@@ -170,6 +170,8 @@ export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv =
   }
   child.stdout.on('data', onData)
   child.stderr.on('data', onData)
+  // Typing into a program that has already ended (EPIPE) is what a person may do too: harmless.
+  child.stdin.on('error', () => undefined)
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   onTestFinished(() => {
     if (child.exitCode === null) child.kill('SIGKILL')

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
-import { authConditions, makeAuthTag } from '../../grants/nip-oa.js'
+import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
   checkAgentName,
   createAgentKey,
@@ -201,17 +201,20 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         issuerSecret,
         now,
       )
-      const authTag = makeAuthTag(
-        issuerSecret,
-        key.pubkey,
-        authConditions({ ...(kinds ? { kinds } : {}), ...(exp ? { exp } : {}) }),
-      )
+      // NIP-OA: one signed condition set per kind the grant allows, each bounded by the
+      // effective window of the whole chain (a parent's expiry binds the agent too).
+      const position = book.verifier.positionOf(grant.id)
+      const authTags = authConditionSets({
+        ...(position?.kinds === undefined ? {} : { kinds: [...position.kinds] }),
+        ...(position?.nbf === undefined ? {} : { nbf: position.nbf }),
+        ...(position?.exp === undefined ? {} : { exp: position.exp }),
+      }).map((conditions) => makeAuthTag(issuerSecret, key.pubkey, conditions))
       key.secret.fill(0)
       writeAgentRecord(id.home, {
         name,
         pubkey: key.pubkey,
         grant: grant.id,
-        authTag,
+        authTags,
         createdAt: now,
         ...(command === undefined
           ? {}

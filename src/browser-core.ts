@@ -1,0 +1,16 @@
+/**
+ * The protocol core a browser runs (the web device): events and kinds, grants and the fleet
+ * state, the wasm verifier, the relay client and the pairing protocol. `npm run check` bundles
+ * this file for the browser (scripts/check-browser-core.js) and fails on any Node built-in.
+ */
+export * from './errors.js'
+export * from './events/index.js'
+export * from './events/verify-wasm.js'
+export * from './grants/index.js'
+export { FleetState } from './grants/fleet-state.js'
+export { ChannelBook } from './grants/channels.js'
+export { personOf, personsOf, fleetPeople } from './grants/members.js'
+export * from './link/relay-client.js'
+export * from './pairing/protocol/session.js'
+export * from './pairing/protocol/code.js'
+export * from './pairing/protocol/errors.js'
