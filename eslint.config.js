@@ -27,6 +27,7 @@ export default tseslint.config(
       'coverage/**',
       'bin/**',
       'scripts/**/*.js',
+      '.dependency-cruiser.cjs',
       'test/fixtures/**/*.mjs',
     ],
   },

@@ -9,8 +9,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The real-agent tier is its own run: npm run test:agents (vitest.agents.config.ts).
     exclude: [...configDefaults.exclude, 'test/agents/**'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Generous: e2e tests run several real processes on a 2-core machine; a hang still fails.
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
     // Hub tests spawn real processes; two cores, so keep parallelism modest.
     maxWorkers: 2,
     reporters: summary ? ['default', ['json', { outputFile: summary }]] : ['default'],

@@ -1,6 +1,7 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
-// A small young generation keeps a hub's peak RSS near 150 MB under full ingest load instead of
-// ~190 MB, with no measured throughput cost (docs/performance.md).
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2
+// A small young generation (2 MB semi-spaces) and at most two malloc arenas (glibc allows 8 per
+// core, and each verify worker and libuv thread takes its own) keep a hub's peak RSS and an idle
+// node's low, with no measured throughput cost (docs/performance.md).
 import { main } from '../dist/cli/main.js'
 
 process.exitCode = await main(process.argv.slice(2))

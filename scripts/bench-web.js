@@ -77,7 +77,9 @@ try {
   // The first load: every script the page itself names (lazy chunks such as the QR decoder are
   // loaded only when used).
   const html = readFileSync(join(root, 'index.html'), 'utf8')
-  const first = [...html.matchAll(/(?:src|href)="\/(assets\/[\w.-]+\.(?:js|css))"/g)].map((m) => m[1])
+  const first = [...html.matchAll(/(?:src|href)="\/(assets\/[\w.-]+\.(?:js|css))"/g)].map(
+    (m) => m[1],
+  )
   const size = (ext) =>
     first
       .filter((f) => f.endsWith(ext))
@@ -142,7 +144,10 @@ try {
         load: nav.loadEventEnd,
         usable,
         messages: document.querySelectorAll('article.message').length,
-        dbg: performance.getEntriesByType('mark').map((m) => `${m.name}:${Math.round(m.startTime)}`).join(' '),
+        dbg: performance
+          .getEntriesByType('mark')
+          .map((m) => `${m.name}:${Math.round(m.startTime)}`)
+          .join(' '),
       }
     })
   }

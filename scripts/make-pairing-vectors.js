@@ -6,7 +6,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { encodePairingCode } from '../dist/pairing/protocol/code.js'
 import { InviterSession, JoinerSession } from '../dist/pairing/protocol/session.js'
-import { deriveKeys, ecdhX } from '../dist/pairing/protocol/crypto.js'
+import { abortMac, deriveKeys, ecdhX } from '../dist/pairing/protocol/crypto.js'
 import { makeSeededRandom } from '../dist/pairing/protocol/seeded.js'
 
 const input = {
@@ -48,7 +48,14 @@ const vectors = {
     joiner_to_inviter: bytesToHex(keys.joinerToInviter),
     inviter_to_joiner: bytesToHex(keys.inviterToJoiner),
   },
+  // An authenticated abort from the joiner: HMAC(kConf, F("abort", "R", TH, reason, detail)).
+  abort: joiner.abort('hub-refused', 'invalid: pairing frames are at most 4096 bytes'),
 }
+if (
+  vectors.abort.mac !==
+  abortMac(keys.confirm, 'R', inviter.transcript, vectors.abort.reason, vectors.abort.detail)
+)
+  throw new Error('abort MAC disagrees with itself')
 writeFileSync(
   new URL('../test/vectors/pairing.json', import.meta.url),
   `${JSON.stringify(vectors, null, 2)}\n`,

@@ -1,9 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process'
-import { createWriteStream, type WriteStream } from 'node:fs'
+import { createWriteStream, existsSync, type WriteStream } from 'node:fs'
 import { Readable, Transform, Writable } from 'node:stream'
-import * as acp from '@agentclientprotocol/sdk'
+import type * as Acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 import { removePidFile, signalGroup, writePidFile } from './process-group.js'
+import { ReplyText } from './reply-text.js'
+
+/**
+ * The ACP SDK (with the schemas under it, ~10 MB resident) is loaded when the first agent starts,
+ * not by every node: most nodes host no agent, or none until a prompt arrives.
+ */
+let acp: typeof Acp | undefined
+let acpLoading: Promise<typeof Acp> | undefined
+
+function loadAcp(): Promise<typeof Acp> {
+  acpLoading ??= import('@agentclientprotocol/sdk').then((m) => (acp = m))
+  return acpLoading
+}
+
+/** The SDK, once an agent has started (every caller runs after `start`). */
+function sdk(): typeof Acp {
+  if (acp === undefined) throw new KithError('error', 'the ACP SDK is not loaded yet')
+  return acp
+}
 
 /** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
 export const envAllowlist = [
@@ -78,11 +97,11 @@ export interface SessionReport {
 /** The JSON-RPC error code behind a failed call (-32601 method absent, …), if the agent sent one. */
 export function acpErrorCode(err: unknown): number | undefined {
   const cause = err instanceof KithError ? err.cause : err
-  return cause instanceof acp.RequestError ? cause.code : undefined
+  return acp !== undefined && cause instanceof acp.RequestError ? cause.code : undefined
 }
 
 /** What a JSON-RPC error's data says in words: itself, or its `details` or `message`. */
-export function errorDetail(err: acp.RequestError): string {
+export function errorDetail(err: Acp.RequestError): string {
   const data = err.data as { details?: unknown; message?: unknown } | string | undefined | null
   if (typeof data === 'string') return data.trim()
   if (typeof data?.details === 'string') return data.details.trim()
@@ -95,7 +114,7 @@ export function errorDetail(err: acp.RequestError): string {
  * error message when it says more than that, and how its authMethods say to log in). Kith never
  * calls `authenticate` itself: logging in is for a person on that machine.
  */
-export function authRequired(err: acp.RequestError, hint: string): string {
+export function authRequired(err: Acp.RequestError, hint: string): string {
   const said = err.message.trim()
   const detail = errorDetail(err)
   const parts = [
@@ -114,7 +133,7 @@ export function authRequired(err: acp.RequestError, hint: string): string {
  */
 export class AgentProcess {
   private child: ChildProcess | undefined
-  private conn: acp.ClientConnection | undefined
+  private conn: Acp.ClientConnection | undefined
   private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
   canLoadSession = false
@@ -126,7 +145,10 @@ export class AgentProcess {
   readonly absent = new Set<string>()
   /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
   authHint = ''
-  private readonly listeners = new Map<string, (text: string) => void>()
+  /** The reply of each session's turn: the one running, or else the last one. */
+  private readonly replies = new Map<string, ReplyText>()
+  /** Sessions with a turn of ours running (a session/load replay is not one). */
+  private readonly turns = new Set<string>()
   /** Tool calls announced by each running turn's updates, by session then toolCallId. */
   private readonly toolCalls = new Map<string, Map<string, ToolCallSeen>>()
   /** When each session last sent a session/update (ms), to let a load's replay finish. */
@@ -146,6 +168,8 @@ export class AgentProcess {
   async start(): Promise<void> {
     const [command, ...args] = this.spec.argv
     if (command === undefined) throw new KithError('usage', 'an agent needs a command')
+    await loadAcp()
+    const acp = sdk()
     const logFile = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
     this.log = logFile
     // The log is open before the agent starts (a failure to open it is the caller's error);
@@ -157,6 +181,12 @@ export class AgentProcess {
       )
     })
     logFile.on('error', (err) => (this.logError = err.message))
+    // spawn says ENOENT for a missing cwd as for a missing command: tell them apart.
+    if (!existsSync(this.spec.cwd)) {
+      const why = `its working directory ${this.spec.cwd} does not exist (kith agent add --cwd)`
+      logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
+      throw new KithError('error', `cannot start ${command}: ${why}`)
+    }
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
       if (process.env[name] !== undefined) env[name] = process.env[name]
@@ -188,9 +218,17 @@ export class AgentProcess {
     if (pidPath !== undefined && child.pid !== undefined) writePidFile(pidPath, child.pid)
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve())
-      child.once('error', (err) =>
-        reject(new KithError('error', `cannot start ${command}: ${err.message}`)),
-      )
+      child.once('error', (err: NodeJS.ErrnoException) => {
+        // Said in its log too (kith agent logs NAME), where a person looks when it will not run.
+        const why =
+          err.code === 'ENOENT'
+            ? `${command} was not found (is it installed, and on the PATH kith up runs with?)`
+            : err.code === 'EACCES'
+              ? `${command} is not executable`
+              : err.message
+        logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
+        reject(new KithError('error', `cannot start ${command}: ${why}`))
+      })
     })
     child.stderr.pipe(this.log, { end: false })
     // stdout is the protocol; a line that is not JSON (an adapter printing a banner or ANSI) is
@@ -220,13 +258,11 @@ export class AgentProcess {
         const u = params.update
         this.lastUpdateAt.set(params.sessionId, Date.now())
         // Only updates of a turn we run are passed on: a session/load replay is not.
-        if (!this.listeners.has(params.sessionId)) return
+        if (!this.turns.has(params.sessionId)) return
         if (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
           this.noteToolCall(params.sessionId, u)
         this.onUpdate(params.sessionId, u)
-        if (u.sessionUpdate === 'agent_message_chunk' && u.content.type === 'text') {
-          this.listeners.get(params.sessionId)?.(u.content.text)
-        }
+        this.replies.get(params.sessionId)?.add(u)
       })
       .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
         // Options are passed on exactly as the agent gave them; the answer names one of them.
@@ -290,7 +326,7 @@ export class AgentProcess {
       return await Promise.race([fn(), died])
     } catch (err) {
       if (err instanceof KithError) throw err
-      if (err instanceof acp.RequestError && err.code === -32000) {
+      if (err instanceof sdk().RequestError && err.code === -32000) {
         throw new KithError('error', authRequired(err, this.authHint), { cause: err })
       }
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
@@ -300,7 +336,7 @@ export class AgentProcess {
         throw new KithError('error', 'agent crashed', { cause: err })
       }
       // The agent's own explanation often sits in data (details or message), not in message.
-      const detail = err instanceof acp.RequestError ? errorDetail(err) : ''
+      const detail = err instanceof sdk().RequestError ? errorDetail(err) : ''
       throw new KithError(
         'error',
         `agent error: ${err instanceof Error ? err.message : String(err)}${detail === '' ? '' : `: ${detail}`}`,
@@ -311,7 +347,7 @@ export class AgentProcess {
 
   async newSession(cwd: string): Promise<SessionReport & { sessionId: string }> {
     return this.call(() =>
-      this.conn!.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }),
+      this.conn!.agent.request(sdk().methods.agent.session.new, { cwd, mcpServers: [] }),
     )
   }
 
@@ -330,7 +366,11 @@ export class AgentProcess {
    */
   async loadSession(sessionId: string, cwd: string): Promise<void> {
     await this.call(() =>
-      this.conn!.agent.request(acp.methods.agent.session.load, { sessionId, cwd, mcpServers: [] }),
+      this.conn!.agent.request(sdk().methods.agent.session.load, {
+        sessionId,
+        cwd,
+        mcpServers: [],
+      }),
     )
     // ACP sends the replay before the load's answer, but gemini-cli 0.61 goes on replaying after
     // it: let the session fall quiet first, or the tail of the old conversation would be taken
@@ -371,25 +411,34 @@ export class AgentProcess {
 
   /** One turn: the prompt text in, the assistant's text (all message chunks) and stop reason out. */
   async prompt(sessionId: string, text: string): Promise<TurnResult> {
-    let reply = ''
-    this.listeners.set(sessionId, (chunk) => (reply += chunk))
+    const reply = new ReplyText()
+    this.replies.set(sessionId, reply)
+    this.turns.add(sessionId)
     try {
       const r = await this.call(() =>
-        this.conn!.agent.request(acp.methods.agent.session.prompt, {
+        this.conn!.agent.request(sdk().methods.agent.session.prompt, {
           sessionId,
           prompt: [{ type: 'text', text }],
         }),
       )
-      return { stopReason: r.stopReason, text: reply }
+      return { stopReason: r.stopReason, text: reply.text }
     } finally {
-      this.listeners.delete(sessionId)
+      this.turns.delete(sessionId)
       this.toolCalls.delete(sessionId)
     }
   }
 
+  /**
+   * What the session's turn (running, or the last one) has said so far: kept after a turn that
+   * failed or was cancelled, so what was streamed before is not lost.
+   */
+  partialReply(sessionId: string): string {
+    return this.replies.get(sessionId)?.text ?? ''
+  }
+
   /** Asks the agent to stop the session's turn (ACP session/cancel, a notification). */
   async cancel(sessionId: string): Promise<void> {
-    await this.conn?.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+    await this.conn?.agent.notify(sdk().methods.agent.session.cancel, { sessionId })
   }
 
   get running(): boolean {

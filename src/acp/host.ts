@@ -36,7 +36,13 @@ export interface HostOptions {
   idleTimeoutMs?: number
   /** No turn runs longer than this. */
   turnCapMs?: number
+  /** Told each time the agent's state changes (presence tells the fleet). */
+  onState?: (state: AgentState) => void
 }
+
+/** How a turn ended, as its job is told. `partial`: what the agent had said before it failed. */
+export type TurnOutcome =
+  { ok: true; text: string; steered?: true } | { ok: false; message: string; partial?: string }
 
 export interface PromptJob {
   channel: string
@@ -51,9 +57,7 @@ export interface PromptJob {
    * Called once with the agent's final text, or with a one-line refusal/failure. `steered`: the
    * message went into the turn already running (its answer is that turn's reply).
    */
-  done: (
-    outcome: { ok: true; text: string; steered?: true } | { ok: false; message: string },
-  ) => void
+  done: (outcome: TurnOutcome) => void
   /** Asks a person about one of this turn's tool calls. */
   permission: (ask: PermissionAsk) => Promise<PermissionAnswer>
   /** Each session/update of this turn, as the agent sent it. */
@@ -67,7 +71,7 @@ export interface PromptJob {
  * session per channel, and a FIFO per channel with one turn in flight.
  */
 export class AgentHost {
-  state: AgentState = 'stopped'
+  private current: AgentState = 'stopped'
   private proc: AgentProcess | undefined
   private starting: Promise<AgentProcess> | undefined
   private readonly sessions = new Map<string, string>()
@@ -92,6 +96,16 @@ export class AgentHost {
     private readonly log: (line: string) => void,
     private opts: HostOptions = {},
   ) {}
+
+  get state(): AgentState {
+    return this.current
+  }
+
+  set state(next: AgentState) {
+    if (next === this.current) return
+    this.current = next
+    this.opts.onState?.(next)
+  }
 
   /** Records a crash; 3 within a minute open the breaker for 5 minutes. */
   private noteCrash(): void {
@@ -159,6 +173,11 @@ export class AgentHost {
     return cancelled
   }
 
+  /** Whether a turn runs (or is starting, or waits) in `channel`. */
+  busyIn(channel: string): boolean {
+    return this.busy.has(channel) || (this.queues.get(channel)?.length ?? 0) > 0
+  }
+
   /** The job whose turn runs in `channel` now, if any. */
   runningIn(channel: string): PromptJob | undefined {
     const sessionId = this.sessions.get(channel)
@@ -178,12 +197,12 @@ export class AgentHost {
     if (job === undefined) return
     this.busy.add(channel)
     job.started?.()
-    this.run(job)
-      .then(
-        (text) => job.done({ ok: true, text }),
-        (err: unknown) =>
-          job.done({ ok: false, message: err instanceof Error ? err.message : String(err) }),
-      )
+    void this.run(job)
+      .catch((err: unknown): TurnOutcome => ({
+        ok: false,
+        message: err instanceof Error ? err.message : String(err),
+      }))
+      .then((outcome) => this.finish(job, outcome))
       .finally(() => {
         this.busy.delete(channel)
         if (
@@ -193,6 +212,18 @@ export class AgentHost {
           this.state = 'idle'
         this.drain(channel)
       })
+  }
+
+  /** Tells the job how its turn ended; a failure to post that is logged, never fatal. */
+  private finish(job: PromptJob, outcome: TurnOutcome): void {
+    try {
+      job.done(outcome)
+    } catch (err) {
+      // The node goes on hosting every other turn; this one's outcome is in the log.
+      this.log(
+        `agent ${this.name}: the end of a turn in #${job.channel} could not be posted: ${String(err)}`,
+      )
+    }
   }
 
   private async process(): Promise<AgentProcess> {
@@ -228,6 +259,11 @@ export class AgentHost {
         this.noteCrash()
         await proc.stop()
         throw err
+      }
+      // Stopped while it started (a revocation, the node stopping): it must not outlive us.
+      if (this.stopped) {
+        await proc.stop()
+        throw new KithError('error', 'the agent was stopped')
       }
       this.proc = proc
       this.state = 'idle'
@@ -272,7 +308,7 @@ export class AgentHost {
     return Promise.resolve({ optionId })
   }
 
-  private async run(job: PromptJob): Promise<string> {
+  private async run(job: PromptJob): Promise<TurnOutcome> {
     const proc = await this.process()
     let sessionId = this.sessions.get(job.channel)
     if (sessionId === undefined) {
@@ -281,6 +317,7 @@ export class AgentHost {
       )
       this.sessions.set(job.channel, sessionId)
     }
+    if (this.stopped) throw new KithError('error', 'the agent was stopped')
     this.state = 'working'
     this.running.set(sessionId, job)
     const started = Date.now()
@@ -304,28 +341,30 @@ export class AgentHost {
       Math.max(10, Math.min(1000, Math.min(idle, cap) / 4)),
     )
     watchdog.unref()
+    const failed = (message: string): TurnOutcome => {
+      const partial = proc.partialReply(sessionId)
+      return { ok: false, message, ...(partial.trim() === '' ? {} : { partial }) }
+    }
     let r
     try {
       if (job.timing) job.timing.promptSentAt = performance.now()
       r = await proc.prompt(sessionId, job.text)
       if (job.timing) job.timing.stopAt = performance.now()
     } catch (err) {
-      if (timedOut !== undefined) throw new KithError('error', `timed out: ${timedOut}`)
-      if (this.cancelled.has(sessionId)) {
-        throw new KithError('error', 'turn cancelled (the agent was stopped)')
-      }
-      throw err
+      if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
+      if (this.cancelled.has(sessionId)) return failed('turn cancelled (the agent was stopped)')
+      return failed(err instanceof Error ? err.message : String(err))
     } finally {
       clearInterval(watchdog)
       this.running.delete(sessionId)
       this.cancelled.delete(sessionId)
     }
-    if (timedOut !== undefined) throw new KithError('error', `timed out: ${timedOut}`)
-    if (r.stopReason === 'cancelled') throw new KithError('error', 'turn cancelled')
+    if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
+    if (r.stopReason === 'cancelled') return failed('turn cancelled')
     if (r.text.trim() === '') {
-      throw new KithError('error', `the agent ended its turn (${r.stopReason}) without a reply`)
+      return failed(`the agent ended its turn (${r.stopReason}) without a reply`)
     }
-    return r.text
+    return { ok: true, text: r.text }
   }
 
   /**

@@ -15,6 +15,24 @@ export interface Effective {
   keys: readonly string[]
 }
 
+/**
+ * Proof checks already made, by grant id. Sound because an id covers the whole event, proof
+ * included, and the verifier checks (or is told the caller checked) the id before the proof; it
+ * spares a Schnorr verification per grant on every replay. Bounded: oldest entries go first.
+ */
+const proofChecked = new Map<string, boolean>()
+const proofCacheSize = 20_000
+
+function proofHolds(grant: Grant): boolean {
+  let ok = proofChecked.get(grant.id)
+  if (ok === undefined) {
+    ok = verifyGrantProof(grant)
+    if (proofChecked.size >= proofCacheSize) proofChecked.delete(proofChecked.keys().next().value!)
+    proofChecked.set(grant.id, ok)
+  }
+  return ok
+}
+
 /** The founder's own position: unrestricted, the root of every chain. */
 export function founderRoot(founder: string): Omit<Effective, 'grant'> {
   return {
@@ -40,7 +58,7 @@ export function extendChain(
 ): Effective | GrantError {
   if (grant.subject === grant.issuer)
     return new GrantError('self-grant', 'a key cannot grant itself')
-  if (!verifyGrantProof(grant)) {
+  if (!proofHolds(grant)) {
     return new GrantError(
       'bad-proof',
       "the proof tag is not the subject's signature for this issuer and role",

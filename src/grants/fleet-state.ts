@@ -1,7 +1,6 @@
 import { checkFleetTag } from '../events/agent-binding.js'
-import { channelsOfEvent } from '../events/channel-def.js'
 import type { NostrEvent } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
+import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { KithError } from '../errors.js'
 import { channelRefusal, ChannelBook } from './channels.js'
 import { grantCodePrefix } from './codes.js'
@@ -51,17 +50,25 @@ export class FleetState {
   }
 
   /**
-   * Rebuilds the state from stored events (already verified when they were admitted), in any
-   * order: grants and revocations first (held until what they name arrives), then definitions.
+   * Rebuilds the state from what a hub or node stored (each was admitted on its way in), in any
+   * order: grants and revocations (held until what they name arrives), every kept version of
+   * every channel definition, and the earliest event of each key in each channel.
    */
-  replay(events: Iterable<NostrEvent>): void {
-    const later: NostrEvent[] = []
-    for (const e of events) {
+  replay(input: {
+    authority: Iterable<NostrEvent>
+    definitions?: Iterable<NostrEvent>
+    firsts?: Iterable<{ channel: string; pubkey: string; createdAt: number }>
+    /** Definitions stored before every version was kept (EventStore.legacyVersionIds). */
+    legacy?: Iterable<string>
+  }): void {
+    for (const e of input.authority) {
       if (isAuthorityKind(e.kind)) this.grants.add(e, { verified: true, keepPending: true })
-      else if (e.kind === Kind.ChannelDefinition) later.push(e)
     }
-    later.sort((a, b) => a.created_at - b.created_at)
-    for (const e of later) this.channels.add(e)
+    this.channels.replay({
+      definitions: input.definitions ?? [],
+      firsts: input.firsts ?? [],
+      ...(input.legacy === undefined ? {} : { legacy: input.legacy }),
+    })
   }
 
   /**
@@ -122,31 +129,38 @@ export class FleetState {
         authority: r.status === 'accepted',
       }
     }
-    const isDefinition = event.kind === Kind.ChannelDefinition
-    const channels = isDefinition ? channelsOfEvent(event) : hValues(event)
-    const d = this.grants.authorize(event.pubkey, { now, kind: event.kind, channels })
-    if (!d.ok) {
-      throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
-    }
-    if (!isDefinition) {
-      const c = this.channels.mayPost(event, now)
-      if (!c.ok) throw channelRefusal(c)
+    if (event.kind === Kind.ChannelDefinition) {
+      // The author's standing is judged at the definition's date, as grants are judged by
+      // structure (kith-channels, "Admission"): a removed creator's old definition still counts.
       opts.beforeChange?.(event)
-      return { ok: true, store: true, note: '', revoked: false, authority: false }
-    }
-    opts.beforeChange?.(event)
-    // Like a revocation, a new member list applies to every delivery from here on.
-    const r = this.channels.add(event, { now })
-    if (r.status === 'rejected') throw channelRefusal(r)
-    if (r.status === 'superseded') {
+      const r = this.channels.add(event, { now })
+      if (r.status === 'rejected') throw channelRefusal(r)
       return {
         ok: true,
-        store: false,
-        note: 'duplicate: a newer definition of this channel is in effect',
+        // Every version is kept (a superseded one too), so the set decides, not the order.
+        store: true,
+        note:
+          r.status === 'superseded'
+            ? 'duplicate: a newer definition of this channel is in effect'
+            : '',
         revoked: false,
         authority: false,
       }
     }
+    const d = this.grants.authorize(event.pubkey, {
+      now,
+      kind: event.kind,
+      channels: hValues(event),
+    })
+    if (!d.ok) {
+      throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
+    }
+    const c = this.channels.mayPost(event, now)
+    if (!c.ok) throw channelRefusal(c)
+    opts.beforeChange?.(event)
+    // Evidence that the channel is in use (a plain owner may not define it over others' posts);
+    // only what is stored, so a replay of the store finds the same.
+    if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
     return { ok: true, store: true, note: '', revoked: false, authority: false }
   }
 }

@@ -65,6 +65,8 @@ export class GrantVerifier {
   private readonly effective = new Map<string, Effective>()
   /** Whether each grant is revoked (itself or above); cleared when a revocation arrives. */
   private readonly dead = new Map<string, boolean>()
+  /** When each grant's authority ended (see revokedAt); cleared when a revocation arrives. */
+  private readonly ended = new Map<string, number | null>()
   private readonly bySubjectCache = new Map<string, Effective[]>()
   /** Ids accepted since the last `drainAccepted`, in acceptance order (parents first). */
   private accepted: string[] = []
@@ -196,6 +198,7 @@ export class GrantVerifier {
     for (const id of rev.grants) push(this.revokesGrant, id, rev)
     for (const key of rev.keys) push(this.revokesKey, key, rev)
     this.dead.clear()
+    this.ended.clear()
     this.generation++
     return this.revokesAnything(rev) ? { status: 'accepted' } : { status: 'accepted', held: true }
   }
@@ -245,6 +248,32 @@ export class GrantVerifier {
       this.dead.set(g.id, d)
     }
     return d
+  }
+
+  /**
+   * When grant `id` stopped counting: the earliest `created_at` of a revocation that revokes it
+   * (by someone with authority over it) or a grant above it; undefined while it stands. Used to
+   * judge what its subject signed before and after (channel definitions, kith-channels).
+   */
+  revokedAt(id: string): number | undefined {
+    const cached = this.ended.get(id)
+    if (cached !== undefined) return cached ?? undefined
+    const g = this.grants.get(id)
+    if (g === undefined) return undefined
+    let at: number | undefined
+    for (const r of [
+      ...(this.revokesGrant.get(g.id) ?? []),
+      ...(this.revokesKey.get(g.subject) ?? []),
+    ]) {
+      if ((at === undefined || r.createdAt < at) && this.hasAuthority(r.revoker, g))
+        at = r.createdAt
+    }
+    if (g.parent !== undefined) {
+      const above = this.revokedAt(g.parent)
+      if (above !== undefined && (at === undefined || above < at)) at = above
+    }
+    this.ended.set(id, at ?? null)
+    return at
   }
 
   /** Structurally valid grants of `pubkey` with their resolved authority, in canonical order. */

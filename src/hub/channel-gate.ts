@@ -45,7 +45,7 @@ export class ChannelGate {
     const keys = [...this.keys]
     const messages: string[] = []
     const definitions: string[] = []
-    for (const channel of this.channels.privateChannels()) {
+    for (const channel of this.channels.privateChannels(now)) {
       if (!keys.some((k) => this.channels.isMember(k, channel, now))) messages.push(channel)
       if (!keys.some((k) => this.channels.maySeeDefinition(k, channel, now))) {
         definitions.push(channel)

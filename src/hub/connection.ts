@@ -6,10 +6,15 @@ import { parseEvent, type NostrEvent } from '../events/event.js'
 import { parseFilter, type Filter } from '../events/filter.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { checkAuthEvent } from '../events/nip42.js'
+import type { VerifyResult } from '../events/verify-wasm.js'
 import { checkEventPolicy } from './policy.js'
 import { ChannelGate } from './channel-gate.js'
+import { personOf } from '../grants/members.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
+import type { Reservation } from './event-limits.js'
+import { ReqJob, type SliceOutcome, type Streaming } from './req-scheduler.js'
+import { StoredStream } from './stored-stream.js'
 
 const verifyMessages = {
   'bad-id': 'event id does not match its content',
@@ -22,19 +27,31 @@ function sniffEventId(text: string): string {
 }
 
 /** One client connection: NIP-01 verbs, NIP-42 AUTH state and its subscriptions. */
-export class Connection {
+export class Connection implements Streaming {
   readonly challenge = randomBytes(16).toString('hex')
   /** Keys this connection has proven, in AUTH order. */
   readonly authed = new Set<string>()
   alive = true
   private corked = false
   private readonly gate: ChannelGate
+  /** AUTH frames received, successful or not. */
+  private authAttempts = 0
+  /** This connection's events and AUTHs waiting for their signature check. */
+  private verifying = 0
+  /** REQs whose stored part is still being sent, oldest first; only the first one runs. */
+  private readonly jobs: ReqJob[] = []
+  /** Live frames held back for those REQs, counted as unread output. */
+  private heldBytes = 0
+  private drainWait: NodeJS.Timeout | undefined
+  /** Set while this connection's person has used up their REQ work budget. */
+  private budgetWait: NodeJS.Timeout | undefined
+  private ended = false
 
   constructor(
     readonly ws: WebSocket,
     private readonly ctx: HubContext<Connection>,
-    /** The TCP/TLS socket under `ws`, used only to coalesce writes. */
-    private readonly socket: Socket,
+    /** The TCP/TLS socket under `ws`: writes are coalesced on it and its drain resumes REQs. */
+    readonly socket: Socket,
     readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
@@ -49,9 +66,10 @@ export class Connection {
    * Frames sent in one synchronous run (the OKs of a group commit, a REQ's stored events) leave
    * in one write: the socket is corked on the first send and uncorked on the next tick. That
    * cuts a syscall per frame, a large share of the hub's main-thread time under load.
+   * A client that leaves more than `maxUnreadBytes` unread is closed.
    */
   sendRaw(frame: string): void {
-    if (this.ws.readyState !== this.ws.OPEN) return
+    if (this.ended || this.ws.readyState !== this.ws.OPEN) return
     if (!this.corked) {
       this.corked = true
       this.socket.cork()
@@ -61,6 +79,33 @@ export class Connection {
       })
     }
     this.ws.send(frame)
+    if (this.unread > this.ctx.limits.maxUnreadBytes) {
+      this.closeSlow(`more than ${this.ctx.limits.maxUnreadBytes} bytes unread`)
+    }
+  }
+
+  /** Output the client has not read yet: the socket's buffer and live events held for it. */
+  get unread(): number {
+    return this.ws.bufferedAmount + this.heldBytes
+  }
+
+  /** Cuts a client that does not read: a close frame could not reach it through the backlog. */
+  private closeSlow(why: string): void {
+    if (this.ended) return
+    this.ctx.log(`closing slow reader ${this.remote}: ${why}`)
+    this.end()
+    this.ws.terminate()
+  }
+
+  /** Forgets the connection's work (it closed or is closing). */
+  end(): void {
+    if (this.ended) return
+    this.ended = true
+    clearTimeout(this.drainWait)
+    clearTimeout(this.budgetWait)
+    this.jobs.length = 0
+    this.heldBytes = 0
+    this.ctx.reqs.remove(this)
   }
 
   private ok(id: string, accepted: boolean, message: string): void {
@@ -83,6 +128,21 @@ export class Connection {
     return this.gate.mayReceive(event, this.ctx.now())
   }
 
+  /** A live event for subscription `subId`: sent now, or held while that REQ's stored part streams. */
+  deliver(subId: string, id: string, frame: string): void {
+    if (this.jobs.length > 0) {
+      const job = this.jobs.find((j) => j.subId === subId)
+      if (job !== undefined) {
+        this.heldBytes += job.hold(id, frame)
+        if (this.unread > this.ctx.limits.maxUnreadBytes) {
+          this.closeSlow(`more than ${this.ctx.limits.maxUnreadBytes} bytes unread`)
+        }
+        return
+      }
+    }
+    this.sendRaw(frame)
+  }
+
   /**
    * Forgets keys that are no longer members; when none is left, ends every subscription with
    * `restricted: revoked` and closes the connection (1008). Returns true when it closed.
@@ -102,12 +162,14 @@ export class Connection {
       this.send(['CLOSED', subId, `restricted: ${reason}`])
     }
     this.ctx.subs.dropConnection(this)
+    this.end()
     this.ws.close(1008, reason.slice(0, 120))
     return true
   }
 
   handle(data: Buffer): void {
     this.alive = true
+    if (this.ended) return
     const { limits } = this.ctx
     const text = data.toString('utf8')
     if (data.length > limits.maxFrameBytes) {
@@ -157,6 +219,40 @@ export class Connection {
     }
   }
 
+  /**
+   * Queues `event`'s signature check, or answers `rate-limited:` when this connection already has
+   * `maxPendingVerifications` waiting. Members' work goes first; a connection that has not
+   * authenticated waits behind it.
+   */
+  private verify(
+    event: NostrEvent,
+    raw: string,
+    then: (result: VerifyResult) => void,
+    member = this.isMemberConnection,
+  ): void {
+    const max = this.ctx.limits.maxPendingVerifications
+    if (this.verifying >= max) {
+      this.ok(
+        event.id,
+        false,
+        `rate-limited: more than ${max} events awaiting verification on this connection; wait for OKs`,
+      )
+      return
+    }
+    this.verifying++
+    this.ctx.verifier.verify(event, raw, member ? 'member' : 'stranger').then(
+      (result) => {
+        this.verifying--
+        then(result)
+      },
+      (err: unknown) => {
+        this.verifying--
+        this.ctx.log(`verify failed: ${String(err)}`)
+        this.ok(event.id, false, 'error: could not verify the event; try again')
+      },
+    )
+  }
+
   private onEvent(value: unknown, frameBytes: number): void {
     const event = this.parseOrRefuse(value)
     if (event === undefined) return
@@ -169,7 +265,8 @@ export class Connection {
       return
     }
     const isGrantEvent = event.kind === Kind.Grant || event.kind === Kind.Revocation
-    if (!this.isMemberConnection) {
+    const member = this.isMemberConnection
+    if (!member) {
       // Grants and revocations carry their own authority, so a device may publish its chain
       // before it can authenticate; only issuers authorized right now may use this lane, which
       // keeps strangers from spending the hub's signature checks.
@@ -182,37 +279,34 @@ export class Connection {
       }
     }
     const raw = JSON.stringify(event)
-    this.ctx.verifier.verify(event, raw).then(
-      (result) => this.afterVerify(event, raw, result),
-      (err: unknown) => {
-        this.ctx.log(`verify failed: ${String(err)}`)
-        this.ok(event.id, false, 'error: could not verify the event; try again')
-      },
-    )
+    this.verify(event, raw, (result) => this.afterVerify(event, raw, result), member)
   }
 
-  private afterVerify(event: NostrEvent, raw: string, result: 'ok' | 'bad-id' | 'bad-sig'): void {
+  private afterVerify(event: NostrEvent, raw: string, result: VerifyResult): void {
     if (result !== 'ok') {
       this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
       return
     }
     const ctx = this.ctx
     const now = ctx.now()
-    // The one admission rule hubs and nodes share (grants, channels); the hub adds its rate and
-    // size checks before anything changes.
+    let reservation: Reservation | undefined
+    // The one admission rule hubs and nodes share (grants, channels); the hub adds its size,
+    // rate and quota checks before anything changes.
     const admission = ctx.state.admit(event, now, {
       beforeChange: () => {
-        ctx.rate.take(event.pubkey, Date.now())
         checkEventPolicy(event, ctx.limits, now)
+        reservation = ctx.eventLimits.take(event, raw, now, Date.now())
       },
     })
     if (!admission.ok) {
+      if (reservation !== undefined) ctx.eventLimits.settle(reservation)
       this.ok(event.id, false, toNostrMessage(admission.error))
       return
     }
     // A revocation takes effect before it is stored, so no event slips in meanwhile.
     if (admission.revoked) ctx.enforce()
     if (!admission.store) {
+      if (reservation !== undefined) ctx.eventLimits.settle(reservation)
       this.ok(event.id, true, admission.note)
       return
     }
@@ -222,6 +316,7 @@ export class Connection {
       return
     }
     ctx.commit.submit(event, raw, (outcome) => {
+      if (reservation !== undefined) ctx.eventLimits.settle(reservation)
       if (outcome instanceof Error) {
         ctx.log(`store failed: ${outcome.message}`)
         this.ok(event.id, false, 'error: could not store the event; try again')
@@ -231,9 +326,26 @@ export class Connection {
       } else if (outcome === 'duplicate') {
         this.ok(event.id, true, 'duplicate: already have this event')
       } else {
-        this.ok(event.id, true, 'duplicate: a newer version of this event is stored')
+        // An older version (kept for the set, not served): say why, when admission knows.
+        this.ok(
+          event.id,
+          true,
+          admission.note || 'duplicate: a newer version of this event is stored',
+        )
       }
     })
+  }
+
+  /** Joins pairing room `pid` and gives this connection until the room's end to finish. */
+  private joinLane(pid: string): string | undefined {
+    const { lane } = this.ctx
+    const refused = lane.join(this, pid, (party, subId, reason) =>
+      party.send(['CLOSED', subId, `restricted: ${reason}`]),
+    )
+    if (refused !== undefined) return refused
+    const until = lane.expiresAt(this)
+    if (until !== undefined) this.ctx.admission.extend(this.socket, until)
+    return undefined
   }
 
   /**
@@ -259,30 +371,20 @@ export class Connection {
       this.ok(event.id, false, 'rate-limited: pairing: too many events on this connection')
       return
     }
-    const refused = lane.join(this, pid, (party, subId, reason) =>
-      party.send(['CLOSED', subId, `restricted: ${reason}`]),
-    )
+    const refused = this.joinLane(pid)
     if (refused !== undefined) {
-      this.ok(event.id, false, `restricted: ${refused}`)
+      this.ok(event.id, false, refused)
       return
     }
     const raw = JSON.stringify(event)
-    this.ctx.verifier.verify(event, raw).then(
-      (result) => {
-        if (result !== 'ok') {
-          this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
-          return
-        }
-        lane.fanOut(pid, this, (to, subId) =>
-          to.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`),
-        )
-        this.ok(event.id, true, '')
-      },
-      (err: unknown) => {
-        this.ctx.log(`verify failed: ${String(err)}`)
-        this.ok(event.id, false, 'error: could not verify the event; try again')
-      },
-    )
+    this.verify(event, raw, (result) => {
+      if (result !== 'ok') {
+        this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
+        return
+      }
+      lane.fanOut(pid, this, (to, subId) => to.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`))
+      this.ok(event.id, true, '')
+    })
   }
 
   /** A REQ that is exactly {kinds:[24140], "#d":[pid]} is a pairing-lane subscription. */
@@ -306,14 +408,11 @@ export class Connection {
       this.send(['CLOSED', subId, 'invalid: a pairing id is 32 hex characters'])
       return true
     }
-    const refused = this.ctx.lane.join(this, pid, (party, s, reason) =>
-      party.send(['CLOSED', s, `restricted: ${reason}`]),
-    )
+    const refused = this.joinLane(pid) ?? this.ctx.lane.subscribe(this, pid, subId)
     if (refused !== undefined) {
-      this.send(['CLOSED', subId, `restricted: ${refused}`])
+      this.send(['CLOSED', subId, refused])
       return true
     }
-    this.ctx.lane.subscribe(this, pid, subId)
     this.send(['EOSE', subId])
     return true
   }
@@ -326,7 +425,13 @@ export class Connection {
       return
     }
     if (this.laneSubscription(subId, msg.slice(2))) return
-    const closed = (reason: string) => this.send(['CLOSED', subId, reason])
+    // A REQ under an open id replaces it (NIP-01): whatever the old one still had to send is
+    // dropped, so re-sending a REQ never piles up work.
+    this.cancel(subId)
+    const closed = (reason: string) => {
+      subs.delete(this, subId)
+      this.send(['CLOSED', subId, reason])
+    }
     if (!this.isMemberConnection) {
       closed('auth-required: authenticate (NIP-42) as a fleet member first')
       return
@@ -352,20 +457,123 @@ export class Connection {
       closed(`error: too many subscriptions on this connection (max ${limits.maxSubscriptions})`)
       return
     }
-    // Query and registration happen in the same synchronous turn, so no commit can fall between
-    // the stored results and the live stream.
-    let rows
+    // The live subscription starts now, before the first stored row is read: events accepted
+    // while the stored part streams are held for it, so none is missed.
+    subs.set(this, subId, filters)
+    const stream = new StoredStream(this.ctx.store, filters, limits, () =>
+      this.gate.hidden(this.ctx.now()),
+    )
+    this.jobs.push(new ReqJob(subId, stream))
+    // The common small REQ is answered in this turn; a large one, or one queued behind another
+    // of this connection, goes on in slices.
+    if (this.jobs.length === 1 && this.runSlice() === 'more') this.ctx.reqs.add(this)
+  }
+
+  /** Who pays for this connection's REQs: the person of its first member key. */
+  private payer(): string {
+    const now = this.ctx.now()
+    for (const key of this.authed) {
+      const person = personOf(this.ctx.grants, key, now)
+      if (person !== undefined) return person
+    }
+    return this.remote
+  }
+
+  /** Sends a slice of the oldest streaming REQ (see ReqScheduler). */
+  runSlice(): SliceOutcome {
+    const job = this.jobs[0]
+    if (job === undefined || this.ended) return 'idle'
+    if (this.budgetWait !== undefined || this.drainWait !== undefined) return 'blocked'
+    const { limits, reqWork } = this.ctx
+    if (this.ws.bufferedAmount >= limits.reqHighWaterBytes) {
+      this.waitForDrain()
+      return 'blocked'
+    }
+    const payer = this.payer()
+    const startedAt = performance.now()
+    const wait = reqWork.wait(payer, Date.now())
+    if (wait > 0) {
+      // Out of budget: resume when it has refilled enough for a slice.
+      this.budgetWait = setTimeout(() => {
+        this.budgetWait = undefined
+        if (!this.ended) this.ctx.reqs.add(this)
+      }, wait)
+      return 'blocked'
+    }
     try {
-      rows = this.ctx.store.query(filters, limits, this.gate.hidden(this.ctx.now()))
+      return this.slice(job)
+    } finally {
+      reqWork.charge(payer, performance.now() - startedAt, Date.now())
+    }
+  }
+
+  private slice(job: ReqJob): SliceOutcome {
+    const { limits } = this.ctx
+    const prefix = `["EVENT",${JSON.stringify(job.subId)},`
+    let sent = 0
+    let done: boolean
+    try {
+      done = job.stream.step(
+        (row) => {
+          this.heldBytes -= job.forget(row.id)
+          this.sendRaw(`${prefix}${row.raw}]`)
+          sent += row.raw.length
+        },
+        () =>
+          !this.ended &&
+          sent < limits.reqSliceBytes &&
+          this.ws.bufferedAmount < limits.reqHighWaterBytes,
+      )
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)
-      closed('error: query failed')
-      return
+      this.finish(job)
+      this.ctx.subs.delete(this, job.subId)
+      this.send(['CLOSED', job.subId, 'error: query failed'])
+      return this.jobs.length > 0 ? 'more' : 'idle'
     }
-    const prefix = `["EVENT",${JSON.stringify(subId)},`
-    for (const row of rows) this.sendRaw(`${prefix}${row.raw}]`)
-    this.send(['EOSE', subId])
-    subs.set(this, subId, filters)
+    if (this.ended) return 'idle'
+    if (done) {
+      this.finish(job)
+      this.send(['EOSE', job.subId])
+      for (const frame of job.held.values()) this.sendRaw(frame)
+    }
+    return this.jobs.length > 0 ? 'more' : 'idle'
+  }
+
+  private finish(job: ReqJob): void {
+    const at = this.jobs.indexOf(job)
+    if (at >= 0) this.jobs.splice(at, 1)
+    this.heldBytes -= job.heldBytes
+  }
+
+  /** Stops streaming REQ `subId`, if it still is. */
+  private cancel(subId: string): void {
+    const job = this.jobs.find((j) => j.subId === subId)
+    if (job === undefined) return
+    this.finish(job)
+    if (this.jobs.length > 0 && this.drainWait === undefined && this.budgetWait === undefined) {
+      this.ctx.reqs.add(this)
+    }
+  }
+
+  /**
+   * The client has `reqHighWaterBytes` unread: resume when its socket drains, and close it if it
+   * does not read for `slowReaderMs`.
+   */
+  private waitForDrain(): void {
+    if (this.drainWait !== undefined) return
+    const { slowReaderMs } = this.ctx.limits
+    const onDrain = () => {
+      clearTimeout(this.drainWait)
+      this.drainWait = undefined
+      if (!this.ended) this.ctx.reqs.add(this)
+    }
+    this.drainWait = setTimeout(() => {
+      this.socket.off('drain', onDrain)
+      this.drainWait = undefined
+      this.closeSlow(`nothing read for ${slowReaderMs} ms while a REQ waits`)
+    }, slowReaderMs)
+    this.socket.once('drain', onDrain)
   }
 
   private onClose(subId: unknown): void {
@@ -373,38 +581,66 @@ export class Connection {
       this.notice('invalid: CLOSE needs a subscription id')
       return
     }
+    this.cancel(subId)
     this.ctx.subs.delete(this, subId)
     this.ctx.lane.unsubscribe(this, subId)
   }
 
+  /**
+   * NIP-42. What is cheap is checked first (attempts, challenge, relay URL, time, membership of
+   * the key), so a stranger cannot make the hub check signatures; only then the signature.
+   */
   private onAuth(value: unknown): void {
+    const { limits } = this.ctx
+    this.authAttempts++
+    if (this.authAttempts > limits.maxAuthAttempts) {
+      const id = (value as { id?: unknown } | null)?.id
+      this.ok(
+        typeof id === 'string' ? id : '',
+        false,
+        `rate-limited: more than ${limits.maxAuthAttempts} AUTH attempts on this connection`,
+      )
+      this.end()
+      this.ws.close(1008, 'too many AUTH attempts')
+      return
+    }
     const event = this.parseOrRefuse(value)
     if (event === undefined) return
-    this.ctx.verifier.verify(event).then(
-      (result) => {
-        if (result !== 'ok') {
-          this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
-          return
-        }
-        try {
-          checkAuthEvent(event, {
-            challenge: this.challenge,
-            relayUrls: this.ctx.relayUrls,
-            now: this.ctx.now(),
-          })
-          const d = this.ctx.grants.isMember(event.pubkey, this.ctx.now())
-          if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
-        } catch (err) {
-          this.ok(event.id, false, toNostrMessage(err))
-          return
-        }
-        this.authed.add(event.pubkey)
-        this.ok(event.id, true, '')
-      },
-      (err: unknown) => {
-        this.ctx.log(`verify failed: ${String(err)}`)
-        this.ok(event.id, false, 'error: could not verify the AUTH event; try again')
-      },
-    )
+    const refusal = this.checkAuth(event)
+    if (refusal !== undefined) {
+      this.ok(event.id, false, refusal)
+      return
+    }
+    this.verify(event, JSON.stringify(event), (result) => {
+      if (result !== 'ok') {
+        this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
+        return
+      }
+      // Membership may have ended while the signature was checked.
+      const again = this.checkAuth(event)
+      if (again !== undefined) {
+        this.ok(event.id, false, again)
+        return
+      }
+      this.authed.add(event.pubkey)
+      this.ctx.admission.admit(this.socket)
+      this.ok(event.id, true, '')
+    })
+  }
+
+  /** Every AUTH check but the signature: the refusal, or undefined. */
+  private checkAuth(event: NostrEvent): string | undefined {
+    try {
+      checkAuthEvent(event, {
+        challenge: this.challenge,
+        relayUrls: this.ctx.relayUrls,
+        now: this.ctx.now(),
+      })
+      const d = this.ctx.grants.isMember(event.pubkey, this.ctx.now())
+      if (!d.ok) throw new KithError('restricted', `${d.code}: ${d.reason}`)
+      return undefined
+    } catch (err) {
+      return toNostrMessage(err)
+    }
   }
 }

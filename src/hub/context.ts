@@ -1,9 +1,11 @@
+import type { Admission } from './admission.js'
+import type { EventLimits } from './event-limits.js'
 import type { GroupCommit } from './group-commit.js'
 import type { HubLimits } from './limits.js'
 import type { ChannelBook } from '../grants/channels.js'
 import type { FleetState } from '../grants/fleet-state.js'
 import type { GrantVerifier } from '../grants/verifier.js'
-import type { RateLimiter } from './policy.js'
+import type { ReqScheduler, Streaming, WorkBudget } from './req-scheduler.js'
 import type { SubscriptionIndex } from './subscriptions.js'
 import type { VerifyPool } from './verify-pool.js'
 import type { EventStore } from '../store/event-store.js'
@@ -23,7 +25,14 @@ export interface HubContext<C> {
   channels: ChannelBook
   /** Re-checks every live connection after a revocation; drops those no longer members. */
   enforce: () => void
-  rate: RateLimiter
+  /** Rate limits (per person, per hub, per key for authority kinds) and storage quotas. */
+  eventLimits: EventLimits
+  /** Strangers' sockets: deadlines, caps per address and in all. */
+  admission: Admission
+  /** Sends REQs' stored parts a slice at a time, round robin over connections. */
+  reqs: ReqScheduler<C & Streaming>
+  /** Main-thread time for REQs' stored parts, per person. */
+  reqWork: WorkBudget
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>
   /** Unix seconds. */

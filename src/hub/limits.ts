@@ -14,13 +14,73 @@ export interface HubLimits {
   defaultLimit: number
   maxLimit: number
   maxSubIdLength: number
-  /** Sustained events per second per author key; 0 disables rate limiting. */
+  /**
+   * Sustained events per second per person: all their keys (owner, devices, agents) share one
+   * bucket, so thirty agent keys get no more than one. 0 disables every rate limit (benchmarks).
+   */
   eventsPerSecond: number
-  /** Burst allowance per author key. */
+  /** Burst allowance per person. */
   eventBurst: number
+  /**
+   * Sustained events per second for the whole hub, everyone together: many people flooding at
+   * once still leave the hub time to serve reads. Grants, revocations and channel definitions are
+   * not counted here (a revocation must land during a flood); they have a bucket per key.
+   */
+  hubEventsPerSecond: number
+  /** Burst allowance of the whole hub: a fleet's nodes delivering their outboxes at once. */
+  hubEventBurst: number
+  /** Stored events a person may hold, all their keys together (authority kinds not counted). */
+  quotaEvents: number
+  /** Stored bytes (canonical JSON, UTF-8) a person may hold. */
+  quotaBytes: number
   /** How far in the future created_at may be. Old events are fine: outboxes deliver late. */
   maxFutureSeconds: number
   heartbeatMs: number
+  /**
+   * Output a connection has not read (its socket's buffer plus live events held back while a REQ
+   * streams its stored part). Past it the connection is closed: a client that stops reading must
+   * not make the hub hold its traffic in memory.
+   */
+  maxUnreadBytes: number
+  /**
+   * A REQ sends its stored part in slices: at most this much per turn of the event loop, so one
+   * large REQ does not keep others waiting. It pauses while the client has `reqHighWaterBytes`
+   * unread and resumes as it reads.
+   */
+  reqSliceBytes: number
+  reqHighWaterBytes: number
+  /** A REQ paused this long on a client that does not read closes the connection. */
+  slowReaderMs: number
+  /**
+   * Main-thread milliseconds per second a person's REQs may take to send stored results, all
+   * their connections together (a burst of `reqWorkBurstMs` at once). Past it their REQs wait:
+   * one member re-sending huge REQs cannot stall the others. A node catching up 100,000 events
+   * needs about a second of it.
+   */
+  reqWorkMsPerSecond: number
+  reqWorkBurstMs: number
+  /** AUTH frames one connection may send; past it the connection is closed (1008). */
+  maxAuthAttempts: number
+  /**
+   * Events (and AUTHs) of one connection waiting for their signature check; more are refused
+   * `rate-limited:` until OKs come back. Above the 64 a busy node keeps in flight.
+   */
+  maxPendingVerifications: number
+  /**
+   * A connection must authenticate as a member within this, or it is closed (1008). One in a
+   * pairing room has until the room expires.
+   */
+  authDeadlineMs: number
+  /**
+   * Connections from one address (IPv6: one /64) not yet authenticated as a member, TCP sockets
+   * still before their WebSocket upgrade included; more are dropped on arrival.
+   */
+  maxUnauthenticatedPerAddress: number
+  /**
+   * Unauthenticated connections the hub holds in all: a new one beyond it closes the oldest
+   * (1013). Every other file descriptor under the process limit is kept for members.
+   */
+  maxUnauthenticated: number
 }
 
 export const defaultHubLimits: HubLimits = {
@@ -37,6 +97,21 @@ export const defaultHubLimits: HubLimits = {
   maxSubIdLength: 64,
   eventsPerSecond: 100,
   eventBurst: 1000,
+  hubEventsPerSecond: 2000,
+  hubEventBurst: 20_000,
+  quotaEvents: 1_000_000,
+  quotaBytes: 512 * 1024 * 1024,
   maxFutureSeconds: 900,
   heartbeatMs: 30_000,
+  maxUnreadBytes: 8 * 1024 * 1024,
+  reqSliceBytes: 256 * 1024,
+  reqHighWaterBytes: 1024 * 1024,
+  slowReaderMs: 30_000,
+  reqWorkMsPerSecond: 200,
+  reqWorkBurstMs: 1000,
+  maxAuthAttempts: 8,
+  maxPendingVerifications: 256,
+  authDeadlineMs: 15_000,
+  maxUnauthenticatedPerAddress: 32,
+  maxUnauthenticated: 256,
 }

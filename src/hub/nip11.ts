@@ -1,6 +1,9 @@
 import type { HubLimits } from './limits.js'
+import { quotaExemptKinds } from '../store/hub-schema.js'
 
 export const supportedNips = [1, 11, 42] as const
+
+const seconds = (ms: number) => ms / 1000
 
 /** The NIP-11 relay information document, limits included. */
 export function relayInformation(opts: { limits: HubLimits; owner?: string; version: string }) {
@@ -27,11 +30,25 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       payment_required: false,
     },
     kith: {
-      events_per_second_per_key: limits.eventsPerSecond,
-      event_burst_per_key: limits.eventBurst,
+      events_per_second_per_person: limits.eventsPerSecond,
+      event_burst_per_person: limits.eventBurst,
+      events_per_second_per_hub: limits.eventsPerSecond <= 0 ? 0 : limits.hubEventsPerSecond,
+      event_burst_per_hub: limits.hubEventBurst,
+      quota_events_per_person: limits.quotaEvents,
+      quota_bytes_per_person: limits.quotaBytes,
+      quota_exempt_kinds: [...quotaExemptKinds],
       max_filter_values: limits.maxFilterValues,
       max_tag_item_length: limits.maxTagItemLength,
       hard_frame_bytes: limits.hardFrameBytes,
+      max_unread_bytes: limits.maxUnreadBytes,
+      slow_reader_seconds: seconds(limits.slowReaderMs),
+      req_work_ms_per_second_per_person: limits.reqWorkMsPerSecond,
+      req_work_burst_ms_per_person: limits.reqWorkBurstMs,
+      max_auth_attempts: limits.maxAuthAttempts,
+      max_pending_verifications: limits.maxPendingVerifications,
+      auth_deadline_seconds: seconds(limits.authDeadlineMs),
+      max_unauthenticated_per_address: limits.maxUnauthenticatedPerAddress,
+      max_unauthenticated: limits.maxUnauthenticated,
     },
   }
 }

@@ -1,30 +1,44 @@
 /**
  * The hub's pairing lane (kith-pair/1): rooms keyed by pairing id where two parties exchange
- * kind-24140 events without authenticating. Two parties per room, a 5-minute life, a few small
- * events per connection, nothing stored; a third party burns the room for both.
+ * kind-24140 events without authenticating. Two parties per room, one lane subscription per
+ * connection, a 5-minute life, a few small events per connection, nothing stored; a third party
+ * burns the room for both.
  */
 export interface LaneLimits {
   roomTtlMs: number
   maxFrameBytes: number
   maxEventsPerConnection: number
+  /**
+   * Rooms remembered at once (waiting, used or burnt, each kept twice its life so a used code
+   * stays used). Each costs a few hundred bytes; past this, new rooms are refused until old ones
+   * expire, so a stranger minting pairing ids cannot grow the hub without bound.
+   */
+  maxRooms: number
 }
 
 export const defaultLaneLimits: LaneLimits = {
   roomTtlMs: 5 * 60_000,
   maxFrameBytes: 4096,
   maxEventsPerConnection: 16,
+  maxRooms: 10_000,
 }
 
 interface Room<C> {
   createdAt: number
-  parties: Set<C>
+  /** Parties that ever joined; a room admits two. */
+  joined: number
   /** Parties still connected; a room whose two parties have both left was used. */
   active: Set<C>
-  subs: Map<C, Set<string>>
+  /** Each active party's one lane subscription id. */
+  subs: Map<C, string>
   burnt?: string
 }
 
+/** A refusal with the NIP-01 prefix it goes out with: `restricted: pairing: …` or `rate-limited: pairing: …`. */
+export type LaneRefusal = string
+
 export class PairingLane<C> {
+  /** In creation order (a Map keeps insertion order): expiry sweeps stop at the first live room. */
   private readonly rooms = new Map<string, Room<C>>()
   private readonly roomOf = new Map<C, string>()
   private readonly sent = new Map<C, number>()
@@ -42,48 +56,61 @@ export class PairingLane<C> {
     conn: C,
     pid: string,
     onBurn: (party: C, subId: string, reason: string) => void,
-  ): string | undefined {
+  ): LaneRefusal | undefined {
     const bound = this.roomOf.get(conn)
-    if (bound !== undefined && bound !== pid) return 'pairing: a connection serves one pairing only'
+    if (bound !== undefined && bound !== pid) {
+      return 'restricted: pairing: a connection serves one pairing only'
+    }
     this.sweep()
     let room = this.rooms.get(pid)
     if (room === undefined) {
-      room = { createdAt: this.nowMs(), parties: new Set(), active: new Set(), subs: new Map() }
+      if (this.rooms.size >= this.limits.maxRooms) {
+        return 'rate-limited: pairing: too many pairings in progress on this hub; try again in a few minutes'
+      }
+      room = { createdAt: this.nowMs(), joined: 0, active: new Set(), subs: new Map() }
       this.rooms.set(pid, room)
     }
-    if (room.burnt !== undefined) return room.burnt
+    if (room.burnt !== undefined) return `restricted: ${room.burnt}`
     if (this.nowMs() - room.createdAt > this.limits.roomTtlMs) {
       room.burnt = 'pairing: this code expired'
-      return room.burnt
+      return `restricted: ${room.burnt}`
     }
-    if (!room.parties.has(conn) && room.parties.size >= 2 && room.active.size === 0) {
+    if (room.active.has(conn)) return undefined
+    if (room.joined >= 2 && room.active.size === 0) {
       room.burnt = 'pairing: this code was already used'
-      return room.burnt
+      return `restricted: ${room.burnt}`
     }
-    if (!room.parties.has(conn) && room.parties.size >= 2) {
+    if (room.joined >= 2) {
       room.burnt = 'pairing: another device tried to use this code; cancelled for safety'
-      for (const [party, subIds] of room.subs)
-        for (const subId of subIds) onBurn(party, subId, room.burnt)
-      return room.burnt
+      for (const [party, subId] of room.subs) onBurn(party, subId, room.burnt)
+      return `restricted: ${room.burnt}`
     }
-    room.parties.add(conn)
+    room.joined++
     room.active.add(conn)
     this.roomOf.set(conn, pid)
     return undefined
   }
 
-  subscribe(conn: C, pid: string, subId: string): void {
+  /**
+   * Records `conn`'s lane subscription in the room it joined. One per connection: a pairing needs
+   * one, and each subscription is a copy of every event relayed to it.
+   */
+  subscribe(conn: C, pid: string, subId: string): LaneRefusal | undefined {
     const room = this.rooms.get(pid)
-    if (room === undefined) return
-    const subs = room.subs.get(conn) ?? new Set()
-    subs.add(subId)
-    room.subs.set(conn, subs)
+    if (room === undefined || !room.active.has(conn)) return undefined
+    const current = room.subs.get(conn)
+    if (current !== undefined && current !== subId) {
+      return 'restricted: pairing: one lane subscription per connection'
+    }
+    room.subs.set(conn, subId)
+    return undefined
   }
 
   unsubscribe(conn: C, subId: string): boolean {
     const pid = this.roomOf.get(conn)
-    const subs = pid === undefined ? undefined : this.rooms.get(pid)?.subs.get(conn)
-    return subs?.delete(subId) ?? false
+    const room = pid === undefined ? undefined : this.rooms.get(pid)
+    if (room?.subs.get(conn) !== subId) return false
+    return room.subs.delete(conn)
   }
 
   /** Counts an event from `conn`; false once it has sent its share. */
@@ -93,34 +120,55 @@ export class PairingLane<C> {
     return n <= this.limits.maxEventsPerConnection
   }
 
-  /** Delivers to every subscription in the room except the sender's own. */
+  /** Delivers to the other party's subscription. */
   fanOut(pid: string, from: C, deliver: (to: C, subId: string) => void): void {
     const room = this.rooms.get(pid)
     if (room === undefined || room.burnt !== undefined) return
-    for (const [party, subIds] of room.subs) {
-      if (party === from) continue
-      for (const subId of subIds) deliver(party, subId)
-    }
+    for (const [party, subId] of room.subs) if (party !== from) deliver(party, subId)
   }
 
+  /** When the room `conn` joined stops serving it (ms since the epoch), if it joined one. */
+  expiresAt(conn: C): number | undefined {
+    const pid = this.roomOf.get(conn)
+    const room = pid === undefined ? undefined : this.rooms.get(pid)
+    return room === undefined ? undefined : room.createdAt + this.limits.roomTtlMs
+  }
+
+  /** Forgets `conn` entirely (it closed): nothing here keeps a closed connection alive. */
   drop(conn: C): void {
     this.sent.delete(conn)
     const pid = this.roomOf.get(conn)
     this.roomOf.delete(conn)
     if (pid === undefined) return
     const room = this.rooms.get(pid)
-    room?.subs.delete(conn)
-    room?.active.delete(conn)
+    if (room === undefined) return
+    room.subs.delete(conn)
+    room.active.delete(conn)
+    // A room only one party ever joined, now empty, proves nothing about its code: free it.
+    if (room.joined < 2 && room.active.size === 0 && room.burnt === undefined) {
+      this.rooms.delete(pid)
+    }
   }
 
   get maxFrameBytes(): number {
     return this.limits.maxFrameBytes
   }
 
+  /** What the lane holds, for tests and operators. */
+  stats(): { rooms: number; connections: number } {
+    return {
+      rooms: this.rooms.size,
+      connections: new Set([...this.roomOf.keys(), ...this.sent.keys()]).size,
+    }
+  }
+
   /** Forgets rooms well past their life (burnt rooms are kept as long, so a pid stays burnt). */
   private sweep(): void {
     const cutoff = this.nowMs() - 2 * this.limits.roomTtlMs
-    for (const [pid, room] of this.rooms) if (room.createdAt < cutoff) this.rooms.delete(pid)
+    for (const [pid, room] of this.rooms) {
+      if (room.createdAt >= cutoff) return
+      this.rooms.delete(pid)
+    }
   }
 }
 

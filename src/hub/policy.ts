@@ -25,7 +25,7 @@ export function checkEventPolicy(event: NostrEvent, limits: HubLimits, now: numb
   }
 }
 
-/** Token bucket per author key: `perSecond` sustained, `burst` at once. */
+/** Token buckets by name (a person, a key, the hub): `perSecond` sustained, `burst` at once. */
 export class RateLimiter {
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
 
@@ -34,34 +34,36 @@ export class RateLimiter {
     private readonly burst: number,
   ) {}
 
-  /** Takes one token for `key` or throws KithError('rate-limited'). */
-  take(key: string, nowMs: number): void {
-    if (this.perSecond <= 0) return
-    let bucket = this.buckets.get(key)
+  /** Takes one token for `name`; false when its bucket is empty. perSecond 0: always true. */
+  take(name: string, nowMs: number): boolean {
+    if (this.perSecond <= 0) return true
+    let bucket = this.buckets.get(name)
     if (bucket === undefined) {
       if (this.buckets.size >= 10_000) this.prune(nowMs)
       bucket = { tokens: this.burst, at: nowMs }
-      this.buckets.set(key, bucket)
+      this.buckets.set(name, bucket)
     }
     bucket.tokens = Math.min(
       this.burst,
       bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
     )
     bucket.at = nowMs
-    if (bucket.tokens < 1) {
-      throw new KithError(
-        'rate-limited',
-        `more than ${this.perSecond} events/s from this key; slow down`,
-      )
-    }
+    if (bucket.tokens < 1) return false
     bucket.tokens -= 1
+    return true
   }
 
-  /** Forgets keys whose bucket has refilled; they would start full again anyway. */
+  /** Gives back a token taken for an event refused by a later check. */
+  refund(name: string): void {
+    const bucket = this.buckets.get(name)
+    if (bucket !== undefined) bucket.tokens = Math.min(this.burst, bucket.tokens + 1)
+  }
+
+  /** Forgets buckets that have refilled; they would start full again anyway. */
   private prune(nowMs: number): void {
-    for (const [key, b] of this.buckets) {
+    for (const [name, b] of this.buckets) {
       if (b.tokens + ((nowMs - b.at) / 1000) * this.perSecond >= this.burst)
-        this.buckets.delete(key)
+        this.buckets.delete(name)
     }
   }
 }

@@ -4,17 +4,20 @@ import {
   type ServerResponse,
 } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
-import type { AddressInfo } from 'node:net'
-import { WebSocketServer, type WebSocket } from 'ws'
+import type { AddressInfo, Socket } from 'node:net'
+import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { EventStore } from '../store/event-store.js'
+import { hubMigrations, quotaExemptKinds } from '../store/hub-schema.js'
 import { Connection } from './connection.js'
 import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
 import { defaultHubLimits, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
-import { RateLimiter } from './policy.js'
+import { Admission } from './admission.js'
+import { EventLimits } from './event-limits.js'
+import { ReqScheduler, WorkBudget } from './req-scheduler.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
 import { VerifyPool } from './verify-pool.js'
@@ -41,6 +44,11 @@ export interface HubOptions {
   limits?: Partial<HubLimits>
   /** Signature-verification worker threads; 0 verifies on the main thread. */
   verifyWorkers?: number
+  /**
+   * A verification pool to share (a node and its embedded hub need only one); the hub does not
+   * close it. Without it the hub makes its own with `verifyWorkers`.
+   */
+  verifier?: VerifyPool
   synchronous?: 'full' | 'normal'
   now?: () => number
   log?: (line: string) => void
@@ -60,7 +68,20 @@ export interface Hub {
   grants: GrantVerifier
   channels: ChannelBook
   connections(): number
+  /** What the hub holds now, for tests and operators. */
+  stats(): HubStats
   close(): Promise<void>
+}
+
+export interface HubStats {
+  connections: number
+  /** Sockets not (yet) authenticated as a member. */
+  unauthenticated: number
+  laneRooms: number
+  /** Connections the pairing lane still refers to. */
+  laneConnections: number
+  /** Signatures checked so far by the hub's verification pool. */
+  verified: number
 }
 
 /** Starts a hub: a NIP-01/11/42 relay over sqlite. Refuses unsafe binds before opening anything. */
@@ -76,20 +97,29 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   }
   const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
   const log = opts.log ?? (() => undefined)
-  const store = new EventStore(opts.dbPath, { synchronous: opts.synchronous ?? 'full' })
-  // Stored grants, revocations and definitions were verified on the way in; the state they make
-  // does not depend on their order.
+  const store = new EventStore(opts.dbPath, {
+    synchronous: opts.synchronous ?? 'full',
+    migrations: hubMigrations,
+    usage: { exempt: quotaExemptKinds },
+    check: true,
+  })
+  // What is stored was admitted on its way in; the state it makes does not depend on order.
   const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })
-  for (const kind of [Kind.Grant, Kind.Revocation, Kind.ChannelDefinition])
-    state.replay(store.eventsOfKind(kind))
+  state.replay({
+    authority: [...store.eventsOfKind(Kind.Grant), ...store.eventsOfKind(Kind.Revocation)],
+    definitions: store.allVersionsOfKind(Kind.ChannelDefinition),
+    firsts: store.earliestInChannels(),
+    legacy: store.legacyVersionIds(Kind.ChannelDefinition),
+  })
   const { grants, channels } = state
   let verifier: VerifyPool
   try {
-    verifier = await VerifyPool.create(opts.verifyWorkers)
+    verifier = opts.verifier ?? (await VerifyPool.create(opts.verifyWorkers, { helpInline: true }))
   } catch (err) {
     store.close()
     throw err
   }
+  const ownVerifier = opts.verifier === undefined
   const info = JSON.stringify(
     relayInformation({
       limits,
@@ -113,7 +143,20 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     res.end('This is a Kith hub. Connect over WebSocket with a Nostr client (NIP-01, NIP-42).\n')
   }
   const http = opts.tls ? createHttpsServer({ ...opts.tls }, onHttp) : createHttpServer(onHttp)
-  const wss = new WebSocketServer({ server: http, maxPayload: limits.hardFrameBytes })
+  // A peer that does not answer a close frame is cut after 2 s, not ws's 30: a stranger closed for
+  // its deadline must free its file descriptor quickly.
+  // (ws ≥ 8.18 reads closeTimeout; its type definitions do not list it yet.)
+  const wsOptions: ServerOptions & { closeTimeout: number } = {
+    server: http,
+    maxPayload: limits.hardFrameBytes,
+    closeTimeout: 2000,
+  }
+  const wss = new WebSocketServer(wsOptions)
+  const admission = new Admission(limits, log)
+  // Every TCP connection is a stranger until it authenticates: counted, given a deadline.
+  http.on(opts.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
+    admission.arrive(socket)
+  })
   // ws re-emits the HTTP server's errors; listen errors are handled below, later ones logged.
   wss.on('error', (err) => log(`server: ${err.message}`))
   const subs = new SubscriptionIndex<Connection>()
@@ -135,7 +178,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     enforce: () => {
       for (const conn of conns) conn.enforceMembership()
     },
-    rate: new RateLimiter(limits.eventsPerSecond, limits.eventBurst),
+    eventLimits: new EventLimits(limits, grants, store),
+    admission,
+    reqs: new ReqScheduler<Connection>(),
+    reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,
@@ -151,7 +197,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       subs.fanOut(event, (conn, subId) => {
         if (onlyTo !== undefined && ![...conn.authed].some((k) => onlyTo.has(k))) return
         if (scoped && !conn.mayReceive(event)) return
-        conn.sendRaw(`["EVENT",${JSON.stringify(subId)},${raw}]`)
+        conn.deliver(subId, event.id, `["EVENT",${JSON.stringify(subId)},${raw}]`)
       })
     },
   }
@@ -160,6 +206,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     const remote = `${req.socket.remoteAddress}:${req.socket.remotePort}`
     const conn = new Connection(ws, ctx, req.socket, remote)
     conns.add(conn)
+    admission.attach(req.socket, (code, reason) => {
+      conn.end()
+      ws.close(code, reason)
+    })
     ws.on('message', (data: Buffer, isBinary: boolean) => {
       if (isBinary) {
         conn.send(['NOTICE', 'invalid: binary frames are not NIP-01; send text'])
@@ -172,6 +222,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     })
     ws.on('error', (err) => log(`connection ${conn.remote}: ${err.message}`))
     ws.on('close', () => {
+      conn.end()
       conns.delete(conn)
       subs.dropConnection(conn)
       ctx.lane.drop(conn)
@@ -203,7 +254,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     })
   } catch (err) {
     clearInterval(heartbeat)
-    await verifier.close()
+    if (ownVerifier) await verifier.close()
     store.close()
     const code = (err as NodeJS.ErrnoException).code
     throw new KithError(
@@ -243,7 +294,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         for (const conn of conns) conn.ws.terminate()
       })
       await new Promise<void>((resolve) => http.close(() => resolve()))
-      await verifier.close()
+      if (ownVerifier) await verifier.close()
       store.close()
     })())
 
@@ -255,6 +306,16 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     grants,
     channels,
     connections: () => conns.size,
+    stats: () => {
+      const lane = ctx.lane.stats()
+      return {
+        connections: conns.size,
+        unauthenticated: admission.size,
+        laneRooms: lane.rooms,
+        laneConnections: lane.connections,
+        verified: verifier.verified,
+      }
+    },
     close,
   }
 }

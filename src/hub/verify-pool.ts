@@ -4,6 +4,13 @@ import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { loadWasmVerifier, verifyWithWasm, type VerifyResult } from '../events/verify-wasm.js'
 
+/**
+ * Whose work it is. Members' events go first; work for connections that have not authenticated
+ * (AUTH events, grants published before AUTH, pairing messages) waits behind it and only a few of
+ * those batches are with the workers at a time, so a stranger's flood cannot delay members.
+ */
+export type VerifyPriority = 'member' | 'stranger'
+
 interface Pending {
   event: NostrEvent
   /** The event as canonical JSON: strings cross to a worker far cheaper than objects. */
@@ -14,28 +21,79 @@ interface Pending {
 
 interface Slot {
   worker: Worker
-  inFlight: Map<number, Pending[]>
+  ready: boolean
+  /** Set when the pool ends the worker on purpose (idle or closing): its exit is no failure. */
+  retiring: boolean
+  inFlight: Map<number, { part: Pending[]; stranger: boolean }>
   load: number
+  idleTimer: NodeJS.Timeout | undefined
 }
+
+export interface VerifyPoolOptions {
+  /** A worker with nothing to do for this long exits; the next event starts one again. */
+  idleMs?: number
+  /**
+   * Let the main thread check members' events the workers have no room for (more than
+   * `workerDepth` each). On two cores one worker plus the main thread verify as fast as two
+   * workers, and a worker costs ~20 MB; see docs/performance.md.
+   */
+  helpInline?: boolean
+  /** Stranger events with the workers at once; the rest wait behind members' work. */
+  strangerInFlight?: number
+}
+
+/** Idle workers cost ~20 MB each; starting one again costs ~40 ms once, after a quiet spell. */
+export const defaultVerifyIdleMs = 30_000
+/** ≈ 16 × 250 µs: the most a member's event can wait behind strangers' work on one worker. */
+export const defaultStrangerInFlight = 16
+/** Queued events per running worker before another is started (up to the pool's size). */
+const backlogPerWorker = 16
+/** Members' events a worker holds at once when the main thread helps: ~8 ms of work. */
+const workerDepth = 32
+/** Events the main thread checks per turn of the event loop (~2 ms), so I/O goes on between. */
+const inlineChunk = 8
+/** Raw JSON per batch posted to a worker: bounds a worker's heap whatever the events' size. */
+const maxBatchBytes = 1024 * 1024
 
 /**
  * Signature verification off the main thread. Requests that arrive in the same turn of the
  * event loop are batched (one postMessage per worker, not per event) and spread over the
- * workers by load. With `workers: 0` it verifies inline, for embedded and test use.
+ * workers by load. Workers start on demand, one more whenever a backlog builds, up to `size`,
+ * and exit after `idleMs` without work, so an idle node holds none. With `workers: 0` it
+ * verifies inline, for embedded and test use.
  */
 export class VerifyPool {
   private readonly slots: Slot[] = []
-  private queue: Pending[] = []
+  private members: Pending[] = []
+  private strangers: Pending[] = []
+  private strangersOut = 0
   private scheduled = false
   private nextBatch = 1
   private closed = false
+  private spawnFailure: Error | undefined
+  private done = 0
+  private readonly idleMs: number
+  private readonly strangerCap: number
+  private readonly helpInline: boolean
+  /** Members' events the main thread checks itself, a chunk per turn. */
+  private inline: Pending[] = []
+  private inlineScheduled = false
 
-  private constructor(private readonly workerCount: number) {}
+  private constructor(
+    private readonly workerCount: number,
+    opts: VerifyPoolOptions,
+  ) {
+    this.idleMs = opts.idleMs ?? defaultVerifyIdleMs
+    this.strangerCap = opts.strangerInFlight ?? defaultStrangerInFlight
+    this.helpInline = opts.helpInline ?? false
+  }
 
-  static async create(workers = defaultWorkerCount()): Promise<VerifyPool> {
-    const pool = new VerifyPool(workers)
+  static async create(
+    workers = defaultWorkerCount(),
+    opts: VerifyPoolOptions = {},
+  ): Promise<VerifyPool> {
+    const pool = new VerifyPool(workers, opts)
     if (workers === 0) await loadWasmVerifier()
-    await Promise.all(Array.from({ length: workers }, () => pool.spawn()))
     return pool
   }
 
@@ -43,90 +101,251 @@ export class VerifyPool {
     return this.workerCount
   }
 
+  /** Workers alive right now (starting or ready). */
+  get running(): number {
+    return this.slots.length
+  }
+
+  /** Signatures checked since the pool was made (a count for tests and operators). */
+  get verified(): number {
+    return this.done
+  }
+
   /** Events queued or being verified right now. */
   get inFlight(): number {
-    let n = this.queue.length
+    let n = this.members.length + this.strangers.length + this.inline.length
     for (const slot of this.slots) n += slot.load
     return n
   }
 
   /** Verifies `event`; `raw` must be JSON.stringify(event), which the caller has already made. */
-  verify(event: NostrEvent, raw: string = JSON.stringify(event)): Promise<VerifyResult> {
+  verify(
+    event: NostrEvent,
+    raw: string = JSON.stringify(event),
+    priority: VerifyPriority = 'member',
+  ): Promise<VerifyResult> {
     if (this.closed) return Promise.reject(new KithError('error', 'verifier is closed'))
-    if (this.workerCount === 0) return Promise.resolve(verifyWithWasm(event))
+    if (this.workerCount === 0) {
+      this.done++
+      return Promise.resolve(verifyWithWasm(event))
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ event, raw, resolve, reject })
-      if (!this.scheduled) {
-        this.scheduled = true
-        setImmediate(() => this.flush())
-      }
+      const queue = priority === 'member' ? this.members : this.strangers
+      queue.push({ event, raw, resolve, reject })
+      this.schedule()
     })
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(() => this.flush())
   }
 
   private flush(): void {
     this.scheduled = false
-    const queue = this.queue
-    this.queue = []
-    if (queue.length === 0) return
-    if (this.slots.length === 0) {
-      const error = new KithError('error', 'no verify worker is running')
-      for (const p of queue) p.reject(error)
+    if (this.closed) return
+    const waiting = this.members.length + this.strangers.length
+    if (waiting === 0) return
+    if (this.slots.length === 0 && this.spawnFailure !== undefined) {
+      // The last start failed: tell whoever waits; the next request tries once more.
+      this.failQueued()
+      this.spawnFailure = undefined
       return
     }
+    this.grow(waiting)
+    const ready = this.slots.filter((s) => s.ready)
+    // None ready: a worker is starting and flushes when it is.
+    if (ready.length === 0) return
+    let members = this.members
+    this.members = []
+    if (this.helpInline && this.slots.length >= this.workerCount) {
+      // The workers are all running: what they have no room for, the main thread checks.
+      let room = ready.length * workerDepth
+      for (const slot of ready) room -= slot.load
+      if (members.length > Math.max(0, room)) {
+        this.inline.push(...members.slice(Math.max(0, room)))
+        members = members.slice(0, Math.max(0, room))
+        this.scheduleInline()
+      }
+    }
+    this.post(ready, members, false)
+    const room = Math.max(0, this.strangerCap - this.strangersOut)
+    if (room > 0 && this.strangers.length > 0) {
+      const strangers = this.strangers.splice(0, room)
+      this.strangersOut += strangers.length
+      this.post(ready, strangers, true)
+    }
+  }
+
+  /** Starts a worker when none runs, and another while the backlog outgrows those running. */
+  private grow(waiting: number): void {
+    let load = waiting
+    for (const slot of this.slots) load += slot.load
+    const wanted = Math.min(this.workerCount, Math.max(1, Math.ceil(load / backlogPerWorker)))
+    while (this.slots.length < wanted) this.spawn()
+  }
+
+  private scheduleInline(): void {
+    if (this.inlineScheduled) return
+    this.inlineScheduled = true
+    loadWasmVerifier().then(
+      () => setImmediate(() => this.drainInline()),
+      (err: unknown) => {
+        // Without wasm here the workers take it all.
+        this.inlineScheduled = false
+        process.emitWarning(`kith: cannot verify on the main thread: ${String(err)}`)
+        this.members.unshift(...this.inline)
+        this.inline = []
+        this.schedule()
+      },
+    )
+  }
+
+  private drainInline(): void {
+    this.inlineScheduled = false
+    if (this.closed) return
+    const chunk = this.inline.splice(0, inlineChunk)
+    for (const p of chunk) {
+      this.done++
+      p.resolve(verifyWithWasm(p.event))
+    }
+    if (this.inline.length > 0) {
+      this.inlineScheduled = true
+      setImmediate(() => this.drainInline())
+    }
+  }
+
+  private post(ready: Slot[], queue: Pending[], stranger: boolean): void {
+    if (queue.length === 0) return
     // Split into one chunk per worker when there is enough work; small batches go to the least
-    // loaded worker so a single event is not delayed by another worker's backlog.
-    const chunks = queue.length >= 16 ? this.slots.length : 1
+    // loaded worker so a single event is not delayed by another worker's backlog. No batch
+    // carries more than maxBatchBytes of JSON.
+    const chunks = queue.length >= 16 ? ready.length : 1
     const per = Math.ceil(queue.length / chunks)
-    for (let i = 0; i < queue.length; i += per) {
-      const part = queue.slice(i, i + per)
-      const slot = this.slots.reduce((a, b) => (b.load < a.load ? b : a))
+    for (let i = 0; i < queue.length;) {
+      let end = i + 1
+      let bytes = queue[i]!.raw.length
+      while (
+        end < queue.length &&
+        end - i < per &&
+        bytes + queue[end]!.raw.length <= maxBatchBytes
+      ) {
+        bytes += queue[end]!.raw.length
+        end++
+      }
+      const part = queue.slice(i, end)
+      i = end
+      const slot = ready.reduce((a, b) => (b.load < a.load ? b : a))
       const batch = this.nextBatch++
-      slot.inFlight.set(batch, part)
+      slot.inFlight.set(batch, { part, stranger })
       slot.load += part.length
+      clearTimeout(slot.idleTimer)
+      slot.idleTimer = undefined
       slot.worker.postMessage({ batch, events: part.map((p) => p.raw) })
     }
   }
 
-  private spawn(): Promise<void> {
+  private failQueued(): void {
+    const error = new KithError(
+      'error',
+      `cannot start a verify worker: ${String(this.spawnFailure?.message)}`,
+    )
+    for (const p of [...this.members, ...this.strangers]) p.reject(error)
+    this.members = []
+    this.strangers = []
+  }
+
+  private spawn(): void {
     const worker = new Worker(new URL('./verify-worker.js', import.meta.url), {
-      resourceLimits: { maxYoungGenerationSizeMb: 4 },
+      // A batch is at most maxBatchBytes of JSON, so a small heap is plenty; each MB the heap
+      // may grow is resident memory under load (docs/performance.md).
+      resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },
     })
-    const slot: Slot = { worker, inFlight: new Map(), load: 0 }
+    const slot: Slot = {
+      worker,
+      ready: false,
+      retiring: false,
+      inFlight: new Map(),
+      load: 0,
+      idleTimer: undefined,
+    }
     this.slots.push(slot)
-    return new Promise((ready, failed) => {
-      worker.on('message', (msg: { ready?: true; batch?: number; results?: VerifyResult[] }) => {
-        if (msg.ready) return ready()
-        const part = msg.batch === undefined ? undefined : slot.inFlight.get(msg.batch)
-        if (part === undefined || msg.results === undefined) return
-        slot.inFlight.delete(msg.batch!)
-        slot.load -= part.length
-        part.forEach((p, i) => p.resolve(msg.results![i] ?? 'bad-sig'))
-      })
-      worker.on('error', (err) => failed(err))
-      worker.on('exit', (code) => {
-        // Every request the dead worker held is rejected, never left hanging.
-        const error = new KithError('error', `verify worker exited (${code})`)
-        for (const part of slot.inFlight.values()) for (const p of part) p.reject(error)
-        slot.inFlight.clear()
-        const at = this.slots.indexOf(slot)
-        if (at >= 0) this.slots.splice(at, 1)
-        if (!this.closed) {
-          this.spawn().catch((e: unknown) => {
-            // Without workers the hub cannot verify; fail loudly rather than accept unverified.
-            process.emitWarning(`kith: cannot respawn verify worker: ${String(e)}`)
-          })
-        }
-      })
+    worker.on('message', (msg: { ready?: true; batch?: number; results?: VerifyResult[] }) => {
+      if (msg.ready) {
+        slot.ready = true
+        this.spawnFailure = undefined
+        this.idleLater(slot)
+        this.schedule()
+        return
+      }
+      const entry = msg.batch === undefined ? undefined : slot.inFlight.get(msg.batch)
+      if (entry === undefined || msg.results === undefined) return
+      slot.inFlight.delete(msg.batch!)
+      slot.load -= entry.part.length
+      this.done += entry.part.length
+      if (entry.stranger) this.strangersOut -= entry.part.length
+      entry.part.forEach((p, i) => p.resolve(msg.results![i] ?? 'bad-sig'))
+      if (entry.stranger && this.strangers.length > 0) this.schedule()
+      if (slot.load === 0) this.idleLater(slot)
     })
+    worker.on('error', (err) => {
+      if (!slot.ready) this.spawnFailure = err
+    })
+    worker.on('exit', (code) => {
+      clearTimeout(slot.idleTimer)
+      // Every request the dead worker held is rejected, never left hanging.
+      const error = new KithError('error', `verify worker exited (${code})`)
+      for (const entry of slot.inFlight.values()) {
+        if (entry.stranger) this.strangersOut -= entry.part.length
+        for (const p of entry.part) p.reject(error)
+      }
+      slot.inFlight.clear()
+      const at = this.slots.indexOf(slot)
+      if (at >= 0) this.slots.splice(at, 1)
+      if (!slot.retiring && !slot.ready && this.spawnFailure !== undefined) {
+        // It never started: do not retry in a loop; tell whoever waits.
+        process.emitWarning(`kith: cannot start a verify worker: ${this.spawnFailure.message}`)
+      }
+      // Whatever still waits gets a worker (or, when none can start, its error).
+      if (!this.closed) this.schedule()
+    })
+  }
+
+  /** Retires `slot` after `idleMs` without work. */
+  private idleLater(slot: Slot): void {
+    clearTimeout(slot.idleTimer)
+    slot.idleTimer = setTimeout(() => {
+      if (slot.load > 0 || this.closed) return
+      slot.retiring = true
+      slot.worker.terminate().catch((err: unknown) => {
+        // The worker is gone either way; nothing was in flight on it.
+        process.emitWarning(`kith: stopping an idle verify worker: ${String(err)}`)
+      })
+    }, this.idleMs)
+    slot.idleTimer.unref()
   }
 
   async close(): Promise<void> {
     this.closed = true
+    const error = new KithError('error', 'verifier is closed')
+    for (const p of [...this.members, ...this.strangers, ...this.inline]) p.reject(error)
+    this.members = []
+    this.strangers = []
+    this.inline = []
+    for (const slot of this.slots) {
+      clearTimeout(slot.idleTimer)
+      slot.retiring = true
+    }
     await Promise.all(this.slots.map((s) => s.worker.terminate()))
   }
 }
 
-/** One worker per core: the main thread mostly waits on sockets and sqlite. */
+/**
+ * One worker per core but one: the main thread, which mostly waits on sockets and sqlite, verifies
+ * what the workers have no room for (helpInline), so the cores are used all the same with one
+ * worker's memory less.
+ */
 export function defaultWorkerCount(): number {
-  return Math.max(1, availableParallelism())
+  return Math.max(1, availableParallelism() - 1)
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
 import type { PermissionsMode } from '../acp/permission-policy.js'
@@ -13,7 +13,12 @@ export interface AgentRecord {
   pubkey: string
   /** The id of the grant that admitted it. */
   grant: string
-  /** NIP-OA tag its events carry, signed by the grant's issuer. */
+  /**
+   * NIP-OA tags signed by the grant's issuer, one per kind the agent may publish (each bounded by
+   * the grant's effective window); each event carries the one that holds for it (authTagFor).
+   */
+  authTags?: string[][]
+  /** Records written before authTags: one tag, attached only where it holds. */
   authTag?: string[]
   createdAt: number
   /** The ACP command (argv, no shell) this node spawns for it; absent: a key only. */
@@ -74,6 +79,11 @@ export function writeAgentRecord(home: string, record: AgentRecord): void {
   renameSync(`${path}.tmp`, path)
 }
 
+/** The NIP-OA tags an agent record holds (old records: their single tag). */
+export function authTagsOf(record: AgentRecord): string[][] {
+  return record.authTags ?? (record.authTag === undefined ? [] : [record.authTag])
+}
+
 export function listAgentRecords(home: string): AgentRecord[] {
   const dir = agentsDir(home)
   const records: AgentRecord[] = []
@@ -92,4 +102,15 @@ export function listAgentRecords(home: string): AgentRecord[] {
     records.push(value)
   }
   return records
+}
+
+/**
+ * Forgets an agent on this node: its record, its key file, its log and pid file. Its grant and
+ * revocation stay in node.db (and on the hubs): forgetting is not un-revoking.
+ */
+export function removeAgentFiles(home: string, name: string): void {
+  checkAgentName(name)
+  const dir = agentsDir(home)
+  for (const file of [`${name}.json`, `${name}.key`, `${name}.log`, `${name}.pid`])
+    rmSync(join(dir, file), { force: true })
 }

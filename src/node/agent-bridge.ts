@@ -9,13 +9,16 @@ import {
 import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import type { PromptJob } from '../acp/host.js'
+import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { personOf } from '../grants/members.js'
+import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
-import { listAgentRecords, type AgentRecord } from '../identity/agents.js'
+import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import { PermissionRequests } from './agent-permissions.js'
-import type { HostedAgent, NodeContext } from './node-context.js'
+import { signAsAgent } from './agent-signer.js'
+import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
+import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import { TurnMetrics } from './turn-metrics.js'
@@ -23,6 +26,23 @@ import { TurnMetrics } from './turn-metrics.js'
 /** How an agent reply is tagged: a `notice` leaves its prompt unanswered (kith-agents/1). */
 export interface ReplyOptions {
   notice?: boolean
+}
+
+/**
+ * The reply that ends a turn: the agent's answer, or a one-line failure; what it had streamed
+ * before a cancel or a failure is kept above that line.
+ */
+export function replyText(name: string, outcome: TurnOutcome): string {
+  if (outcome.ok) return outcome.text
+  const cancelled = outcome.message.startsWith('turn cancelled')
+  if (outcome.partial === undefined)
+    return cancelled
+      ? `⏹ ${name}: ${outcome.message}`
+      : `⚠ ${name} did not answer: ${outcome.message}`
+  const line = cancelled
+    ? `⏹ ${name}: ${outcome.message} (what it said before is above)`
+    : `⚠ ${name} did not finish: ${outcome.message}`
+  return `${outcome.partial.replace(/\s+$/, '')}\n\n${line}`
 }
 
 /** The message text without its @mentions of `name` (plain or person-qualified). */
@@ -51,6 +71,8 @@ export class AgentBridge {
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
   readonly frames: ObserverFrames
+  /** Agents (pubkeys) already said to be not started because their key is not granted. */
+  private readonly notStarted = new Set<string>()
   /** Set once the node is stopping: turns it ends are answered after the restart instead. */
   private stopping = false
 
@@ -81,10 +103,12 @@ export class AgentBridge {
 
   /** Agents with a command are spawned on first use; the key only ever lives in this process. */
   loadAgents(): void {
+    const ungranted: string[] = []
     for (const record of listAgentRecords(this.node.id.home)) {
       if (record.command === undefined || this.agents.has(record.pubkey)) continue
       if (!this.node.book.verifier.isMember(record.pubkey, this.node.now()).ok) {
-        this.node.log(`agent ${record.name}: its key is not (or no longer) granted; not started`)
+        if (!this.notStarted.has(record.pubkey)) ungranted.push(record.name)
+        this.notStarted.add(record.pubkey)
         continue
       }
       const command = record.command
@@ -98,7 +122,13 @@ export class AgentBridge {
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
       this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
+      this.node.agentStatesChanged()
     }
+    // Said once, in one line: a node with many revoked agents does not list them at every start.
+    if (ungranted.length > 0)
+      this.node.log(
+        `not hosting ${ungranted.join(', ')}: no longer granted (revoked or expired); kith agent rm NAME forgets one`,
+      )
   }
 
   /**
@@ -132,19 +162,16 @@ export class AgentBridge {
 
   /**
    * After grants change: a key that is no longer a member loses its queued prompts (each dropped
-   * with a visible notice) and its running turns (cancelled), on every agent hosted here.
+   * with a visible notice) and its running turns (cancelled), on every agent hosted here; a hosted
+   * agent whose own key was revoked (or expired) is retired.
    */
   enforceMembership(): void {
     const isMember = (key: string) => this.node.book.verifier.isMember(key, this.node.now()).ok
     const gone = (job: PromptJob) => job.from !== undefined && !isMember(job.from)
     // A hosted agent whose own key was revoked (or expired) can post nothing: stop hosting it.
-    for (const [pubkey, agent] of this.agents) {
-      if (isMember(pubkey)) continue
-      this.agents.delete(pubkey)
-      this.node.store.prompts.forgetAgent(pubkey)
-      this.permissions.cancelPending(pubkey)
-      this.node.log(`agent ${agent.record.name}: its key was revoked; no longer hosted`)
-      void agent.host.stop().finally(() => agent.secret.fill(0))
+    for (const agent of [...this.agents.values()]) {
+      if (isMember(agent.record.pubkey)) continue
+      this.retire(agent, 'its key was revoked', true)
     }
     for (const agent of this.agents.values()) {
       for (const job of agent.host.dropQueued(gone)) {
@@ -159,6 +186,76 @@ export class AgentBridge {
         agent.host.cancel(job.channel, this.opts.cancelGraceMs)
       }
     }
+  }
+
+  /**
+   * This node was removed from the fleet (every hub refuses its device): nothing its agents say
+   * can reach anyone, so they are all stopped (their processes included) and their keys wiped.
+   */
+  retireAll(reason: string): void {
+    for (const agent of [...this.agents.values()]) this.retire(agent, reason, false)
+  }
+
+  /**
+   * Stops hosting `agent`, in an order that cannot sign with a wiped key: it is marked retired
+   * (so nothing more is signed for it: a turn ending after this is dropped, with a log line),
+   * its permission requests are answered cancelled, every prompt it had taken is told so in the
+   * channel (`tell`: by this device, when it may still post), its process is stopped, and only
+   * then is its key wiped.
+   */
+  private retire(agent: HostedAgent, reason: string, tell: boolean): void {
+    const pubkey = agent.record.pubkey
+    agent.retired = reason
+    this.agents.delete(pubkey)
+    this.permissions.cancelPending(pubkey)
+    const running = agent.host.runningJobs()
+    const queued = agent.host.dropQueued(() => true)
+    this.node.store.prompts.forgetAgent(pubkey)
+    this.node.log(`agent ${agent.record.name}: ${reason}; no longer hosted`)
+    this.node.agentStatesChanged()
+    if (tell) {
+      for (const job of running)
+        this.noticeAsDevice(
+          job,
+          `⚠ ${agent.record.name} stopped during this turn: ${reason}; it will not answer`,
+        )
+      for (const job of queued)
+        this.noticeAsDevice(job, `⚠ ${agent.record.name} will not answer: ${reason}`)
+    }
+    agent.host
+      .stop()
+      .catch((err: unknown) =>
+        this.node.log(`agent ${agent.record.name}: stopping it failed: ${String(err)}`),
+      )
+      .finally(() => agent.secret.fill(0))
+  }
+
+  /**
+   * A one-line notice about a prompt, signed by this device (the agent can no longer sign),
+   * threaded under the prompt; only while this device may still post.
+   */
+  private noticeAsDevice(job: PromptJob, text: string): void {
+    if (job.prompt === undefined || this.node.stopped()) return
+    const { id } = this.node
+    if (!this.node.book.verifier.isMember(id.devicePubkey, this.node.now()).ok) return
+    const question = this.node.store.events.query([{ ids: [job.prompt] }], {
+      defaultLimit: 1,
+      maxLimit: 1,
+    })[0]
+    if (question === undefined) return
+    const event = JSON.parse(question.raw) as NostrEvent
+    const notice = signEvent(
+      {
+        kind: Kind.ChatMessage,
+        created_at: this.node.now(),
+        tags: this.replyTags(event, {}),
+        content: text,
+      },
+      id.deviceSecret,
+    )
+    this.node.enqueue(notice)
+    this.node.emit(notice)
+    this.node.pump()
   }
 
   /**
@@ -231,22 +328,33 @@ export class AgentBridge {
       from: event.pubkey,
       prompt: event.id,
       timing,
-      started: () => journal.running(event.id, agent.record.pubkey),
+      started: () => {
+        journal.running(event.id, agent.record.pubkey)
+        // Watchers see the turn begin at once, before the agent says anything ("working…").
+        this.frames.observe(agent, event, { sessionUpdate: 'kith_turn', state: 'started' })
+        this.frames.flush(agent, event)
+      },
       permission: (ask) => this.permissions.ask(agent, event, ask),
       update: (u) => this.frames.observe(agent, event, u),
       done: (outcome) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
         journal.done(event.id, agent.record.pubkey)
-        const reply = this.replyAs(
-          agent,
-          event,
-          outcome.ok
-            ? outcome.text
-            : outcome.message.startsWith('turn cancelled')
-              ? `⏹ ${agent.record.name}: ${outcome.message}`
-              : `⚠ ${agent.record.name} did not answer: ${outcome.message}`,
-        )
+        // Its last progress goes out before its reply, so no watcher sees them the other way
+        // round (frames are coalesced for 100 ms; the reply is sent at once).
+        if (outcome.ok !== true || outcome.steered !== true) {
+          this.frames.observe(agent, event, {
+            sessionUpdate: 'kith_turn',
+            state: 'ended',
+            outcome: outcome.ok
+              ? 'answered'
+              : outcome.message.startsWith('turn cancelled')
+                ? 'cancelled'
+                : 'failed',
+          })
+          this.frames.flush(agent, event)
+        }
+        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome))
         if (
           reply &&
           outcome.ok &&
@@ -304,6 +412,17 @@ export class AgentBridge {
       )
   }
 
+  /** Whether any of the prompts (ids) known here mentions `agent`. */
+  private addressedTo(prompts: ReadonlySet<string>, agent: string): boolean {
+    if (prompts.size === 0) return false
+    const ids = [...prompts]
+    return this.node.store.events
+      .query([{ ids }], { defaultLimit: ids.length, maxLimit: ids.length })
+      .some((r) =>
+        (JSON.parse(r.raw) as NostrEvent).tags.some((t) => t[0] === 'p' && t[1] === agent),
+      )
+  }
+
   /** A cancel's or an interrupt's binding (kith-agents/1): its fleet, then its date. */
   private bound(event: NostrEvent): Check {
     const fleet = requireFleet(event, this.node.book.fleet)
@@ -354,6 +473,15 @@ export class AgentBridge {
         this.node.log(
           `a cancel for ${agent.record.name} in #${channel} names no turn running now; nothing stopped`,
         )
+        // Its sender is told, when the cancel was meant for this agent: never a silent no-op.
+        if (targets.includes(pubkey) || this.addressedTo(named, pubkey))
+          this.noticeAs(
+            pubkey,
+            channel,
+            running === undefined
+              ? `ℹ ${agent.record.name} has no turn running in #${channel}: the cancel from ${this.node.names.who(control.pubkey).name} stopped nothing`
+              : `ℹ ${agent.record.name} is running a turn in #${channel} that the cancel from ${this.node.names.who(control.pubkey).name} does not name (a prompt it had not seen): that turn goes on`,
+          )
         continue
       }
       this.permissions.cancelPending(pubkey, channel)
@@ -367,34 +495,51 @@ export class AgentBridge {
    * names the prompts still open there as this node knows them, and the fleet: the hosting node
    * stops a turn only if it is one of those.
    */
-  cancelTurn(params: Record<string, unknown>): { event: NostrEvent; prompts: number } {
+  cancelTurn(params: Record<string, unknown>): {
+    event: NostrEvent
+    prompts: number
+    /** Why it may stop nothing (no online device reports running the agent), if so. */
+    warning?: string
+  } {
     const channel = params.channel
     if (typeof channel !== 'string') throw new KithError('usage', 'cancel needs a channel')
     const names = this.node.names
+    const now = this.node.now()
     const isAgent = (pubkey: string) => names.who(pubkey).role === 'agent'
     const tags: string[][] = [
       ['h', channel],
       ['fleet', this.node.book.fleet],
     ]
-    let agents: Set<string> | undefined
+    let targets: Set<string>
     if (typeof params.agent === 'string') {
-      const pubkey = names.resolve(params.agent, this.node.id.devicePubkey)
-      if (pubkey === undefined || !isAgent(pubkey))
-        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
+      const pubkey = resolveAgent(names, params.agent, this.node.id.devicePubkey)
       tags.push(['p', pubkey])
-      agents = new Set([pubkey])
+      targets = new Set([pubkey])
+    } else {
+      // A prompt to an agent that is no longer a member waits for no one: it is not open.
+      const v = this.node.book.verifier
+      targets = new Set(
+        v
+          .allGrants()
+          .filter((g) => g.role === 'agent' && v.isMember(g.subject, now).ok)
+          .map((g) => g.subject),
+      )
     }
-    const prompts = openPrompts(this.node.store.events, channel, isAgent, agents)
+    const who = typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'
+    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets)
     if (prompts.length === 0)
       throw new KithError(
         'not-found',
-        `nothing to cancel in #${channel}: no prompt to ${typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'} there is waiting for an answer (as this node knows)`,
+        `nothing to cancel in #${channel}: no prompt to ${who} there waits for an answer (as this node knows)`,
       )
+    const seen = this.seenRunning(channel, prompts, targets)
+    if (seen.idle !== undefined)
+      throw new KithError('not-found', `nothing to cancel in #${channel}: ${seen.idle}`)
     for (const id of prompts) tags.push(['e', id])
     const control = signEvent(
       {
         kind: Kind.AgentControl,
-        created_at: this.node.now(),
+        created_at: now,
         tags,
         content: JSON.stringify({ action: 'cancel' }),
       },
@@ -403,17 +548,74 @@ export class AgentBridge {
     this.node.enqueue(control)
     this.applyControl(control)
     this.node.pump()
-    return { event: control, prompts: prompts.length }
+    return {
+      event: control,
+      prompts: prompts.length,
+      ...(seen.unreported === undefined ? {} : { warning: seen.unreported }),
+    }
   }
 
-  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
-  replyAs(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-    text: string,
-    opts: ReplyOptions = {},
-  ): NostrEvent | undefined {
-    if (this.node.stopped()) return undefined
+  /**
+   * What this node can tell of the agents these open prompts address: `idle`, why a cancel would
+   * stop nothing (each runs no turn in the channel, being hosted here, or its device reported it
+   * idle after the newest prompt was made); `unreported`, which of them no online device reports
+   * running (a cancel for them may stop nothing: their node is down, or runs an older Kith).
+   */
+  private seenRunning(
+    channel: string,
+    prompts: string[],
+    targets: Set<string>,
+  ): { idle?: string; unreported?: string } {
+    const events = this.node.store.events
+      .query([{ ids: prompts }], { defaultLimit: prompts.length, maxLimit: prompts.length })
+      .map((r) => JSON.parse(r.raw) as NostrEvent)
+    const newest = Math.max(...events.map((e) => e.created_at))
+    const addressed = new Set(
+      events.flatMap((e) =>
+        e.tags.filter((t) => t[0] === 'p' && targets.has(t[1] ?? '')).map((t) => t[1]!),
+      ),
+    )
+    if (addressed.size === 0) return {}
+    const said: string[] = []
+    const unreported: string[] = []
+    let maybeBusy = false
+    for (const agent of addressed) {
+      const name = this.node.names.who(agent).name
+      const local = this.agents.get(agent)
+      if (local !== undefined) {
+        if (local.host.busyIn(channel)) maybeBusy = true
+        else said.push(`${name} is running no turn here`)
+        continue
+      }
+      const report = this.node.agentReport(agent)
+      if (report === undefined) {
+        unreported.push(name)
+        continue
+      }
+      // Two seconds of slack: the prompt may come from another device whose clock runs ahead.
+      if (
+        report.heardAt / 1000 < newest + 2 ||
+        !['idle', 'crashed', 'circuit-open'].includes(report.state)
+      ) {
+        maybeBusy = true
+        continue
+      }
+      said.push(
+        `${name} is ${report.state} (its node said so ${Math.round((Date.now() - report.heardAt) / 1000)} s ago)`,
+      )
+    }
+    if (!maybeBusy && unreported.length === 0)
+      return {
+        idle: `${said.join('; ')}; its prompt${prompts.length === 1 ? '' : 's'} got no answer (kith log '#${channel}')`,
+      }
+    if (maybeBusy || unreported.length === 0) return {}
+    return {
+      unreported: `no online device reports running ${unreported.join(', ')} (its node may be down), so this may stop nothing`,
+    }
+  }
+
+  /** The tags of a reply to `question`: its channel, fleet, thread, prompter (and `notice`). */
+  private replyTags(question: NostrEvent, opts: ReplyOptions): string[][] {
     const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
     const tags: string[][] = [
       ['h', channelOf(question) ?? 'general'],
@@ -423,17 +625,37 @@ export class AgentBridge {
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
     if (opts.notice) tags.push([...noticeTag])
-    if (agent.record.authTag) tags.push(agent.record.authTag)
+    return tags
+  }
+
+  /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
+  replyAs(
+    agent: AgentKey,
+    question: NostrEvent,
+    text: string,
+    opts: ReplyOptions = {},
+  ): NostrEvent | undefined {
+    if (this.node.stopped()) return undefined
+    const tags = this.replyTags(question, opts)
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
     const maxContent = 60_000
     const content =
       text.length > maxContent
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
-    const reply = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content },
-      agent.secret,
+    const reply = signAsAgent(
+      agent,
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
+      this.node.log,
+      `its reply to ${question.id.slice(0, 8)}`,
     )
+    if (reply === undefined) return undefined
     this.node.enqueue(reply)
     this.node.emit(reply)
     this.node.pump()
@@ -448,11 +670,19 @@ export class AgentBridge {
       ['h', channel],
       ['fleet', this.node.book.fleet],
     ]
-    if (agent.record.authTag) tags.push(agent.record.authTag)
-    const notice = signEvent(
-      { kind: Kind.ChatMessage, created_at: this.node.now(), tags, content: text },
-      agent.secret,
+    const createdAt = this.node.now()
+    const auth = authTagFor(authTagsOf(agent.record), {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+    })
+    if (auth) tags.push(auth)
+    const notice = signAsAgent(
+      agent,
+      { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
+      this.node.log,
+      'a notice',
     )
+    if (notice === undefined) return
     this.node.enqueue(notice)
     this.node.emit(notice)
     this.node.pump()
@@ -461,6 +691,8 @@ export class AgentBridge {
   /** Answers every open permission request, stops the agents and wipes their keys. */
   async stop(): Promise<void> {
     this.stopping = true
+    // Nothing is signed for them from here on: their keys are wiped below.
+    for (const a of this.agents.values()) a.retired = 'this node is stopping'
     this.permissions.cancelAll()
     await Promise.all([...this.agents.values()].map((a) => a.host.stop()))
     for (const a of this.agents.values()) a.secret.fill(0)

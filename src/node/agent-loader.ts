@@ -63,6 +63,7 @@ export function hostAgent(
         return undefined
       },
       onNewSession,
+      onState: () => node.agentStatesChanged(),
       ...(opts.agentIdleTimeoutMs === undefined ? {} : { idleTimeoutMs: opts.agentIdleTimeoutMs }),
       ...(opts.agentTurnCapMs === undefined ? {} : { turnCapMs: opts.agentTurnCapMs }),
     },

@@ -11,14 +11,16 @@ import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
 import type { ReplyOptions } from './agent-bridge.js'
-import type { HostedAgent, NodeContext } from './node-context.js'
+import { resolveAgent } from './names.js'
+import { signAsAgent } from './agent-signer.js'
+import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
   agent(pubkey: string): HostedAgent | undefined
   mayUse(agent: { record: AgentRecord }, key: string, which: 'allow' | 'approvers'): boolean
   replyAs(
-    agent: { record: AgentRecord; secret: Uint8Array },
+    agent: AgentKey,
     question: NostrEvent,
     text: string,
     opts?: ReplyOptions,
@@ -38,6 +40,24 @@ export interface RequestContent {
   nonce: string
   /** Why the host asks whatever its policy: the call touches a secret. */
   sensitive?: string
+}
+
+/** A permission request still open, as `kith permit` and `/cards` list it. */
+export interface OpenCard {
+  id: string
+  agent: string
+  agentPubkey: string
+  /** Whose agent it is, when not this node's own person's. */
+  person: string | null
+  channel: string
+  /** The prompt whose turn asked. */
+  prompt: string | null
+  title: string
+  toolKind: string
+  options: { optionId: string; name: string; kind: string }[]
+  sensitive: string | null
+  createdAt: number
+  expires: number | null
 }
 
 /** How long a decided request is remembered, to tell a late answer it changed nothing. */
@@ -99,11 +119,7 @@ export class PermissionRequests {
    * timeout answers cancelled, visibly. Each request is its own event (toolCallId, sessionId,
    * input hash and a nonce in its content), so two identical calls make two cards.
    */
-  ask(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-    ask: PermissionAsk,
-  ): Promise<PermissionAnswer> {
+  ask(agent: AgentKey, question: NostrEvent, ask: PermissionAsk): Promise<PermissionAnswer> {
     const timeoutMs = this.timeoutMs ?? 5 * 60_000
     const channel = channelOf(question) ?? 'general'
     const content: RequestContent = {
@@ -117,7 +133,8 @@ export class PermissionRequests {
       nonce: randomBytes(8).toString('hex'),
       ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
     }
-    const request = signEvent(
+    const request = signAsAgent(
+      agent,
       {
         kind: Kind.PermissionRequest,
         created_at: this.node.now(),
@@ -129,8 +146,11 @@ export class PermissionRequests {
         ],
         content: JSON.stringify(content),
       },
-      agent.secret,
+      this.node.log,
+      `a permission request for "${ask.title}"`,
     )
+    // A retired agent asks nobody: the call is cancelled (its turn is being stopped anyway).
+    if (request === undefined) return Promise.resolve('cancelled')
     return new Promise<PermissionAnswer>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(request.id)
@@ -245,7 +265,11 @@ export class PermissionRequests {
   /** An answer to a request no longer pending here: where it was decided here, say so. */
   private lateDecision(requestId: string, decision: NostrEvent): void {
     const done = this.decided.get(requestId)
-    if (done === undefined || done.by === decision.pubkey) return
+    if (done === undefined) {
+      this.closedUndecided(requestId, decision)
+      return
+    }
+    if (done.by === decision.pubkey) return
     const agent = this.peers.agent(done.agent)
     if (agent === undefined || !this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
     if (
@@ -259,6 +283,37 @@ export class PermissionRequests {
       agent,
       done.question,
       `ℹ "${done.title}" was already decided: ${done.option} (by ${this.node.names.who(done.by).name}); the answer of ${this.node.names.who(decision.pubkey).name} changed nothing`,
+      { notice: true },
+    )
+  }
+
+  /**
+   * An answer to a request of an agent hosted here that closed without a decision (timed out,
+   * its turn cancelled or ended): its author is told it changed nothing, as for a decided one.
+   */
+  private closedUndecided(requestId: string, decision: NostrEvent): void {
+    const row = this.node.store.events.query([{ ids: [requestId] }], {
+      defaultLimit: 1,
+      maxLimit: 1,
+    })[0]
+    if (row === undefined) return
+    const request = JSON.parse(row.raw) as NostrEvent
+    const agent = this.peers.agent(request.pubkey)
+    if (agent === undefined || request.kind !== Kind.PermissionRequest) return
+    if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    const channel = channelOf(request) ?? 'general'
+    if (this.bindingRefusal(decision, { agent: request.pubkey, channel }) !== undefined) return
+    const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
+    const question =
+      prompt === undefined
+        ? undefined
+        : this.node.store.events.query([{ ids: [prompt] }], { defaultLimit: 1, maxLimit: 1 })[0]
+    if (question === undefined) return
+    const title = parseContent(request).title ?? 'a tool call'
+    this.peers.replyAs(
+      agent,
+      JSON.parse(question.raw) as NostrEvent,
+      `ℹ the answer of ${this.node.names.who(decision.pubkey).name} to "${title}" came after the request closed (it timed out, or its turn ended); it changed nothing`,
       { notice: true },
     )
   }
@@ -306,6 +361,8 @@ export class PermissionRequests {
       return `it was already decided: ${done.option} (by ${this.node.names.who(done.by).name})`
     if (this.peers.agent(request.pubkey) !== undefined && !this.pending.has(request.id))
       return 'it is no longer open (its turn ended or was cancelled)'
+    const ended = this.turnEnded(request)
+    if (ended !== undefined) return ended
     // Known here for certain only of this node's own person: a decision from another person
     // may be refused by the hosting node (which then says so, as it says a late one changed
     // nothing).
@@ -336,6 +393,30 @@ export class PermissionRequests {
   }
 
   /**
+   * Why the request's turn is over as this node knows it: the agent answered its prompt (a reply
+   * that is not a notice) after asking, or a reply from the hosting device said it stopped.
+   */
+  private turnEnded(request: NostrEvent): string | undefined {
+    const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
+    if (prompt === undefined) return undefined
+    const answers = this.node.store.events
+      .query([{ kinds: [Kind.ChatMessage], tags: { e: [prompt] }, limit: 50 }], {
+        defaultLimit: 50,
+        maxLimit: 50,
+      })
+      .map((r) => JSON.parse(r.raw) as NostrEvent)
+      .filter(
+        (e) =>
+          e.pubkey === request.pubkey &&
+          e.created_at >= request.created_at &&
+          !e.tags.some((t) => t[0] === 'notice'),
+      )
+    return answers.length === 0
+      ? undefined
+      : 'its turn has ended (the agent answered its prompt); the tool call was not run on this answer'
+  }
+
+  /**
    * Whether a known decision was one a hosting node acts on (bound to the request, dated within
    * its life, naming one of its options): only then does it make a later answer pointless.
    */
@@ -358,6 +439,52 @@ export class PermissionRequests {
       return false
     }
     return (content.options ?? []).some((o) => o.optionId === optionId)
+  }
+
+  /**
+   * The permission requests still open as this node knows them (not expired, not decided by this
+   * person, their turn not over), oldest first; in `channel`, or of `agent`, when given.
+   */
+  openCards(params: Record<string, unknown>): OpenCard[] {
+    const filter: {
+      kinds: number[]
+      limit: number
+      tags?: Record<string, string[]>
+      authors?: string[]
+    } = {
+      kinds: [Kind.PermissionRequest],
+      limit: 500,
+    }
+    if (typeof params.channel === 'string') filter.tags = { h: [params.channel] }
+    if (typeof params.agent === 'string')
+      filter.authors = [resolveAgent(this.node.names, params.agent, this.node.id.devicePubkey)]
+    const now = this.node.now()
+    const cards: OpenCard[] = []
+    for (const row of this.node.store.events.query([filter], {
+      defaultLimit: 500,
+      maxLimit: 500,
+    })) {
+      const request = JSON.parse(row.raw) as NostrEvent
+      const content = parseContent(request)
+      if (typeof content.expires === 'number' && content.expires < now) continue
+      if (this.closed(request, content) !== undefined) continue
+      const who = this.node.names.who(request.pubkey)
+      cards.push({
+        id: request.id,
+        agent: who.name,
+        agentPubkey: request.pubkey,
+        person: who.mine ? null : (who.person ?? null),
+        channel: channelOf(request) ?? 'general',
+        prompt: request.tags.find((t) => t[0] === 'e')?.[1] ?? null,
+        title: content.title ?? '?',
+        toolKind: content.toolKind ?? 'other',
+        options: content.options ?? [],
+        sensitive: content.sensitive ?? null,
+        createdAt: request.created_at,
+        expires: typeof content.expires === 'number' ? content.expires : null,
+      })
+    }
+    return cards.reverse()
   }
 
   /** The known permission request whose id starts with `text` (exactly one). */
@@ -386,6 +513,9 @@ export class PermissionRequests {
   decide(params: Record<string, unknown>): {
     event: NostrEvent
     request: string
+    /** What the answer answered: the request's title and agent, so the answer can name it. */
+    title: string
+    agent: string
     option: { optionId: string; name: string }
   } {
     const requestText = params.request
@@ -396,7 +526,22 @@ export class PermissionRequests {
     ) {
       throw new KithError('usage', 'decide needs request and option')
     }
-    const request = this.findRequest(requestText)
+    // @agent: its one open card (in `channel` when given); several are listed, none said so.
+    let request: NostrEvent
+    if (requestText.startsWith('@')) {
+      const open = this.openCards({
+        agent: requestText,
+        ...(typeof params.channel === 'string' ? { channel: params.channel } : {}),
+      })
+      if (open.length !== 1)
+        throw new KithError(
+          open.length === 0 ? 'not-found' : 'usage',
+          open.length === 0
+            ? `${requestText} has no open permission request${typeof params.channel === 'string' ? ` in #${params.channel}` : ''}`
+            : `${requestText} has ${open.length} open requests: ${open.map((c) => `${c.id.slice(0, 8)} "${c.title}"`).join(', ')}; name one by its id`,
+        )
+      request = this.findRequest(open[0]!.id)
+    } else request = this.findRequest(requestText)
     const content = parseContent(request)
     const options = content.options ?? []
     const chosen =
@@ -433,7 +578,13 @@ export class PermissionRequests {
     this.node.emit(decision)
     this.applyDecision(decision)
     this.node.pump()
-    return { event: decision, request: request.id, option: chosen }
+    return {
+      event: decision,
+      request: request.id,
+      title: content.title ?? '?',
+      agent: this.node.names.who(request.pubkey).name,
+      option: chosen,
+    }
   }
 
   /** On shutdown: every request still open is answered `cancelled`. */

@@ -1,9 +1,11 @@
+import { channelsOfEvent } from '../events/channel-def.js'
 import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { ChannelBook } from '../grants/channels.js'
+import type { ChannelBook } from '../grants/channels.js'
 import { HubSession } from '../link/hub-session.js'
 import { NodeStore } from '../store/node-store.js'
 import type { FleetNode } from './fleet.js'
+import type { Prerequisites } from './outbox-pump.js'
 
 /** One hub's side of a channel command: reached or not, and its answer to what was published. */
 export interface ChannelHubReport {
@@ -14,20 +16,50 @@ export interface ChannelHubReport {
 }
 
 /**
+ * What `hub` must hold before `event` goes to it (kith-channels, Nodes): for each private channel
+ * the event is in, the definition in effect, unless that hub acknowledged it (OK true, or returned
+ * it). A hub without it would take the channel for open and pass the event to the whole fleet.
+ */
+export function definitionsFirst(
+  book: ChannelBook,
+  store: NodeStore,
+  event: NostrEvent,
+  hub: string,
+  now: number,
+): Prerequisites {
+  if (event.kind === Kind.ChannelDefinition) return { first: [] }
+  const first: NostrEvent[] = []
+  for (const channel of channelsOfEvent(event)) {
+    const def = book.definition(channel, now)
+    if (def === undefined || !def.private || store.hubHolds(def.id, hub)) continue
+    const raw = store.events.getEvent(def.id)
+    if (raw === undefined) {
+      return { refuse: `the definition of #${channel} in effect is not in node.db to send first` }
+    }
+    first.push(raw)
+  }
+  return { first }
+}
+
+/**
  * Short sessions (as the device) to each hub for channel commands: learns the hub's grants and
- * the channel definitions this device may see, stores them in node.db, and can then publish one
+ * the channel definitions this device may see, checks each definition as a hub does (one that
+ * fails is ignored, never stored), keeps the rest in node.db, and can then publish one
  * definition to every hub reached. Hubs that cannot be reached are reported, never fatal.
  */
 export class ChannelSync {
   readonly book: ChannelBook
   private readonly sessions: { url: string; session: HubSession }[] = []
   readonly unreached: ChannelHubReport[] = []
+  /** Definitions a hub returned that fail the rules here: not stored. */
+  readonly ignored: { url: string; channel: string; message: string }[] = []
 
   private constructor(
     private readonly node: FleetNode,
     private readonly store: NodeStore,
   ) {
-    this.book = new ChannelBook(node.book.verifier)
+    // The node's own state, already rebuilt from node.db by its GrantBook.
+    this.book = node.book.state.channels
   }
 
   static async open(
@@ -39,9 +71,6 @@ export class ChannelSync {
     const sync = new ChannelSync(node, new NodeStore(node.id.home))
     try {
       for (const url of hubs) await sync.connect(url, now, filter)
-      // Definitions known here (earlier syncs, the running node) and those just learned, oldest
-      // first: the newest of each channel is in effect.
-      for (const e of sync.store.events.eventsOfKind(Kind.ChannelDefinition)) sync.book.add(e)
     } catch (err) {
       sync.close()
       throw err
@@ -58,14 +87,35 @@ export class ChannelSync {
       }
       const auth = await session.auth(this.node.id.deviceSecret)
       if (!auth.ok) throw new Error(`hub refused this device: ${auth.message}`)
-      this.node.book.learn(
-        await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
-      )
+      const grantEvents = await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 })
+      this.node.book.learn(grantEvents)
+      for (const e of grantEvents) {
+        // Only revocations the verifier kept (its signature checked) date anything.
+        if (e.kind === Kind.Revocation && this.node.book.event(e.id) !== undefined) {
+          this.book.noteEvent(e)
+        }
+      }
       // Signed by their authors, not by the hub: a forged one is dropped here.
       const defs = (
         await session.query({ kinds: [Kind.ChannelDefinition], limit: 5000, ...filter })
-      ).filter((e) => e.kind === Kind.ChannelDefinition && verifyEventSignature(e))
-      if (defs.length > 0) this.store.events.insertBatch(defs)
+      )
+        .filter((e) => e.kind === Kind.ChannelDefinition && verifyEventSignature(e))
+        .sort((a, b) => a.created_at - b.created_at)
+      this.store.markHeld(
+        defs.map((e) => e.id),
+        url,
+      )
+      const keep: NostrEvent[] = []
+      for (const e of defs) {
+        const r = this.book.add(e, { now })
+        if (r.status === 'rejected') {
+          const channel = e.tags.find((t) => t[0] === 'd')?.[1] ?? '?'
+          this.ignored.push({ url, channel, message: `${r.code}: ${r.reason}` })
+        } else {
+          keep.push(e)
+        }
+      }
+      if (keep.length > 0) this.store.events.insertBatch(keep)
       this.sessions.push({ url, session })
     } catch (err) {
       session?.close()

@@ -1,5 +1,6 @@
 import { KithError } from '../errors.js'
-import { makeChatMessage, mentionedNames, channelOf } from '../events/chat.js'
+import { didYouMean } from '../events/did-you-mean.js'
+import { makeChatMessage, mentionedNames, channelOf, threadOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
@@ -11,6 +12,62 @@ export interface ChatItem {
   event: NostrEvent
   from: Who
   channel: string | undefined
+  /**
+   * The message it answers (its `reply` tag, else its `root`), as known here: its author's name
+   * and the start of its text, so a reply shows what it replies to.
+   */
+  inReplyTo?: { name: string; text: string }
+}
+
+/** How much of the message replied to a reply quotes. */
+const quoteChars = 60
+
+/** The ChatItem of an event: author and, for a reply, what it answers. */
+export function chatItem(store: NodeStore, names: Names, event: NostrEvent): ChatItem {
+  const item: ChatItem = { event, from: names.who(event.pubkey), channel: channelOf(event) }
+  const { parent } = threadOf(event)
+  if (parent === undefined) return item
+  const row = store.events.query([{ ids: [parent] }], { defaultLimit: 1, maxLimit: 1 })[0]
+  if (row === undefined) return item
+  const p = JSON.parse(row.raw) as NostrEvent
+  const oneLine = p.content.replace(/\s+/g, ' ').trim()
+  const text = oneLine.length > quoteChars ? `${oneLine.slice(0, quoteChars - 1)}…` : oneLine
+  return { ...item, inReplyTo: { name: names.who(p.pubkey).name, text } }
+}
+
+/**
+ * Oldest first, and causes before effects: by date, then by arrival here, and an event that
+ * answers one listed after it (a fast agent's reply or card dated the same second as its
+ * prompt, or a clock behind the prompter's) moves to just after it.
+ */
+export function causalOrder<T extends { event: NostrEvent; seq?: number }>(items: T[]): T[] {
+  const sorted = [...items].sort(
+    (a, b) => a.event.created_at - b.event.created_at || (a.seq ?? 0) - (b.seq ?? 0),
+  )
+  const ids = new Set(sorted.map((i) => i.event.id))
+  const placed = new Set<string>()
+  const waiting = new Map<string, T[]>()
+  const out: T[] = []
+  const place = (item: T) => {
+    out.push(item)
+    placed.add(item.event.id)
+    const after = waiting.get(item.event.id)
+    if (after === undefined) return
+    waiting.delete(item.event.id)
+    for (const next of after) place(next)
+  }
+  for (const item of sorted) {
+    const parents = item.event.tags
+      .filter((t) => t[0] === 'e' && t[1] !== undefined && t[1] !== item.event.id)
+      .map((t) => t[1]!)
+    const missing = parents.find((p) => ids.has(p) && !placed.has(p))
+    if (missing === undefined) place(item)
+    else waiting.set(missing, [...(waiting.get(missing) ?? []), item])
+  }
+  // A cycle of references (forged events) cannot all be placed after each other: keep them.
+  for (const rest of waiting.values())
+    for (const item of rest) if (!placed.has(item.event.id)) place(item)
+  return out
 }
 
 /** A signed chat message from this device, with @mentions resolved to p tags. */
@@ -21,11 +78,16 @@ export function buildChat(
   spec: { channel: string; text: string; reply?: string; interrupt?: boolean },
 ): NostrEvent {
   // Names resolve among this device's own person's keys first; an ambiguous one is refused.
+  // A name that resolves to nobody is refused, never sent unheard: a typo, or an agent that
+  // was revoked, would otherwise leave a prompt waiting for an answer that never comes.
   const mentions = [
     ...new Set(
-      mentionedNames(spec.text)
-        .map((n) => names.resolve(n, id.devicePubkey))
-        .filter((p): p is string => p !== undefined),
+      mentionedNames(spec.text).map((n) => {
+        const key = names.resolve(n, id.devicePubkey)
+        if (key === undefined)
+          throw new KithError('not-found', `not sent: ${names.unknownMention(n, id.devicePubkey)}`)
+        return key
+      }),
     ),
   ]
   // An interrupt names the turns it may stop: the prompts to those agents still open here.
@@ -82,8 +144,15 @@ export function chatHistory(
     defaultLimit: limit,
     maxLimit: 100_000,
   })
-  return rows.reverse().map((r) => {
-    const event = JSON.parse(r.raw) as NostrEvent
-    return { event, from: names.who(event.pubkey), channel: channelOf(event) }
-  })
+  const events = rows.map((r) => ({ event: JSON.parse(r.raw) as NostrEvent, seq: r.seq }))
+  return causalOrder(events).map(({ event }) => chatItem(store, names, event))
+}
+
+/**
+ * The one line for a channel nobody has posted in here: new, or a typo (did you mean). Known
+ * channels are those `NodeStore.channels` lists.
+ */
+export function unknownChannelNote(channel: string, known: readonly string[]): string {
+  const near = didYouMean(channel, known)
+  return `nobody has posted in #${channel} yet (as this node knows)${near.length === 0 ? '' : `: did you mean ${near.map((c) => `#${c}`).join(' or ')}?`}`
 }

@@ -1,6 +1,5 @@
 import { join } from 'node:path'
 import { KithError } from '../errors.js'
-import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
@@ -11,11 +10,20 @@ import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
-import { buildChat, chatHistory, type ChatItem } from './chat-store.js'
+import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
 import { ensureOwnDeviceGrant } from './fleet.js'
+import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from './names.js'
+import {
+  PresenceBook,
+  presenceAnswerMs,
+  presenceIntervalSeconds,
+  presenceTemplate,
+  reportedState,
+  type DevicePresence,
+} from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 
@@ -42,8 +50,24 @@ export interface NodeOptions extends AgentBridgeOptions {
   verifyWorkers?: number
 }
 
-export { buildChat, chatHistory, type ChatItem } from './chat-store.js'
+export { buildChat, chatHistory, unknownChannelNote, type ChatItem } from './chat-store.js'
 export type { WatchFrame } from './observer-frames.js'
+
+/** A device of the fleet as `kith status` shows it. */
+export interface DeviceStatus {
+  name: string
+  pubkey: string
+  /** Whose it is, when it is not this node's own person's. */
+  person: string | null
+  /** This very device. */
+  self: boolean
+  /** online, offline, or unknown (nothing heard from it since this node started). */
+  presence: 'online' | 'offline' | 'unknown'
+  /** Seconds since this node last heard from it. */
+  lastSeenSeconds: number | null
+  /** The agents it reports hosting, with their states. */
+  agents: { name: string; pubkey: string; state: string }[]
+}
 
 export interface LinkStatus {
   url: string
@@ -71,7 +95,14 @@ export class KithNode {
   private control: ControlServer | undefined
   private readonly listeners = new Set<(item: ChatItem) => void>()
   private presenceTimer: NodeJS.Timeout | undefined
-  readonly presence = new Map<string, { status: string; at: number }>()
+  /** Other devices' presence, with their agents' states (kith-chat/1, Presence). */
+  readonly presence = new PresenceBook()
+  /** A presence is due because an agent's state changed (sent once the burst settles). */
+  private presenceDue: NodeJS.Timeout | undefined
+  /** When this node last answered a newcomer's presence with its own (ms). */
+  private answeredAt = 0
+  /** Intake applies batches in the order they arrived (see intake). */
+  private applying: Promise<void> = Promise.resolve()
   private readonly log: (line: string) => void
   private stopped = false
   /** Where `kith up` serves the web app (kith open), if it does. */
@@ -113,10 +144,14 @@ export class KithNode {
         pump: () => {
           for (const link of this.links) this.pump(link)
         },
+        agentStatesChanged: () => this.presenceChanged(),
+        agentReport: (agent) => this.presence.hostOf(agent, Date.now()),
       },
       opts,
     )
     this.outbox = new OutboxPump(this.store, {
+      // A private channel's definition in effect goes first to a hub that has not acknowledged it.
+      prerequisites: (e, hub) => definitionsFirst(this.channels, this.store, e, hub, this.now()),
       now: () => this.now(),
       log: this.log,
       stopped: () => this.stopped,
@@ -165,7 +200,9 @@ export class KithNode {
       send: (p) => this.sendChat(p),
       subscribe: (p, client) => this.subscribeClient(p, client),
       history: (p) => this.history(p),
+      channels: () => this.store.channels(),
       decide: (p) => this.decide(p),
+      cards: (p) => this.bridge.permissions.openCards(p),
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
@@ -190,7 +227,7 @@ export class KithNode {
         return { ok: true }
       },
     })
-    this.pool = await VerifyPool.create(this.opts.verifyWorkers)
+    this.pool = await VerifyPool.create(this.opts.verifyWorkers, { helpInline: true })
     let hubs = id.config.hubs
     if (hubs.length === 0) {
       this.embedded = await startHub({
@@ -199,9 +236,8 @@ export class KithNode {
         dbPath: join(id.home, homeFiles.hubDb),
         founder: this.fleet,
         log: (l) => this.log(`hub: ${l}`),
-        ...(this.opts.verifyWorkers === undefined
-          ? {}
-          : { verifyWorkers: this.opts.verifyWorkers }),
+        // One pool for node and hub: its workers start on demand and exit when idle.
+        verifier: this.pool,
       })
       hubs = [this.embedded.url]
       this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
@@ -216,21 +252,28 @@ export class KithNode {
         chain: () => this.book.chainEvents(id.devicePubkey, this.now()),
         kinds: followedKinds,
         fullKinds: vitalKinds,
-        extraLive: [{ kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 }],
+        extraLive: [
+          { kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 },
+          { kinds: [Kind.Presence], limit: 0 },
+        ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
-        deliver: (events) => this.intake(events),
+        deliver: (events) => this.intake(events, url),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)
-          this.sendPresence(link)
+          void this.sendPresence(link)
         },
         onRevoked: (message) => {
           this.log(
             `${url} refused this device: ${message}. This device was removed from the fleet ` +
               '(its grant, or its person, was revoked); it will not reconnect. Nothing more will be sent.',
           )
-          if (this.links.every((l) => l.state === 'revoked')) this.removed = message
+          if (this.links.every((l) => l.state === 'revoked')) {
+            this.removed = message
+            // Nothing its agents say can reach anyone now: stop them (no orphan, no signing).
+            this.bridge.retireAll('this device was removed from the fleet')
+          }
         },
         log: this.log,
         ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
@@ -238,9 +281,10 @@ export class KithNode {
       this.links.push(link)
       link.start()
     }
-    this.presenceTimer = setInterval(() => {
-      for (const link of this.links) if (link.authenticated) this.sendPresence(link)
-    }, this.opts.presenceIntervalMs ?? 60_000)
+    this.presenceTimer = setInterval(
+      () => this.broadcastPresence(),
+      this.opts.presenceIntervalMs ?? presenceIntervalSeconds * 1000,
+    )
     this.presenceTimer.unref()
   }
 
@@ -263,12 +307,47 @@ export class KithNode {
     this.store.enqueue(profile, this.now())
   }
 
-  private sendPresence(link: HubLink): void {
-    const event = signEvent(
-      { kind: Kind.Presence, created_at: this.now(), tags: [['status', 'online']], content: '' },
-      this.id.deviceSecret,
+  /** This device's presence: online (with its agents' states) or offline. */
+  private presenceEvent(status: 'online' | 'offline'): NostrEvent {
+    const interval = Math.max(
+      1,
+      Math.round((this.opts.presenceIntervalMs ?? presenceIntervalSeconds * 1000) / 1000),
     )
-    link.publish(event).catch((err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`))
+    const agents = [...this.agents.values()].map((a) => ({
+      pubkey: a.record.pubkey,
+      state: reportedState(a.host.state),
+    }))
+    return signEvent(presenceTemplate(status, agents, this.now(), interval), this.id.deviceSecret)
+  }
+
+  private sendPresence(link: HubLink, event = this.presenceEvent('online')): Promise<void> {
+    return link.publish(event).then(
+      (answer) => {
+        if (!answer.ok) this.log(`presence refused by ${link.url}: ${answer.message}`)
+      },
+      (err: unknown) => this.log(`presence to ${link.url}: ${String(err)}`),
+    )
+  }
+
+  private broadcastPresence(): void {
+    if (this.stopped) return
+    const event = this.presenceEvent('online')
+    for (const link of this.links) if (link.authenticated) void this.sendPresence(link, event)
+  }
+
+  /** An agent's state changed: the fleet hears it once the burst settles (a turn starts many). */
+  private presenceChanged(): void {
+    if (this.stopped || this.presenceDue !== undefined) return
+    this.presenceDue = setTimeout(() => {
+      this.presenceDue = undefined
+      this.broadcastPresence()
+    }, 200)
+    this.presenceDue.unref()
+  }
+
+  /** Which devices are up, with their agents' states, as this node knows them now. */
+  devicePresence(): DevicePresence[] {
+    return this.presence.all(Date.now())
   }
 
   private pump(link: HubLink): void {
@@ -280,22 +359,49 @@ export class KithNode {
    * take grants and revocations first, then accept only what the grant chains allow now, and
    * store it. Refused and forged events are counted in the log, never stored or shown.
    */
-  async intake(events: NostrEvent[]): Promise<void> {
+  async intake(events: NostrEvent[], from?: string): Promise<void> {
     if (events.length === 0 || this.stopped) return
+    // Batches are verified side by side but applied in the order they arrived (a link hands
+    // live batches over without waiting), so an agent's reply never overtakes the prompt, the
+    // progress or the card that came before it.
+    const prior = this.applying
+    let release!: () => void
+    this.applying = new Promise<void>((r) => (release = r))
+    try {
+      await this.intakeInOrder(events, prior, from)
+    } finally {
+      release()
+    }
+  }
+
+  private async intakeInOrder(
+    events: NostrEvent[],
+    prior: Promise<void>,
+    from: string | undefined,
+  ): Promise<void> {
     const known = this.store.events.knownIds(events.map((e) => e.id))
     const seen = new Set<string>()
     const fresh = events.filter((e) => {
       if (seen.has(e.id)) return false
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
-      // yet unknown to this process's verifier, so those are always offered to it.
-      const isGrant = e.kind === Kind.Grant || e.kind === Kind.Revocation
-      if (known.has(e.id) && !isGrant) return false
+      // yet unknown to this process's verifier, so those are always offered to it; a definition
+      // a hub returns also tells that the hub holds it.
+      const always =
+        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+      if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true
     })
     if (fresh.length === 0) return
     const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
+    await prior
+    if (this.stopped) return
     const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
+    // A hub that returned a definition holds it: events of that channel may go to it now.
+    if (from !== undefined) {
+      const held = valid.filter((e) => e.kind === Kind.ChannelDefinition).map((e) => e.id)
+      if (held.length > 0) this.store.markHeld(held, from)
+    }
     if (valid.length < fresh.length)
       this.log(`dropped ${fresh.length - valid.length} events with bad ids or signatures`)
     // The same admission a hub applies (grants first, then definitions, then the rest), so
@@ -317,8 +423,14 @@ export class KithNode {
       revoked ||= admission.revoked
       if (!admission.store) continue
       if (isEphemeralKind(e.kind)) {
-        if (e.kind === Kind.Presence) {
-          this.presence.set(e.pubkey, { status: 'online', at: e.created_at })
+        if (e.kind === Kind.Presence && e.pubkey !== this.id.devicePubkey) {
+          // A device this node had not heard from (just started, or back): it hears this
+          // node's presence at once rather than within an interval.
+          const newcomer = this.presence.receive(e, Date.now())
+          if (newcomer && Date.now() - this.answeredAt > presenceAnswerMs) {
+            this.answeredAt = Date.now()
+            this.broadcastPresence()
+          }
         }
         if (e.kind === Kind.ObserverFrame) this.bridge.frames.receiveFrame(e)
         continue
@@ -364,7 +476,7 @@ export class KithNode {
 
   private emit(event: NostrEvent): void {
     if (this.listeners.size === 0) return
-    const item: ChatItem = { event, from: this.names.who(event.pubkey), channel: channelOf(event) }
+    const item: ChatItem = chatItem(this.store, this.names, event)
     for (const fn of this.listeners) fn(item)
   }
 
@@ -449,6 +561,7 @@ export class KithNode {
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
+    devices: DeviceStatus[]
     refused: unknown[]
   } {
     return {
@@ -475,10 +588,60 @@ export class KithNode {
         crashes: a.host.crashes,
         sessions: this.store.agentSessionCount(a.record.pubkey),
       })),
+      devices: this.deviceStatus(),
       refused: this.store
         .refusals()
         .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
     }
+  }
+
+  /**
+   * Every device of the fleet (members now) with its presence as this node knows it, and the
+   * agents each reports hosting with their states; this device first.
+   */
+  deviceStatus(): DeviceStatus[] {
+    const nowMs = Date.now()
+    const now = this.now()
+    const v = this.book.verifier
+    const devices = [
+      ...new Set(
+        v
+          .allGrants()
+          .filter((g) => g.role === 'device' && v.isMember(g.subject, now).ok)
+          .map((g) => g.subject),
+      ),
+    ]
+    const named = (pubkey: string, state: string) => ({
+      name: this.names.who(pubkey).name,
+      pubkey,
+      state,
+    })
+    const rows = devices.map((pubkey): DeviceStatus => {
+      const who = this.names.who(pubkey)
+      const base = {
+        name: who.name,
+        pubkey,
+        person: who.mine ? null : (who.person ?? null),
+        self: pubkey === this.id.devicePubkey,
+      }
+      if (base.self)
+        return {
+          ...base,
+          presence: 'online',
+          lastSeenSeconds: 0,
+          agents: [...this.agents.values()].map((a) =>
+            named(a.record.pubkey, reportedState(a.host.state)),
+          ),
+        }
+      const p = this.presence.get(pubkey, nowMs)
+      return {
+        ...base,
+        presence: p?.status ?? 'unknown',
+        lastSeenSeconds: p === undefined ? null : Math.round((nowMs - p.heardAt) / 1000),
+        agents: (p?.agents ?? []).map((a) => named(a.pubkey, a.state)),
+      }
+    })
+    return rows.sort((a, b) => Number(b.self) - Number(a.self) || a.name.localeCompare(b.name))
   }
 
   /**
@@ -489,7 +652,17 @@ export class KithNode {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
+    clearTimeout(this.presenceDue)
     await this.control?.close()
+    // Said before the links close, so the fleet sees this device go at once (bounded: a hub
+    // that does not answer must not hold the stop).
+    const offline = this.presenceEvent('offline')
+    await Promise.race([
+      Promise.all(
+        this.links.filter((l) => l.authenticated).map((l) => this.sendPresence(l, offline)),
+      ),
+      new Promise((r) => setTimeout(r, 500).unref()),
+    ])
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])
     await this.pool?.close()

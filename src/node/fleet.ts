@@ -1,5 +1,5 @@
 import { KithError } from '../errors.js'
-import type { NostrEvent } from '../events/event.js'
+import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
 import { join } from 'node:path'
@@ -75,6 +75,8 @@ export async function syncHubs(
   now: number,
   progress: (line: string) => void = () => undefined,
   given?: readonly string[],
+  /** Events of this node's own to publish once authenticated (a renamed device's profile). */
+  extra: readonly NostrEvent[] = [],
 ): Promise<HubReport[]> {
   const hubs = given ?? (await hubsOf(node))
   const reports: HubReport[] = []
@@ -96,9 +98,22 @@ export async function syncHubs(
       report.learned = node.book.learn(
         await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
       )
+      // Keys name themselves in their kind-0 profiles (a device's own name wins over its
+      // grant's): learn the fleet's, so lists show the names the chat shows.
+      const subjects = node.book.verifier.subjects()
+      // In slices a hub takes (kith-hub limits a filter to 1,000 values).
+      for (let i = 0; i < subjects.length; i += 500) {
+        const authors = subjects.slice(i, i + 500)
+        const profiles = await session.query({ kinds: [Kind.Profile], authors })
+        node.book.keep(
+          profiles.filter(
+            (e) => e.kind === Kind.Profile && authors.includes(e.pubkey) && verifyEventSignature(e),
+          ),
+        )
+      }
       // Refusals before AUTH are retried below with the full set; report only the final ones.
       report.refused = []
-      for (const e of node.book.allEvents()) await send(e)
+      for (const e of [...node.book.allEvents(), ...extra]) await send(e)
       report.ok = true
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err)

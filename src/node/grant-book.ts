@@ -7,6 +7,7 @@ import type { GrantVerifier, Decision } from '../grants/verifier.js'
 import { FleetState } from '../grants/fleet-state.js'
 import type { EventStore } from '../store/event-store.js'
 import { NodeStore } from '../store/node-store.js'
+import { profileNameOf } from './names.js'
 
 /**
  * This node's copy of the fleet's grants and revocations (in KITH_HOME/node.db), with the same
@@ -76,6 +77,19 @@ export class GrantBook {
     issuerSecret: Uint8Array,
     now: number,
   ): NostrEvent {
+    return this.commit(this.signGrant(spec, issuerSecret, now), now)
+  }
+
+  /**
+   * Signs a grant and checks it as `issueGrant` would (the issuer's authority now, the chain's
+   * rules), without storing it. Pairing hands the grant over first and records it only once the
+   * other side has confirmed receipt, so a pairing that fails leaves no grant behind.
+   */
+  signGrant(
+    spec: Omit<GrantSpec, 'fleet' | 'proof'> & { proof?: string; subjectSecret?: Uint8Array },
+    issuerSecret: Uint8Array,
+    now: number,
+  ): NostrEvent {
     const { subjectSecret, proof: given, ...rest } = spec
     // Below the founder every grant names the issuer's own current grant as its parent.
     const issuer = publicKeyOf(issuerSecret)
@@ -83,16 +97,32 @@ export class GrantBook {
       rest.parent ?? (issuer === this.fleet ? undefined : this.currentGrant(issuer, now)?.id)
     const proof =
       given ?? (subjectSecret === undefined ? '' : signGrantProof(subjectSecret, issuer, rest.role))
-    return this.commit(
-      signEvent(
-        makeGrant(
-          { ...rest, proof, fleet: this.fleet, ...(parent === undefined ? {} : { parent }) },
-          now,
-        ),
-        issuerSecret,
+    const event = signEvent(
+      makeGrant(
+        { ...rest, proof, fleet: this.fleet, ...(parent === undefined ? {} : { parent }) },
+        now,
       ),
-      now,
+      issuerSecret,
     )
+    this.checkIssuer(event, now)
+    // Judged on a scratch verifier holding only the issuer's chain: acceptance is structural
+    // (kith-grants), so this is the answer the book (and a hub) will give when it is recorded.
+    const scratch = new FleetState({ founder: this.fleet, verifySignature: verifyEventSignature })
+    for (const e of this.chainEvents(issuer, now)) scratch.grants.add(e, { verified: true })
+    const r = scratch.grants.add(event, { verified: true })
+    if (r.status !== 'accepted') throw new KithError('restricted', `${r.code}: ${r.reason}`)
+    return event
+  }
+
+  /** Stores a grant made by `signGrant`, checked again (the book may have changed since). */
+  record(event: NostrEvent, now: number): NostrEvent {
+    return this.commit(event, now)
+  }
+
+  /** A node refuses to sign with authority it no longer holds (an expired or revoked grant). */
+  private checkIssuer(event: NostrEvent, now: number): void {
+    const issuer = this.verifier.authorize(event.pubkey, { now, kind: event.kind })
+    if (!issuer.ok) throw new KithError('restricted', `${issuer.code}: ${issuer.reason}`)
   }
 
   /**
@@ -139,8 +169,7 @@ export class GrantBook {
   private commit(event: NostrEvent, now: number): NostrEvent {
     // The verifier judges structure only; a node also refuses to sign with authority it no
     // longer holds (an expired or revoked issuer's grant would change nothing anywhere).
-    const issuer = this.verifier.authorize(event.pubkey, { now, kind: event.kind })
-    if (!issuer.ok) throw new KithError('restricted', `${issuer.code}: ${issuer.reason}`)
+    this.checkIssuer(event, now)
     const r = this.verifier.add(event, { verified: true })
     if (r.status !== 'accepted') {
       throw new KithError('restricted', `${r.code}: ${r.reason}`)
@@ -207,8 +236,35 @@ export class GrantBook {
    * Everything in node.db was admitted on its way in; replay does not depend on order.
    */
   reload(): void {
-    for (const kind of [Kind.Grant, Kind.Revocation, Kind.ChannelDefinition])
-      this.state.replay(this.store.eventsOfKind(kind))
+    this.state.replay({
+      authority: [
+        ...this.store.eventsOfKind(Kind.Grant),
+        ...this.store.eventsOfKind(Kind.Revocation),
+      ],
+      definitions: this.store.allVersionsOfKind(Kind.ChannelDefinition),
+      firsts: this.store.earliestInChannels(),
+      legacy: this.store.legacyVersionIds(Kind.ChannelDefinition),
+    })
+  }
+
+  /** Stores an event this node signed and queues it for every hub (the daemon delivers it). */
+  publishOwn(event: NostrEvent): void {
+    if (this.queue) this.queue(event)
+    else this.store.insertBatch([event])
+  }
+
+  /** The name `pubkey` gives itself in its newest kind-0 profile held here, if any. */
+  profileName(pubkey: string): string | undefined {
+    return profileNameOf(this.store, pubkey)
+  }
+
+  /** The newest kind-0 profile `pubkey` signed that is held here. */
+  profile(pubkey: string): NostrEvent | undefined {
+    const row = this.store.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
+      defaultLimit: 1,
+      maxLimit: 1,
+    })[0]
+    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
   }
 
   /** Members (by subject) right now, to diff before and after a revocation. */

@@ -1,4 +1,5 @@
 import { KithError } from '../errors.js'
+import { didYouMean } from '../events/did-you-mean.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Grant } from '../grants/grant.js'
@@ -29,6 +30,25 @@ export interface ProfileSource {
     filters: readonly Filter[],
     limits: { defaultLimit: number; maxLimit: number },
   ): readonly { raw: string }[]
+}
+
+/**
+ * The name in a key's newest kind-0 profile, if `events` holds one. A device names itself this
+ * way (its own key signs it; kith device rename), and every display prefers it to a grant's name.
+ */
+export function profileNameOf(events: ProfileSource, pubkey: string): string | undefined {
+  const row = events.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
+    defaultLimit: 1,
+    maxLimit: 1,
+  })[0]
+  if (row === undefined) return undefined
+  try {
+    const profile = JSON.parse((JSON.parse(row.raw) as NostrEvent).content) as { name?: unknown }
+    return typeof profile.name === 'string' && profile.name !== '' ? profile.name : undefined
+  } catch {
+    // A profile with unparseable content simply has no name.
+    return undefined
+  }
 }
 
 const short = (pubkey: string) => `${npubEncode(pubkey).slice(0, 12)}…`
@@ -65,18 +85,7 @@ export class Names {
   ) {}
 
   private profileName(pubkey: string): string | undefined {
-    const row = this.events.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
-      defaultLimit: 1,
-      maxLimit: 1,
-    })[0]
-    if (row === undefined) return undefined
-    try {
-      const profile = JSON.parse((JSON.parse(row.raw) as NostrEvent).content) as { name?: unknown }
-      return typeof profile.name === 'string' && profile.name !== '' ? profile.name : undefined
-    } catch {
-      // A profile with unparseable content simply has no name.
-      return undefined
-    }
+    return profileNameOf(this.events, pubkey)
   }
 
   /** The newest grant of `pubkey` (any state), for names and roles of keys no longer members. */
@@ -251,6 +260,48 @@ export class Names {
     )
   }
 
+  /**
+   * Why `@text` names no member, for the one-line refusal of a message that mentions it: a key
+   * of that name that no longer counts (revoked, expired; the sender's own person's first), else
+   * the nearest names of the fleet (did you mean).
+   */
+  unknownMention(text: string, sender: string, now = nowSeconds()): string {
+    const typed = text.replace(/^@/, '')
+    const slash = typed.indexOf('/')
+    const name = (slash >= 0 ? typed.slice(slash + 1) : typed).toLowerCase()
+    const senderPerson = personOf(this.grants, sender, now)
+    const former = [...new Set(this.grants.allGrants().map((g) => g.subject))]
+      .map((pubkey) => ({ pubkey, d: this.grants.isMember(pubkey, now) }))
+      .filter(
+        (k) =>
+          !k.d.ok &&
+          (this.isPersonKey(k.pubkey, now)
+            ? this.rawPersonName(k.pubkey)
+            : this.keyName(k.pubkey)
+          ).toLowerCase() === name,
+      )
+      .sort(
+        (a, b) =>
+          Number(this.personOfKey(b.pubkey, now) === senderPerson) -
+          Number(this.personOfKey(a.pubkey, now) === senderPerson),
+      )[0]
+    if (former !== undefined && !former.d.ok) {
+      const how =
+        former.d.code === 'revoked'
+          ? 'was revoked'
+          : former.d.code === 'expired'
+            ? 'expired'
+            : `no longer counts (${former.d.code})`
+      const what = this.who(former.pubkey, now).role
+      return `@${typed} ${how}: no ${what === 'unknown' ? 'key' : what} of that name is in this fleet now (kith agent list --fleet --all)`
+    }
+    const keys = this.members(now)
+    const candidates =
+      slash >= 0 ? keys.map((k) => this.qualified(k.pubkey, now)) : keys.map((k) => k.name)
+    const near = didYouMean(typed, candidates)
+    return `@${typed} names no one in this fleet${near.length === 0 ? '' : ` (did you mean ${near.map((n) => `@${n}`).join(' or ')}?)`}`
+  }
+
   /** "claude (agent, authorized by alice)", "laptop (device of bob)" */
   label(pubkey: string): string {
     const w = this.who(pubkey)
@@ -259,4 +310,18 @@ export class Names {
     if (w.role === 'unknown') return w.name
     return `${w.name} (${w.role})`
   }
+}
+
+/**
+ * The agent `text` names for `sender` (as a mention resolves), or a not-found error that says
+ * why in one line: revoked, a device or person rather than an agent, or a typo (did you mean).
+ */
+export function resolveAgent(names: Names, text: string, sender: string): string {
+  const typed = text.replace(/^@/, '')
+  const key = names.resolve(typed, sender)
+  if (key === undefined) throw new KithError('not-found', names.unknownMention(typed, sender))
+  const who = names.who(key)
+  if (who.role !== 'agent')
+    throw new KithError('not-found', `@${typed} is a ${who.role}, not an agent`)
+  return key
 }

@@ -6,6 +6,7 @@ import type { HubLink } from '../link/hub-link.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
 import type { Names } from './names.js'
+import type { AgentReport } from './presence.js'
 
 /** What the agent bridge uses of the node it runs in; links and intake stay with the node. */
 export interface NodeContext {
@@ -25,11 +26,24 @@ export interface NodeContext {
   emit(event: NostrEvent): void
   /** Sends the outbox on every link that is up. */
   pump(): void
+  /** A hosted agent's state changed (or an agent came or went): presence tells the fleet. */
+  agentStatesChanged(): void
+  /** An agent hosted elsewhere, as its device's presence last reported it. */
+  agentReport(agent: string): AgentReport | undefined
+}
+
+/** An agent's key as the node signs with it (see agent-signer.ts). */
+export interface AgentKey {
+  record: AgentRecord
+  secret: Uint8Array
+  /**
+   * Why this node signs nothing more for it (its key was revoked, this node was removed or is
+   * stopping): set before its key is wiped, so a turn still ending cannot sign with a zeroed key.
+   */
+  retired?: string
 }
 
 /** An agent this node hosts. */
-export interface HostedAgent {
-  record: AgentRecord
+export interface HostedAgent extends AgentKey {
   host: AgentHost
-  secret: Uint8Array
 }

@@ -3,14 +3,13 @@ import {
   encrypt as nip44Encrypt,
   getConversationKey,
 } from 'nostr-tools/nip44'
-import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import type { AgentRecord } from '../identity/agents.js'
 import type { ControlClientHandle } from './control.js'
-import type { Who } from './names.js'
-import type { NodeContext } from './node-context.js'
+import { resolveAgent, type Who } from './names.js'
+import { retiredReason } from './agent-signer.js'
+import type { AgentKey, NodeContext } from './node-context.js'
 
 /** A coalesced slice of an agent turn's session/update stream. */
 export interface WatchFrame {
@@ -38,11 +37,7 @@ export class ObserverFrames {
    * the agent's owner (at most 10) — and sent live, never stored. Watchers on this node get them
    * directly.
    */
-  observe(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-    update: unknown,
-  ): void {
+  observe(agent: AgentKey, question: NostrEvent, update: unknown): void {
     let buf = this.frames.get(question.id)
     if (buf === undefined) {
       buf = { updates: [], timer: setTimeout(() => this.flushFrame(agent, question), 100) }
@@ -52,10 +47,12 @@ export class ObserverFrames {
     if (buf.updates.length >= 50) this.flushFrame(agent, question)
   }
 
-  private flushFrame(
-    agent: { record: AgentRecord; secret: Uint8Array },
-    question: NostrEvent,
-  ): void {
+  /** Sends the turn's buffered updates now (before its reply, or as it starts). */
+  flush(agent: AgentKey, question: NostrEvent): void {
+    this.flushFrame(agent, question)
+  }
+
+  private flushFrame(agent: AgentKey, question: NostrEvent): void {
     const buf = this.frames.get(question.id)
     if (buf === undefined) return
     clearTimeout(buf.timer)
@@ -70,6 +67,8 @@ export class ObserverFrames {
       updates: buf.updates,
     }
     for (const fn of this.watchers) fn(frame)
+    // A retired agent's key signs and encrypts nothing more (it may already be wiped).
+    if (retiredReason(agent) !== undefined) return
     const owner = this.hostPerson()
     const devices = this.node.book.verifier
       .allGrants()
@@ -142,9 +141,7 @@ export class ObserverFrames {
     // A name resolves as a mention does (own person first; person/name where it is ambiguous).
     let agent: string | undefined
     if (typeof params.agent === 'string') {
-      agent = this.node.names.resolve(params.agent, this.node.id.devicePubkey)
-      if (agent === undefined || this.node.names.who(agent).role !== 'agent')
-        throw new KithError('not-found', `no agent named ${params.agent} in this fleet`)
+      agent = resolveAgent(this.node.names, params.agent, this.node.id.devicePubkey)
     }
     const fn = (frame: WatchFrame) => {
       if (agent === undefined || frame.agent.pubkey === agent) client.notify('frame', frame)

@@ -9,6 +9,12 @@ export interface Delivery {
 }
 
 /**
+ * What a hub must hold before an event goes to it: `first`, events to publish before it (and
+ * that it must accept), or `refuse`, why the event must not go to this hub at all.
+ */
+export type Prerequisites = { first: NostrEvent[] } | { refuse: string }
+
+/**
  * Sends the node's outbox to its hubs: for each link, every event that hub has not answered,
  * oldest first, one at a time. OK true and OK false are both recorded (a refusal is shown, never
  * dropped); a lost connection leaves the rest for the next time the link is up.
@@ -25,6 +31,11 @@ export class OutboxPump {
       stopped: () => boolean
       /** Told of each hub's OK true (the reply-timing metrics). */
       delivered: (id: string) => void
+      /**
+       * Asked before each event goes to a hub (kith-channels, Nodes: the definition in effect of
+       * a private channel goes first to a hub that has not acknowledged it). Absent: none.
+       */
+      prerequisites?: (event: NostrEvent, hub: string) => Prerequisites
     },
   ) {}
 
@@ -36,7 +47,8 @@ export class OutboxPump {
         const pending = this.store.pendingFor(link.url)
         if (pending.length === 0 || !link.authenticated) return
         for (const event of pending) {
-          const answer = await link.publish(event)
+          const held = await this.sendPrerequisites(link, event)
+          const answer = held ?? (await link.publish(event))
           this.store.recordDelivery(event.id, link.url, answer.ok, answer.message, this.opts.now())
           if (answer.ok) this.opts.delivered(event.id)
           if (!answer.ok)
@@ -64,6 +76,31 @@ export class OutboxPump {
   }
 
   /**
+   * Publishes what the hub needs before `event`; undefined when it may be sent, else the answer
+   * recorded for `event` instead of sending it (a refusal, shown like a hub's).
+   */
+  private async sendPrerequisites(
+    link: HubLink,
+    event: NostrEvent,
+  ): Promise<{ ok: false; message: string } | undefined> {
+    const needs = this.opts.prerequisites?.(event, link.url)
+    if (needs === undefined) return undefined
+    if ('refuse' in needs) return { ok: false, message: `not sent: ${needs.refuse}` }
+    for (const first of needs.first) {
+      const answer = await link.publish(first)
+      if (!answer.ok) {
+        this.opts.log(`${link.url} refused ${first.id.slice(0, 12)}…: ${answer.message}`)
+        return {
+          ok: false,
+          message: `not sent: this hub refused ${describeFirst(first)} it needs first (${answer.message})`,
+        }
+      }
+      this.store.markHeld([first.id], link.url)
+    }
+    return undefined
+  }
+
+  /**
    * Queues `event`, sends it on every link, and resolves with the first hub's answer, or
    * undefined when no hub is connected (it stays queued) or none answers within `timeoutMs`.
    */
@@ -83,4 +120,9 @@ export class OutboxPump {
       this.waiters.delete(event.id)
     }
   }
+}
+
+function describeFirst(event: NostrEvent): string {
+  const d = event.tags.find((t) => t[0] === 'd')?.[1]
+  return d === undefined ? `event ${event.id.slice(0, 12)}…` : `the definition of #${d}`
 }

@@ -4,34 +4,37 @@ import { parseEvent, signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { PairError } from './protocol/errors.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
+import { laneError } from './relay-lane.js'
 
-/** Maps a hub's refusal on the pairing lane to the words both screens show. */
-function laneError(reason: string): PairError {
-  if (/another device/.test(reason)) return new PairError('third-party', reason)
-  if (/already used/.test(reason)) return new PairError('reused', reason)
-  if (/expired/.test(reason)) return new PairError('expired', reason)
-  return new PairError('aborted', reason)
-}
+/** How long a last abort may wait for the hub's OK before the connection is closed anyway. */
+const abortFlushMs = 2_000
 
 /**
  * One side's connection to a hub's pairing lane: kind-24140 events in room `pid`, each signed by
  * a throwaway key made for this pairing (the ephemeral ECDH key must stay hidden until REVEAL).
- * Messages from the other party queue up; a refusal, burn or disconnect fails every wait.
+ * Messages from the other party go to the listener in order (those that came before it was set
+ * are queued); a refusal, a burn or a disconnect goes, once, to the failure listener.
  */
 export class PairingChannel {
   private readonly key = generateSecretKey()
-  private readonly inbox: PairMessage[] = []
-  private waiter: { resolve: (m: PairMessage) => void; reject: (e: Error) => void } | undefined
+  private readonly queued: PairMessage[] = []
+  private onMessage: ((m: PairMessage) => void) | undefined
+  private onFailure: ((e: PairError) => void) | undefined
   private failure: PairError | undefined
+  /** The failure came from this side (Ctrl-C, a timeout): the connection still works. */
+  private stoppedHere = false
   private readonly oks = new Map<string, { resolve: () => void; reject: (e: Error) => void }>()
+  private subscribed: { resolve: () => void; reject: (e: Error) => void } | undefined
 
   private constructor(
     private readonly ws: WebSocket,
     readonly pid: string,
   ) {
     ws.on('message', (data: Buffer) => this.onFrame(data.toString('utf8')))
-    ws.on('close', () => this.fail(new PairError('aborted', 'the hub connection closed')))
-    ws.on('error', (err) => this.fail(new PairError('aborted', err.message)))
+    ws.on('close', () =>
+      this.fail(new PairError('interrupted', 'the connection to the hub closed')),
+    )
+    ws.on('error', (err) => this.fail(new PairError('interrupted', err.message)))
   }
 
   static async open(url: string, pid: string, timeoutMs = 10_000): Promise<PairingChannel> {
@@ -39,7 +42,7 @@ export class PairingChannel {
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve())
       ws.once('error', (err) =>
-        reject(new PairError('aborted', `cannot reach the hub ${url}: ${err.message}`)),
+        reject(new PairError('interrupted', `cannot reach the hub ${url}: ${err.message}`)),
       )
     })
     const channel = new PairingChannel(ws, pid)
@@ -56,16 +59,28 @@ export class PairingChannel {
     return channel
   }
 
-  private subscribed: { resolve: () => void; reject: (e: Error) => void } | undefined
+  /** Delivers every message from the other side to `onMessage`, and the first failure to `onFailure`. */
+  listen(onMessage: (m: PairMessage) => void, onFailure: (e: PairError) => void): void {
+    this.onMessage = onMessage
+    this.onFailure = onFailure
+    for (const m of this.queued.splice(0)) onMessage(m)
+    if (this.failure) onFailure(this.failure)
+  }
+
+  /** Stops the exchange from this side (Ctrl-C, a timeout): every wait fails with `err`. */
+  interrupt(err: PairError): void {
+    if (this.failure) return
+    this.stoppedHere = true
+    this.fail(err)
+  }
 
   private fail(err: PairError): void {
     if (this.failure) return
     this.failure = err
     this.subscribed?.reject(err)
-    this.waiter?.reject(err)
-    this.waiter = undefined
     for (const w of this.oks.values()) w.reject(err)
     this.oks.clear()
+    this.onFailure?.(err)
   }
 
   private onFrame(text: string): void {
@@ -89,30 +104,31 @@ export class PairingChannel {
       if (b === true) w?.resolve()
       else w?.reject(laneError(String(c)))
     } else if (verb === 'EVENT' && a === 'pair') {
-      let content: unknown
-      try {
-        const event = parseEvent(b)
-        content = JSON.parse(event.content)
-      } catch {
-        this.fail(new PairError('out-of-order', 'unreadable pairing event'))
-        return
-      }
       let m: PairMessage
       try {
-        m = parsePairMessage(content)
+        m = parsePairMessage(JSON.parse(parseEvent(b).content))
       } catch (err) {
-        this.fail(err as PairError)
+        // Anyone who knows the room id can post junk into it: a stop, never a security verdict.
+        this.fail(
+          err instanceof PairError
+            ? err
+            : new PairError('out-of-order', 'unreadable pairing event'),
+        )
         return
       }
-      if (this.waiter) {
-        this.waiter.resolve(m)
-        this.waiter = undefined
-      } else this.inbox.push(m)
+      if (this.failure) return
+      if (this.onMessage) this.onMessage(m)
+      else this.queued.push(m)
     }
   }
 
+  /** Sends one message; resolves on the hub's OK, rejects with its refusal (its words kept). */
   async send(m: PairMessage): Promise<void> {
     if (this.failure) throw this.failure
+    return this.post(m)
+  }
+
+  private post(m: PairMessage): Promise<void> {
     const event = signEvent(
       {
         kind: Kind.Pairing,
@@ -122,39 +138,26 @@ export class PairingChannel {
       },
       this.key,
     )
-    await new Promise<void>((resolve, reject) => {
+    return new Promise<void>((resolve, reject) => {
       this.oks.set(event.id, { resolve, reject })
       this.ws.send(JSON.stringify(['EVENT', event]))
     })
   }
 
-  /** The next message from the other side, within `timeoutMs`. */
-  next(timeoutMs: number): Promise<PairMessage> {
-    if (this.failure) return Promise.reject(this.failure)
-    const queued = this.inbox.shift()
-    if (queued) return Promise.resolve(queued)
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined
-        reject(new PairError('timeout'))
-      }, timeoutMs)
-      this.waiter = {
-        resolve: (m) => {
-          clearTimeout(timer)
-          resolve(m)
-        },
-        reject: (e) => {
-          clearTimeout(timer)
-          reject(e)
-        },
-      }
-    })
-  }
-
-  /** Best effort: tells the other side why, then closes. */
-  async abort(reason: PairError['code']): Promise<void> {
-    if (!this.failure && this.ws.readyState === this.ws.OPEN) {
-      await this.send({ t: 'abort', reason }).catch(() => undefined)
+  /**
+   * Best effort: tells the other side why (an `abort` the session made, authenticated when it
+   * can be), waiting briefly for the hub to take it, then closes.
+   */
+  async abort(m: PairMessage): Promise<void> {
+    if (this.ws.readyState === this.ws.OPEN && (this.failure === undefined || this.stoppedHere)) {
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([
+        this.post(m),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, abortFlushMs)
+        }),
+      ]).catch(() => undefined) // The hub refused even the abort: closing says the rest.
+      clearTimeout(timer)
     }
     this.close()
   }

@@ -30,8 +30,9 @@ export async function joinOverLane(
   screen: JoinerScreen,
   clock: () => number = () => Math.floor(Date.now() / 1000),
 ): Promise<{ enrollment: Enrollment; hubs: string[] }> {
+  let session: JoinerSession | undefined
   try {
-    const session = new JoinerSession(code, { now: clock() })
+    session = new JoinerSession(code, { now: clock() })
     const untilExpiry = () => Math.max(1, (code.exp - clock()) * 1000)
     await lane.send(session.start())
     const reveal = session.handle(await lane.next(untilExpiry()), clock())
@@ -39,13 +40,25 @@ export async function joinOverLane(
     if (!(await screen.compare(session.sas!))) throw new PairError('declined')
     const key = screen.key()
     await lane.send(session.confirm(key))
-    const { enrollment, ack } = session.accept(await lane.next(inviterAnswerMs), key.pubkey)
+    // CONFIRM_I, then the enrollment's further parts, if any.
+    let done = session.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
+    while (done === undefined) {
+      done = session.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
+    }
+    const { enrollment, ack } = done
     const hubs = [...new Set([code.hub, ...enrollment.hubs].map(normalizeRelayUrl))]
     await screen.enroll(enrollment, hubs)
     await lane.send(ack)
     return { enrollment, hubs }
   } catch (err) {
-    if (err instanceof PairError) await lane.abort(err.code)
+    // An abort from the other side needs no answer; anything else is told to it, with the reason.
+    if (session !== undefined && !(err instanceof PairError && err.remote)) {
+      await lane.abort(
+        err instanceof PairError
+          ? session.abort(err.code, err.detail)
+          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+      )
+    }
     throw err
   } finally {
     lane.close()

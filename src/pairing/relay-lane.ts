@@ -5,12 +5,17 @@ import type { RelayClient, Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
 
-/** Maps a hub's refusal on the pairing lane to the words both screens show (kith-pair/1). */
+/**
+ * Maps a hub's refusal on the pairing lane to what both screens show (kith-pair). Its own text
+ * always goes with it: a person must see why (`invalid: pairing frames are at most 4096 bytes`).
+ */
 export function laneError(reason: string): PairError {
   if (/another device/.test(reason)) return new PairError('third-party', reason)
   if (/already used/.test(reason)) return new PairError('reused', reason)
   if (/expired/.test(reason)) return new PairError('expired', reason)
-  return new PairError('aborted', reason)
+  // A hub that tells a party its peer disconnected (see kith-pair, "Transport").
+  if (/other side left/.test(reason)) return new PairError('interrupted', reason)
+  return new PairError('hub-refused', reason)
 }
 
 /**
@@ -60,8 +65,8 @@ export class RelayPairingLane {
           onClosed: (err) => {
             const e =
               err.reason === 'refused'
-                ? laneError(err.message)
-                : new PairError('aborted', 'the hub connection closed')
+                ? laneError(err.message.replace(/^\S+ closed \S+: /, ''))
+                : new PairError('interrupted', 'the connection to the hub closed')
             lane.fail(e)
             if (!subscribed) reject(e)
           },
@@ -99,7 +104,7 @@ export class RelayPairingLane {
       answer = await this.client.publish(event)
     } catch (err) {
       // The connection closed or timed out: the pairing cannot go on.
-      throw new PairError('aborted', err instanceof Error ? err.message : String(err))
+      throw new PairError('interrupted', err instanceof Error ? err.message : String(err))
     }
     if (!answer.ok) throw laneError(answer.message)
   }
@@ -127,11 +132,14 @@ export class RelayPairingLane {
     })
   }
 
-  /** Best effort: tells the other side why (its screen shows the same words), then closes. */
-  async abort(reason: PairError['code']): Promise<void> {
+  /**
+   * Tells the other side why (`abort`, authenticated by the session once its keys exist; its
+   * screen shows the same words), then closes.
+   */
+  async abort(abort: PairMessage): Promise<void> {
     if (!this.failure && !this.client.closed) {
       // Best effort: the other side learns of the failure from the closed room otherwise.
-      await this.send({ t: 'abort', reason }).catch(() => undefined)
+      await this.send(abort).catch(() => undefined)
     }
     this.close()
   }

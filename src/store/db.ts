@@ -1,3 +1,4 @@
+import { closeSync, existsSync, openSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { KithError } from '../errors.js'
 
@@ -12,6 +13,43 @@ export interface OpenOptions {
    * survives a process crash only. Hubs default to `full`: OK true promises durability.
    */
   synchronous?: 'full' | 'normal'
+  /**
+   * Run sqlite's quick_check before use and refuse a damaged file. A hub does: a damaged page
+   * would otherwise fail every read while writes still succeed.
+   */
+  check?: boolean
+}
+
+/** sqlite error codes that mean the file itself is damaged or not a database. */
+const damagedCodes = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_CORRUPT_INDEX'])
+
+function damaged(path: string, detail: string): KithError {
+  const what = detail
+    .replace(/\*\*\* in database main \*\*\*/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+  return new KithError(
+    'io',
+    `database ${path} is damaged (${what}). Stop whatever uses it, move it aside with its -wal ` +
+      `and -shm files (mv '${path}' '${path}.damaged') and restore a backup, or salvage what ` +
+      `is left (sqlite3 '${path}.damaged' .recover | sqlite3 '${path}'); or start with an empty ` +
+      'one: nodes send their grants and outboxes again.',
+  )
+}
+
+/**
+ * Creates `path` as 0600 before sqlite does: sqlite gives the -wal and -shm files the mode of the
+ * database, and a database holds every event, private channels included. An existing file keeps
+ * the mode its operator gave it.
+ */
+function createPrivate(path: string): void {
+  if (path === ':memory:' || path === '' || existsSync(path)) return
+  try {
+    closeSync(openSync(path, 'wx', 0o600))
+  } catch (cause) {
+    if ((cause as NodeJS.ErrnoException).code === 'EEXIST') return
+    throw new KithError('io', `cannot create database ${path}`, { cause })
+  }
 }
 
 /** Opens a sqlite file in WAL mode and brings its schema up to date inside one transaction. */
@@ -20,28 +58,43 @@ export function openDatabase(
   migrations: readonly Migration[],
   opts: OpenOptions = {},
 ): Db {
+  createPrivate(path)
   let db: Db
   try {
     db = new Database(path)
   } catch (cause) {
     throw new KithError('io', `cannot open database ${path}`, { cause })
   }
-  db.pragma('journal_mode = WAL')
-  db.pragma(`synchronous = ${opts.synchronous ?? 'full'}`)
-  db.pragma('busy_timeout = 5000')
-  const current = db.pragma('user_version', { simple: true }) as number
-  if (current > migrations.length) {
-    db.close()
-    throw new KithError(
-      'io',
-      `${path} has schema version ${current}, newer than this kith (${migrations.length}); upgrade kith`,
-    )
-  }
-  db.transaction(() => {
-    for (let v = current; v < migrations.length; v++) {
-      migrations[v]?.(db)
-      db.pragma(`user_version = ${v + 1}`)
+  try {
+    db.pragma('journal_mode = WAL')
+    db.pragma(`synchronous = ${opts.synchronous ?? 'full'}`)
+    db.pragma('busy_timeout = 5000')
+    if (opts.check === true) {
+      const rows = db.pragma('quick_check(3)') as { quick_check: string }[]
+      const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok')
+      if (problems.length > 0) throw damaged(path, `sqlite quick_check: ${problems.join('; ')}`)
     }
-  })()
+    const current = db.pragma('user_version', { simple: true }) as number
+    if (current > migrations.length) {
+      throw new KithError(
+        'io',
+        `${path} has schema version ${current}, newer than this kith (${migrations.length}); upgrade kith`,
+      )
+    }
+    db.transaction(() => {
+      for (let v = current; v < migrations.length; v++) {
+        migrations[v]?.(db)
+        db.pragma(`user_version = ${v + 1}`)
+      }
+    })()
+  } catch (err) {
+    db.close()
+    if (err instanceof KithError) throw err
+    const code = (err as { code?: unknown }).code
+    if (typeof code === 'string' && damagedCodes.has(code)) {
+      throw damaged(path, (err as Error).message)
+    }
+    throw new KithError('io', `cannot use database ${path}: ${String(err)}`, { cause: err })
+  }
   return db
 }

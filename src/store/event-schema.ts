@@ -5,30 +5,57 @@ import type { Migration } from './db.js'
  * `rkey` is the replace key of replaceable/addressable events. Only single-letter tags are
  * indexed, since NIP-01 filters can only name those.
  */
+export const eventTablesMigration: Migration = (db) => {
+  db.exec(`
+    CREATE TABLE events (
+      seq INTEGER PRIMARY KEY,
+      id TEXT NOT NULL UNIQUE,
+      pubkey TEXT NOT NULL,
+      kind INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      rkey TEXT,
+      raw TEXT NOT NULL
+    );
+    CREATE INDEX events_created ON events(created_at DESC);
+    CREATE INDEX events_pubkey ON events(pubkey, created_at DESC);
+    CREATE INDEX events_kind ON events(kind, created_at DESC);
+    CREATE INDEX events_rkey ON events(rkey) WHERE rkey IS NOT NULL;
+    CREATE TABLE tags (
+      seq INTEGER NOT NULL,
+      name TEXT NOT NULL,
+      value TEXT NOT NULL,
+      created_at INTEGER NOT NULL
+    );
+    CREATE INDEX tags_lookup ON tags(name, value, created_at DESC);
+    CREATE INDEX tags_seq ON tags(seq);
+  `)
+}
+
+/**
+ * Every version of a channel definition (kind 34140), including those NIP-01 replaces: who may
+ * define a channel depends on the whole set of its definitions (kith-channels), not on the newest
+ * of each author. Never served to readers (they get the newest of each address, as NIP-01 says);
+ * read back only to rebuild the channel book. Filled from the events already stored, marked
+ * `legacy`: their earlier versions are gone, so they are taken as admitted by the rules of
+ * their time (kith-channels, "What a hub or node holds").
+ */
+export const keptVersionsMigration: Migration = (db) => {
+  db.exec(`
+    CREATE TABLE kept_versions (
+      id TEXT PRIMARY KEY,
+      kind INTEGER NOT NULL,
+      created_at INTEGER NOT NULL,
+      raw TEXT NOT NULL,
+      legacy INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX kept_versions_kind ON kept_versions(kind, created_at);
+    INSERT INTO kept_versions (id, kind, created_at, raw, legacy)
+      SELECT id, kind, created_at, raw, 1 FROM events WHERE kind = 34140;
+  `)
+}
+
+/** A hub's event store (hub.db). node.db appends its own tables (node-schema.ts). */
 export const eventStoreMigrations: readonly Migration[] = [
-  (db) => {
-    db.exec(`
-      CREATE TABLE events (
-        seq INTEGER PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        pubkey TEXT NOT NULL,
-        kind INTEGER NOT NULL,
-        created_at INTEGER NOT NULL,
-        rkey TEXT,
-        raw TEXT NOT NULL
-      );
-      CREATE INDEX events_created ON events(created_at DESC);
-      CREATE INDEX events_pubkey ON events(pubkey, created_at DESC);
-      CREATE INDEX events_kind ON events(kind, created_at DESC);
-      CREATE INDEX events_rkey ON events(rkey) WHERE rkey IS NOT NULL;
-      CREATE TABLE tags (
-        seq INTEGER NOT NULL,
-        name TEXT NOT NULL,
-        value TEXT NOT NULL,
-        created_at INTEGER NOT NULL
-      );
-      CREATE INDEX tags_lookup ON tags(name, value, created_at DESC);
-      CREATE INDEX tags_seq ON tags(seq);
-    `)
-  },
+  eventTablesMigration,
+  keptVersionsMigration,
 ]

@@ -1,6 +1,7 @@
 import type { Statement } from 'better-sqlite3'
 import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
+import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
 import { eventStoreMigrations } from './event-schema.js'
 
@@ -20,9 +21,42 @@ interface ExistingRow {
   seq: number
   id: string
   created_at: number
+  bytes: number
+}
+
+/** What one key has stored: events and their canonical JSON's UTF-8 bytes. */
+export interface Usage {
+  events: number
+  bytes: number
+}
+
+/** A stored match without its JSON: what paged queries sort and resume by. */
+export interface StoredKey {
+  id: string
+  created_at: number
+  seq: number
+}
+
+/** Where a paged query resumes: after this row in NIP-01 order (newest first, then lower id). */
+export interface QueryCursor {
+  created_at: number
+  id: string
 }
 
 const maxTagValueIndexed = 1024
+
+/**
+ * Addressable kinds whose every version is also kept in `kept_versions` (see event-schema.ts):
+ * channel definitions, whose meaning depends on the whole set of them.
+ */
+const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition])
+
+/** The earliest stored event of one key in one channel (`h` value). */
+export interface ChannelFirst {
+  channel: string
+  pubkey: string
+  createdAt: number
+}
 
 /**
  * Events a query must leave out whatever the filters say: those with a `tag` whose value is one
@@ -35,6 +69,15 @@ export interface HideRule {
   values: readonly string[]
 }
 
+export interface EventStoreOptions extends OpenOptions {
+  migrations?: readonly Migration[]
+  /**
+   * Keep a per-key count of stored events and bytes in the `key_usage` table (the hub's
+   * migrations create it), leaving out these kinds. The hub's storage quota reads it.
+   */
+  usage?: { exempt: ReadonlySet<number> }
+}
+
 /** The sqlite event store of a hub: batch inserts in one transaction, NIP-01 queries. */
 export class EventStore {
   readonly db: Db
@@ -44,20 +87,24 @@ export class EventStore {
   private readonly hasId: Statement<[string], { one: number }>
   private readonly deleteEvent: Statement<[number]>
   private readonly deleteTags: Statement<[number]>
+  private readonly keepVersion: Statement<[string, number, number, string]>
   private readonly queries = new Map<string, Statement<unknown[], StoredRow>>()
+  private readonly rawBySeq: Statement<[number], string>
   private readonly insertBatchTx: (
     events: readonly NostrEvent[],
     raws: readonly string[] | undefined,
   ) => StoreOutcome[]
+  private readonly usageExempt: ReadonlySet<number> | undefined
+  private readonly usage = new Map<string, Usage>()
+  /** Usage changes of the batch being written; applied to `usage` once it commits. */
+  private batchUsage = new Map<string, Usage>()
+  private readonly addUsage: Statement<[string, number, number]> | undefined
 
   /**
    * Opens `path`, or wraps an already open database whose schema includes the event tables
    * (node.db adds its own tables after them).
    */
-  constructor(
-    pathOrDb: string | Db,
-    opts: OpenOptions & { migrations?: readonly Migration[] } = {},
-  ) {
+  constructor(pathOrDb: string | Db, opts: EventStoreOptions = {}) {
     this.db =
       typeof pathOrDb === 'string'
         ? openDatabase(pathOrDb, opts.migrations ?? eventStoreMigrations, opts)
@@ -68,14 +115,63 @@ export class EventStore {
     this.insertTag = this.db.prepare(
       'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
     )
-    this.findByRkey = this.db.prepare('SELECT seq, id, created_at FROM events WHERE rkey = ?')
+    this.findByRkey = this.db.prepare(
+      'SELECT seq, id, created_at, length(CAST(raw AS BLOB)) AS bytes FROM events WHERE rkey = ?',
+    )
     this.hasId = this.db.prepare('SELECT 1 AS one FROM events WHERE id = ?')
+    this.rawBySeq = this.db
+      .prepare<[number], string>('SELECT raw FROM events WHERE seq = ?')
+      .pluck()
     this.deleteEvent = this.db.prepare('DELETE FROM events WHERE seq = ?')
     this.deleteTags = this.db.prepare('DELETE FROM tags WHERE seq = ?')
-    this.insertBatchTx = this.db.transaction(
-      (events: readonly NostrEvent[], raws: readonly string[] | undefined) =>
-        events.map((e, i) => this.insertOne(e, raws?.[i] ?? JSON.stringify(e))),
+    this.usageExempt = opts.usage?.exempt
+    if (this.usageExempt !== undefined) {
+      this.addUsage = this.db.prepare(
+        `INSERT INTO key_usage (pubkey, events, bytes) VALUES (?, ?, ?)
+         ON CONFLICT(pubkey) DO UPDATE SET events = events + excluded.events,
+           bytes = bytes + excluded.bytes`,
+      )
+      const rows = this.db
+        .prepare<[], Usage & { pubkey: string }>('SELECT pubkey, events, bytes FROM key_usage')
+        .all()
+      for (const r of rows) this.usage.set(r.pubkey, { events: r.events, bytes: r.bytes })
+    }
+    this.keepVersion = this.db.prepare(
+      'INSERT OR IGNORE INTO kept_versions (id, kind, created_at, raw) VALUES (?, ?, ?, ?)',
     )
+    this.insertBatchTx = this.db.transaction(
+      (events: readonly NostrEvent[], raws: readonly string[] | undefined) => {
+        const outcomes = events.map((e, i) => this.insertOne(e, raws?.[i] ?? JSON.stringify(e)))
+        // One usage row update per key and batch, in the same transaction as the events.
+        for (const [pubkey, d] of this.batchUsage) this.addUsage?.run(pubkey, d.events, d.bytes)
+        return outcomes
+      },
+    )
+  }
+
+  /** What `pubkey` has stored (kinds the usage leaves out are not counted). */
+  usageOf(pubkey: string): Usage {
+    return this.usage.get(pubkey) ?? { events: 0, bytes: 0 }
+  }
+
+  /** How many keys have stored anything counted (grows when a key stores its first event). */
+  get usageKeyCount(): number {
+    return this.usage.size
+  }
+
+  /** Every key that has stored anything counted. */
+  usageKeys(): IterableIterator<string> {
+    return this.usage.keys()
+  }
+
+  private countUsage(event: NostrEvent, events: number, bytes: number): void {
+    if (this.usageExempt === undefined || this.usageExempt.has(event.kind)) return
+    const d = this.batchUsage.get(event.pubkey)
+    if (d === undefined) this.batchUsage.set(event.pubkey, { events, bytes })
+    else {
+      d.events += events
+      d.bytes += bytes
+    }
   }
 
   /**
@@ -84,11 +180,26 @@ export class EventStore {
    * event's JSON.stringify (the hub has it already).
    */
   insertBatch(events: readonly NostrEvent[], raws?: readonly string[]): StoreOutcome[] {
-    return this.insertBatchTx(events, raws)
+    this.batchUsage = new Map()
+    const outcomes = this.insertBatchTx(events, raws)
+    // Committed: the counts in memory follow the table.
+    for (const [pubkey, d] of this.batchUsage) {
+      const u = this.usage.get(pubkey)
+      if (u === undefined) this.usage.set(pubkey, d)
+      else {
+        u.events += d.events
+        u.bytes += d.bytes
+      }
+    }
+    this.batchUsage = new Map()
+    return outcomes
   }
 
   private insertOne(event: NostrEvent, raw: string): StoreOutcome {
     const rkey = replaceKey(event) ?? null
+    if (rkey !== null && keptVersionKinds.has(event.kind)) {
+      this.keepVersion.run(event.id, event.kind, event.created_at, raw)
+    }
     if (rkey !== null) {
       if (this.hasId.get(event.id) !== undefined) return 'duplicate'
       const existing = this.findByRkey.get(rkey)
@@ -96,6 +207,7 @@ export class EventStore {
         if (compareNewestFirst(existing, event) <= 0) return 'superseded'
         this.deleteEvent.run(existing.seq)
         this.deleteTags.run(existing.seq)
+        this.countUsage(event, -1, -existing.bytes)
       }
     }
     const info = this.insertEvent.run(
@@ -107,6 +219,7 @@ export class EventStore {
       raw,
     )
     if (info.changes === 0) return 'duplicate'
+    if (this.usageExempt !== undefined) this.countUsage(event, 1, Buffer.byteLength(raw, 'utf8'))
     for (const tag of event.tags) {
       const [name, value] = tag
       if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
@@ -140,9 +253,45 @@ export class EventStore {
   }
 
   private queryOne(filter: Filter, limit: number, hide: readonly HideRule[]): StoredRow[] {
-    if (limit === 0) return []
+    const q = this.buildQuery(filter, limit, hide, undefined)
+    return q === undefined ? [] : this.statement(q.sql).all(...q.params)
+  }
+
+  /**
+   * The keys of one filter's rows in NIP-01 order, after `after` when given, at most `limit`: an
+   * open sqlite iterator, read a slice at a time by the hub (`rawOf` gives each row's JSON). Keys
+   * only, so a query sqlite must sort does not copy every match's JSON into its sorter. Close it
+   * (`return()`) before the turn ends: while it is open the connection cannot write.
+   */
+  openCursor(
+    filter: Filter,
+    limit: number,
+    hide: readonly HideRule[],
+    after: QueryCursor | undefined,
+  ): IterableIterator<StoredKey> {
+    const q = this.buildQuery(filter, limit, hide, after, 'seq, created_at, id')
+    if (q === undefined) return [][Symbol.iterator]()
+    let stmt = this.statement(q.sql)
+    // Two filters of one REQ can share a shape; a statement iterates once at a time.
+    if (stmt.busy) stmt = this.db.prepare<unknown[], StoredRow>(q.sql)
+    return stmt.iterate(...q.params)
+  }
+
+  /** The canonical JSON of the stored row `seq`. */
+  rawOf(seq: number): string | undefined {
+    return this.rawBySeq.get(seq)
+  }
+
+  private buildQuery(
+    filter: Filter,
+    limit: number,
+    hide: readonly HideRule[],
+    after: QueryCursor | undefined,
+    columns = 'id, created_at, raw, seq',
+  ): { sql: string; params: unknown[] } | undefined {
+    if (limit <= 0) return undefined
     for (const list of [filter.ids, filter.authors, filter.kinds]) {
-      if (list?.length === 0) return []
+      if (list?.length === 0) return undefined
     }
     const where: string[] = []
     const params: unknown[] = []
@@ -162,7 +311,7 @@ export class EventStore {
       params.push(filter.until)
     }
     for (const [name, values] of Object.entries(filter.tags ?? {})) {
-      if (values.length === 0) return []
+      if (values.length === 0) return undefined
       where.push(
         `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${values.map(() => '?').join(',')}))`,
       )
@@ -179,12 +328,17 @@ export class EventStore {
       }
       params.push(rule.tag, ...rule.values)
     }
+    if (after !== undefined) {
+      // NIP-01 order is created_at descending, then id ascending: resume strictly after `after`.
+      where.push('created_at <= ? AND (created_at < ? OR id > ?)')
+      params.push(after.created_at, after.created_at, after.id)
+    }
     const sql =
-      'SELECT id, created_at, raw, seq FROM events' +
+      `SELECT ${columns} FROM events` +
       (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
       ' ORDER BY created_at DESC, id ASC LIMIT ?'
     params.push(limit)
-    return this.statement(sql).all(...params)
+    return { sql, params }
   }
 
   private statement(sql: string): Statement<unknown[], StoredRow> {
@@ -204,6 +358,55 @@ export class EventStore {
       'SELECT raw FROM events WHERE kind = ? ORDER BY created_at ASC, seq ASC',
     )
     for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
+  /**
+   * Every stored version of an addressable kind kept in full (channel definitions), replaced
+   * ones included, oldest first: the input of a set-based book at start-up.
+   */
+  *allVersionsOfKind(kind: number): Generator<NostrEvent> {
+    const stmt = this.db.prepare<[number], { raw: string }>(
+      'SELECT raw FROM kept_versions WHERE kind = ? ORDER BY created_at ASC, id ASC',
+    )
+    for (const row of stmt.iterate(kind)) yield JSON.parse(row.raw) as NostrEvent
+  }
+
+  /**
+   * Ids of the versions this store held before it kept versions (see event-schema.ts): admitted
+   * by the rules of their time, their earlier versions lost.
+   */
+  legacyVersionIds(kind: number): string[] {
+    return this.db
+      .prepare<[number], { id: string }>(
+        'SELECT id FROM kept_versions WHERE kind = ? AND legacy = 1',
+      )
+      .all(kind)
+      .map((r) => r.id)
+  }
+
+  /** The stored event with this id, a kept older version included. */
+  getEvent(id: string): NostrEvent | undefined {
+    const row =
+      this.db.prepare<[string], { raw: string }>('SELECT raw FROM events WHERE id = ?').get(id) ??
+      this.db
+        .prepare<[string], { raw: string }>('SELECT raw FROM kept_versions WHERE id = ?')
+        .get(id)
+    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+  }
+
+  /**
+   * For each channel (`h` tag value) and each key that posted in it, the earliest created_at:
+   * the evidence that a channel was in use before someone defined it (kith-channels). One pass
+   * over the tag index.
+   */
+  earliestInChannels(): ChannelFirst[] {
+    return this.db
+      .prepare<[], ChannelFirst>(
+        `SELECT t.value AS channel, e.pubkey AS pubkey, MIN(t.created_at) AS createdAt
+         FROM tags t JOIN events e ON e.seq = t.seq
+         WHERE t.name = 'h' GROUP BY t.value, e.pubkey`,
+      )
+      .all()
   }
 
   /** Which of these ids are stored. */

@@ -1,12 +1,13 @@
 import type { Migration } from './db.js'
-import { eventStoreMigrations } from './event-schema.js'
+import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
 
 /**
  * node.db: the event tables (grants, chat, profiles this node has seen or made), then the
- * outbox (an event is here before it is sent, until a hub answers) and a cursor per hub.
+ * outbox (an event is here before it is sent, until a hub answers) and a cursor per hub. The
+ * event store's later migrations are appended in their turn (versions are positions).
  */
 export const nodeMigrations: readonly Migration[] = [
-  ...eventStoreMigrations,
+  eventTablesMigration,
   (db) => {
     db.exec(`
       CREATE TABLE outbox (
@@ -63,6 +64,23 @@ export const nodeMigrations: readonly Migration[] = [
         at INTEGER NOT NULL,
         PRIMARY KEY (event_id, agent)
       );
+    `)
+  },
+  keptVersionsMigration,
+  (db) => {
+    // Which hub is known to hold which event (it answered OK true, or returned it): a node sends
+    // an event of a private channel only to a hub that holds the channel's definition in effect.
+    // The outbox still has every definition this node signed, replaced versions included: keep
+    // those too (legacy, as the ones copied from events).
+    db.exec(`
+      CREATE TABLE hub_holds (
+        event_id TEXT NOT NULL,
+        hub TEXT NOT NULL,
+        PRIMARY KEY (event_id, hub)
+      );
+      INSERT OR IGNORE INTO kept_versions (id, kind, created_at, raw, legacy)
+        SELECT event_id, 34140, json_extract(raw, '$.created_at'), raw, 1 FROM outbox
+        WHERE json_extract(raw, '$.kind') = 34140;
     `)
   },
 ]

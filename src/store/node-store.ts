@@ -43,6 +43,8 @@ export class NodeStore {
     session: Statement<[string, string], SessionRow>
     setSession: Statement<[SessionRow & { agent: string; channel: string }]>
     sessionCount: Statement<[string], { n: number }>
+    markHeld: Statement<[string, string]>
+    holds: Statement<[{ id: string; hub: string }], { one: number }>
   }
 
   constructor(home: string) {
@@ -84,6 +86,12 @@ export class NodeStore {
          VALUES (@agent, @channel, @session_id, @cwd, @adapter, @version, @mode, @model, @model_option)`,
       ),
       sessionCount: db.prepare('SELECT count(*) AS n FROM agent_sessions WHERE agent = ?'),
+      markHeld: db.prepare('INSERT OR IGNORE INTO hub_holds (event_id, hub) VALUES (?, ?)'),
+      holds: db.prepare(
+        `SELECT 1 AS one FROM hub_holds WHERE event_id = @id AND hub = @hub
+         UNION ALL SELECT 1 FROM deliveries WHERE event_id = @id AND hub = @hub AND state = 'ok'
+         LIMIT 1`,
+      ),
     }
   }
 
@@ -133,6 +141,19 @@ export class NodeStore {
 
   recordDelivery(eventId: string, hub: string, ok: boolean, message: string, now: number): void {
     this.stmts.deliver.run(eventId, hub, ok ? 'ok' : 'refused', message, now)
+  }
+
+  /** Records that `hub` holds these events: it answered OK true, or returned them in a query. */
+  markHeld(eventIds: readonly string[], hub: string): void {
+    if (eventIds.length === 0) return
+    this.db.transaction(() => {
+      for (const id of eventIds) this.stmts.markHeld.run(id, hub)
+    })()
+  }
+
+  /** Is `hub` known to hold the event: marked held, or it accepted it from this outbox. */
+  hubHolds(eventId: string, hub: string): boolean {
+    return this.stmts.holds.get({ id: eventId, hub }) !== undefined
   }
 
   deliveries(eventId: string): Delivery[] {
@@ -194,6 +215,22 @@ export class NodeStore {
 
   cursors(): { hub: string; since: number }[] {
     return this.stmts.cursors.all()
+  }
+
+  /**
+   * The channels this node knows: those with chat messages (kind 9, their `h`), with how many
+   * and the newest one's date, and those only defined (kind 34140, their `d`), newest first.
+   */
+  channels(): { name: string; messages: number; last: number | null }[] {
+    const rows = this.db
+      .prepare<[], { name: string; messages: number; last: number | null }>(
+        `SELECT t.value AS name, SUM(e.kind = 9) AS messages, MAX(CASE WHEN e.kind = 9 THEN e.created_at END) AS last
+         FROM tags t JOIN events e ON e.seq = t.seq
+         WHERE (t.name = 'h' AND e.kind = 9) OR (t.name = 'd' AND e.kind = 34140)
+         GROUP BY t.value ORDER BY last DESC`,
+      )
+      .all()
+    return rows
   }
 
   close(): void {

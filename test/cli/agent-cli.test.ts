@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { agentLogPath, tailLines } from '../../src/cli/commands/agent-logs.js'
 import { isKithError } from '../../src/errors.js'
-import { runKith, spawnKith } from '../helpers/cli.js'
+import { runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { askForReply } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -121,4 +122,98 @@ describe('kith agent logs', () => {
     follow.child.kill('SIGINT')
     expect(await follow.exit).toBe(0)
   })
+})
+
+describe('a revoked agent can be forgotten, and its name reused', () => {
+  it('lists hide it unless --all; kith agent rm forgets it; add takes the name with a new key', async () => {
+    const { home } = await nodeWithAgent()
+    const first = (
+      JSON.parse((await runKith(['agent', 'list', '--json'], { home })).stdout) as {
+        agents: { npub: string }[]
+      }
+    ).agents[0]!.npub
+    // A granted agent is not forgotten: revoke it first.
+    const early = await runKith(['agent', 'rm', 'bot'], { home })
+    expect(early.code).toBe(2)
+    expect(early.stderr).toMatch(/bot is still granted: kith agent revoke bot first/)
+    expect((await runKith(['agent', 'revoke', 'bot'], { home })).code).toBe(0)
+    // Its name is taken until it is forgotten, and add says how.
+    const taken = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
+      home,
+    })
+    expect(taken.code).toBe(1)
+    expect(taken.stderr).toMatch(/existed here and is revoked: kith agent rm bot forgets it/)
+    // Lists hide it, and say so; --all shows it.
+    const list = JSON.parse((await runKith(['agent', 'list', '--json'], { home })).stdout) as {
+      agents: unknown[]
+      hidden: number
+    }
+    expect(list).toEqual({ agents: [], hidden: 1 })
+    expect((await runKith(['agent', 'list'], { home })).stdout).toMatch(
+      /1 agent no longer granted, not shown: kith agent list --all/,
+    )
+    const all = JSON.parse(
+      (await runKith(['agent', 'list', '--json', '--all'], { home })).stdout,
+    ) as { agents: { name: string; status: string }[] }
+    expect(all.agents).toEqual([expect.objectContaining({ name: 'bot', status: 'revoked' })])
+
+    const rm = await runKith(['agent', 'rm', 'bot'], { home })
+    expect(rm.code, rm.stderr).toBe(0)
+    expect(rm.stdout).toMatch(/forgot bot npub1\w+ \(revoked; its revocation stays\)/)
+    for (const file of ['bot.json', 'bot.key'])
+      expect(() => readFileSync(join(home, 'agents', file))).toThrow(/ENOENT/)
+    expect((await runKith(['agent', 'rm', 'bot'], { home })).code).toBe(5)
+
+    const again = await runKith(
+      ['agent', 'add', 'bot', '--json', '--', process.execPath, fakeAgent],
+      { home },
+    )
+    expect(again.code, again.stderr).toBe(0)
+    const second = (JSON.parse(again.stdout) as { agent: string }).agent
+    expect(second).not.toBe(first)
+    // The fleet still knows the first key, revoked: --fleet --all shows both.
+    const fleet = JSON.parse(
+      (await runKith(['agent', 'list', '--fleet', '--all', '--json'], { home })).stdout,
+    ) as { agents: { name: string; npub: string; status: string }[] }
+    expect(fleet.agents).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ npub: first, status: 'revoked' }),
+        expect.objectContaining({ npub: second, status: 'active' }),
+      ]),
+    )
+  }, 120_000)
+})
+
+describe('kith agent add checks its command', () => {
+  it('warns when it is not on PATH, and the failed start is in kith agent logs', async () => {
+    const home = join(tempDir(), 'h')
+    expect((await runKith(['init', '--name', 'box'], { home })).code).toBe(0)
+    const add = await runKith(['agent', 'add', 'ghost', '--', 'no-such-agent-acp', '--acp'], {
+      home,
+    })
+    expect(add.code, add.stderr).toBe(0)
+    expect(add.stderr).toMatch(
+      /⚠ no-such-agent-acp is not on PATH here: kith up could not start it/,
+    )
+    const notExec = await runKith(['agent', 'add', 'plain', '--json', '--', fakeAgent], { home })
+    expect((JSON.parse(notExec.stdout) as { warnings: string[] }).warnings).toEqual([
+      expect.stringMatching(/fake-agent\.mjs is not an executable file/),
+    ])
+    const fine = await runKith(['agent', 'add', 'ok', '--json', '--', process.execPath], { home })
+    expect((JSON.parse(fine.stdout) as { warnings: string[] }).warnings).toEqual([])
+    const badCwd = await runKith(
+      ['agent', 'add', 'lost', '--cwd', join(home, 'nowhere'), '--', process.execPath],
+      { home },
+    )
+    expect(badCwd.code).toBe(2)
+    expect(badCwd.stderr).toMatch(/--cwd: .*nowhere does not exist/)
+
+    // Prompted anyway: the channel gets one line, and the agent's log says why.
+    await startNodeProcess(home, ['--port', '0'])
+    expect(await askForReply(home, '@ghost hello')).toMatch(
+      /^⚠ ghost did not answer: cannot start no-such-agent-acp: no-such-agent-acp was not found \(is it installed/,
+    )
+    const logs = await runKith(['agent', 'logs', 'ghost'], { home })
+    expect(logs.stdout).toMatch(/\[kith\] \S+ cannot start no-such-agent-acp: .*not found/)
+  }, 90_000)
 })

@@ -356,7 +356,7 @@ describe('permission cards bound to their call, channel and agent', { timeout: 1
     await chat.waitFor(new RegExp(`no card ${Number(n) + 1} here`))
     chat.write(`/allow ${n}\n`)
     await chat.waitFor(new RegExp(`answered card ${n} \\(bot: rm -rf build\\) with Allow once`))
-    await chat.waitFor(/bot \[agent, authorized by founder\]: ↳ permission: selected allow/)
+    await chat.waitFor(/bot \[agent, authorized by you\]: ↳ permission: selected allow/)
     chat.write(`/reject ${n}\n`)
     await chat.waitFor(
       new RegExp(

@@ -69,7 +69,7 @@ describe(
       expect((await replyTo(laptop, qw)).event.content).toBe('done')
       await watch.waitFor(/claude #ops: ⚙ run tests \(in_progress\)/)
       await watch.waitFor(/claude #ops: … checking the output/)
-      await watch.waitFor(/claude #ops: ⚙ t1 → completed/)
+      await watch.waitFor(/claude #ops: ⚙ run tests → completed/)
       await watch.waitFor(/claude #ops: done/)
       watch.child.kill('SIGTERM')
       // kith chat shows the agent's tool calls as a progress line, then its answer. (The same

@@ -1,13 +1,14 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { npubEncode } from 'nostr-tools/nip19'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { signGrant } from '../../src/grants/grant.js'
+import { makeChannelDefinition } from '../../src/events/channel-def.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
+import { newSecret, signTestGrant } from '../helpers/secrets.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -28,7 +29,7 @@ describe('kith channel', () => {
   it('creates a private channel that the hub then keeps from non-members', async () => {
     const root = tempDir()
     const laptop = join(root, 'laptop')
-    const founderSk = generateSecretKey()
+    const founderSk = newSecret()
     const founder = publicKeyOf(founderSk)
     expect(
       (
@@ -46,8 +47,8 @@ describe('kith channel', () => {
     try {
       const admin = await client(hub.url, founderSk, clients)
       const person = async (name: string) => {
-        const sk = generateSecretKey()
-        const deviceSk = generateSecretKey()
+        const sk = newSecret()
+        const deviceSk = newSecret()
         const g = signGrant(
           { subject: publicKeyOf(sk), role: 'owner', fleet: founder, name },
           founderSk,
@@ -97,7 +98,9 @@ describe('kith channel', () => {
         { kind: 9, created_at: now(), tags: [['h', 'secret']], content: 'hi?' },
         carol.deviceSk,
       )
-      expect((await publish(carolDev, intrude))[3]).toMatch(/^restricted: not-a-channel-member/)
+      expect((await publish(carolDev, intrude))[3]).toBe(
+        'restricted: channel-not-allowed: channel #secret is not allowed for this key',
+      )
 
       const listed = await runKith(['channel', 'list', '--json'], { home: laptop })
       expect(JSON.parse(listed.stdout)).toEqual({
@@ -117,33 +120,46 @@ describe('kith channel', () => {
       expect(replaced.stdout).toMatch(/#secret is private: 1 member/)
       expect((await bobDev.req('again', { kinds: [9] })).events).toEqual([])
 
-      // Bad input: stable exit codes and messages that name the fix.
-      const bad = async (args: string[], code: number, message: RegExp) => {
-        const r = await runKith(['channel', ...args], { home: laptop })
-        expect(r.stderr).toMatch(message)
-        expect(r.code).toBe(code)
-      }
-      await bad(['create', '#Not Valid'], 2, /not a channel name/)
-      await bad(['create', '#x', '--members', bob.npub], 2, /add --private/)
-      await bad(['create', '#x', '--private', '--members', 'npub1nope'], 1, /not a valid npub/)
-      await bad(
-        ['create', '#x', '--private', '--members', npubEncode(bob.device)],
-        2,
-        /is not a person of this fleet/,
+      // A device is not a person: members are owner keys.
+      const device = await runKith(
+        ['channel', 'create', '#x', '--private', '--members', npubEncode(bob.device)],
+        { home: laptop },
       )
-      await bad(['list', '#x'], 2, /takes no arguments/)
-      await bad(['rename'], 2, /unknown channel command/)
-      expect((await runKith(['channel', '--help'], { home: laptop })).stdout).toMatch(
-        /create --private makes one whose messages/,
-      )
+      expect(device.stderr).toMatch(/is not a person of this fleet/)
+      expect(device.code).toBe(2)
     } finally {
       for (const c of clients) c.close()
     }
   })
 
+  it('answers bad input with stable exit codes and messages that name the fix', async () => {
+    const home = join(tempDir(), 'laptop')
+    await runKith(['init', '--name', 'laptop'], { home })
+    const bad = async (args: string[], code: number, message: RegExp) => {
+      const r = await runKith(['channel', ...args], { home })
+      expect(r.stderr).toMatch(message)
+      expect(r.code).toBe(code)
+    }
+    const someone = npubEncode(publicKeyOf(newSecret()))
+    await bad(['create', '#Not Valid'], 2, /not a channel name/)
+    await bad(['create', '#x', '--members', someone], 2, /add --private/)
+    await bad(['create', '#x', '--private', '--members', 'npub1nope'], 1, /not a valid npub/)
+    await bad(
+      ['create', '#x', '--creator', someone],
+      2,
+      /--open and --creator belong to kith channel set/,
+    )
+    await bad(['set', '#x', '--open', '--private'], 2, /contradict each other/)
+    await bad(['list', '#x'], 2, /takes no arguments/)
+    await bad(['rename'], 2, /unknown channel command/)
+    expect((await runKith(['channel', '--help'], { home })).stdout).toMatch(
+      /--creator, for the founder and\nadmins, names the person/,
+    )
+  })
+
   it('publishes through the running node to its embedded hub, which then keeps the channel private', async () => {
     const laptop = join(tempDir(), 'laptop')
-    const founderSk = generateSecretKey()
+    const founderSk = newSecret()
     const founder = publicKeyOf(founderSk)
     await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
       home: laptop,
@@ -155,7 +171,7 @@ describe('kith channel', () => {
     const clients: RawClient[] = []
     try {
       const admin = await client(url, founderSk, clients)
-      const bobSk = generateSecretKey()
+      const bobSk = newSecret()
       const bobGrant = signGrant(
         { subject: publicKeyOf(bobSk), role: 'owner', fleet: founder, name: 'bob' },
         founderSk,
@@ -171,7 +187,7 @@ describe('kith channel', () => {
       expect(created.code).toBe(0)
 
       const bob = await client(url, bobSk, clients)
-      const outsiderSk = generateSecretKey()
+      const outsiderSk = newSecret()
       const outsiderGrant = signGrant(
         { subject: publicKeyOf(outsiderSk), role: 'owner', fleet: founder },
         founderSk,
@@ -190,6 +206,109 @@ describe('kith channel', () => {
       await bob.next((f) => content(f) === 'for bob only')
       await outsider.next((f) => content(f) === 'for all')
       expect(outsider.frames.filter((f) => content(f) === 'for bob only')).toEqual([])
+    } finally {
+      for (const c of clients) c.close()
+    }
+  })
+
+  it('repairs a squatted channel with set --creator, and re-signs a removed person’s channels', async () => {
+    const root = tempDir()
+    const laptop = join(root, 'laptop')
+    const founderSk = newSecret()
+    const founder = publicKeyOf(founderSk)
+    await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+      home: laptop,
+      input: bytesToHex(founderSk),
+    })
+    const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
+    expect((await runKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
+    const clients: RawClient[] = []
+    try {
+      const admin = await client(hub.url, founderSk, clients)
+      // Bob and Carol were admitted 1000 s ago, each with a device.
+      const person = async (name: string) => {
+        const sk = newSecret()
+        const deviceSk = newSecret()
+        const g = signTestGrant(
+          { subject: publicKeyOf(sk), role: 'owner', fleet: founder, name },
+          founderSk,
+          now() - 1000,
+        )
+        const d = signTestGrant(
+          { subject: publicKeyOf(deviceSk), role: 'device', fleet: founder, parent: g.id },
+          sk,
+          now() - 1000,
+        )
+        expect((await publish(admin, g))[2]).toBe(true)
+        expect((await publish(admin, d))[2]).toBe(true)
+        return {
+          sk,
+          pubkey: publicKeyOf(sk),
+          deviceSk,
+          dev: await client(hub.url, deviceSk, clients),
+        }
+      }
+      const bob = await person('bob')
+      const carol = await person('carol')
+      const post = (p: typeof bob, channel: string, content: string, at = now()) =>
+        publish(
+          p.dev,
+          signEvent({ kind: 9, created_at: at, tags: [['h', channel]], content }, p.deviceSk),
+        )
+      const define = (p: typeof bob, channel: string, members: string[], at: number) =>
+        signEvent(
+          makeChannelDefinition(
+            { channel, fleet: founder, creator: p.pubkey, private: true, members },
+            at,
+          ),
+          p.sk,
+        )
+      expect((await post(carol, 'ops', 'first', now() - 500))[2]).toBe(true)
+      // Bob back-dates a private #ops to before Carol's first message: it takes.
+      expect((await publish(bob.dev, define(bob, 'ops', [bob.pubkey], now() - 800)))[2]).toBe(true)
+      expect((await post(carol, 'ops', 'locked out'))[3]).toBe(
+        'restricted: channel-not-allowed: channel #ops is not allowed for this key',
+      )
+
+      // The founder opens it again and names Carol its creator.
+      const repaired = await runKith(
+        ['channel', 'set', '#ops', '--open', '--creator', 'carol', '--json'],
+        { home: laptop },
+      )
+      expect(repaired.stderr).toBe('')
+      expect(repaired.code).toBe(0)
+      expect(JSON.parse(repaired.stdout)).toMatchObject({
+        channel: 'ops',
+        private: false,
+        creator: npubEncode(carol.pubkey),
+        hubs: [expect.objectContaining({ url: hub.url, ok: true })],
+      })
+      expect((await post(carol, 'ops', 'back in'))[2]).toBe(true)
+      const bad = await runKith(['channel', 'set', '#ops', '--creator', 'nobody'], { home: laptop })
+      expect(bad.stderr).toMatch(/no person named nobody/)
+      expect(bad.code).toBe(2)
+
+      // Bob creates a private #secret with Carol; then the founder removes Bob.
+      expect(
+        (await publish(bob.dev, define(bob, 'secret', [bob.pubkey, carol.pubkey], now() - 100)))[2],
+      ).toBe(true)
+      const removed = await runKith(['fleet', 'remove', 'bob'], { home: laptop })
+      expect(removed.code, removed.stderr).toBe(0)
+      expect(removed.stdout).toMatch(/^re-signed #secret so it stays as it is/m)
+      expect(removed.stdout).not.toMatch(/re-signed #ops/)
+      // The hub now has the founder's re-sign in effect: #secret stays private, with Carol in it.
+      const defs = (await carol.dev.req('d', { kinds: [34140], '#d': ['secret'] }))
+        .events as NostrEvent[]
+      const resign = defs.find((e) => e.pubkey === founder)
+      expect(resign?.tags).toEqual([
+        ['d', 'secret'],
+        ['fleet', founder],
+        ['creator', bob.pubkey],
+        ['private'],
+        ['p', bob.pubkey],
+        ['p', carol.pubkey],
+      ])
+      expect((await post(carol, 'secret', 'still private'))[2]).toBe(true)
     } finally {
       for (const c of clients) c.close()
     }

@@ -3,8 +3,9 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { decode, npubEncode } from 'nostr-tools/nip19'
-import { publicKeyOf } from '../../src/events/event.js'
-import { readAgentSecret } from '../../src/identity/agents.js'
+import { publicKeyOf, signEvent } from '../../src/events/event.js'
+import { authTagFor, checkAuthTag } from '../../src/grants/nip-oa.js'
+import { authTagsOf, listAgentRecords, readAgentSecret } from '../../src/identity/agents.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -12,86 +13,117 @@ import { tempDir } from '../helpers/tmp.js'
 const hexOf = (npub: string) => decode(npub).data as string
 
 describe('grants through the CLI against a running hub', () => {
-  it('init grants the device, agent add publishes, agent revoke drops the live agent', async () => {
-    const root = tempDir()
-    const laptop = join(root, 'laptop')
-    const ownerSk = generateSecretKey()
-    const init = await runKith(['init', '--name', 'laptop', '--owner-key-stdin', '--json'], {
-      home: laptop,
-      input: bytesToHex(ownerSk),
-    })
-    expect(init.code).toBe(0)
-    expect((JSON.parse(init.stdout) as { deviceGrant: string }).deviceGrant).toMatch(
-      /^[0-9a-f]{64}$/,
-    )
+  it(
+    'init grants the device, agent add publishes, agent revoke drops the live agent',
+    { timeout: 90_000 },
+    async () => {
+      const root = tempDir()
+      const laptop = join(root, 'laptop')
+      const ownerSk = generateSecretKey()
+      const init = await runKith(['init', '--name', 'laptop', '--owner-key-stdin', '--json'], {
+        home: laptop,
+        input: bytesToHex(ownerSk),
+      })
+      expect(init.code).toBe(0)
+      expect((JSON.parse(init.stdout) as { deviceGrant: string }).deviceGrant).toMatch(
+        /^[0-9a-f]{64}$/,
+      )
 
-    const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
-    const add = await runKith(['hub', 'add', hub.url], { home: laptop })
-    expect(add.stdout).toMatch(/published 1, learned 0/)
+      const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
+      const add = await runKith(['hub', 'add', hub.url], { home: laptop })
+      expect(add.stdout).toMatch(/published 1, learned 0/)
 
-    // A second machine of the same person (same owner key) joins the same fleet.
-    const desktop = join(root, 'desktop')
-    await runKith(['init', '--name', 'desktop', '--owner-key-stdin'], {
-      home: desktop,
-      input: bytesToHex(ownerSk),
-    })
-    await runKith(['hub', 'add', hub.url], { home: desktop })
-    const devices = await runKith(['device', 'list', '--json'], { home: laptop })
-    const list = JSON.parse(devices.stdout) as {
-      devices: { name: string; status: string; thisDevice: boolean }[]
-    }
-    expect(list.devices.map((d) => [d.name, d.status, d.thisDevice]).sort()).toEqual([
-      ['desktop', 'active', false],
-      ['laptop', 'active', true],
-    ])
+      // A second machine of the same person (same owner key) joins the same fleet.
+      const desktop = join(root, 'desktop')
+      await runKith(['init', '--name', 'desktop', '--owner-key-stdin'], {
+        home: desktop,
+        input: bytesToHex(ownerSk),
+      })
+      await runKith(['hub', 'add', hub.url], { home: desktop })
+      const devices = await runKith(['device', 'list', '--json'], { home: laptop })
+      const list = JSON.parse(devices.stdout) as {
+        devices: { name: string; status: string; thisDevice: boolean }[]
+      }
+      expect(list.devices.map((d) => [d.name, d.status, d.thisDevice]).sort()).toEqual([
+        ['desktop', 'active', false],
+        ['laptop', 'active', true],
+      ])
 
-    const added = await runKith(['agent', 'add', 'claude', '--kinds', '9', '--json'], {
-      home: laptop,
-    })
-    expect(added.code).toBe(0)
-    const agent = JSON.parse(added.stdout) as {
-      agent: string
-      hubs: { ok: boolean; published: number }[]
-    }
-    expect(agent.hubs).toEqual([expect.objectContaining({ ok: true, published: 1 })])
-    const agentSk = readAgentSecret(laptop, 'claude')!
-    expect(bytesToHex(agentSk)).not.toBe('')
+      const added = await runKith(['agent', 'add', 'claude', '--kinds', '9', '--json'], {
+        home: laptop,
+      })
+      expect(added.code).toBe(0)
+      const agent = JSON.parse(added.stdout) as {
+        agent: string
+        hubs: { ok: boolean; published: number }[]
+      }
+      expect(agent.hubs).toEqual([expect.objectContaining({ ok: true, published: 1 })])
+      const agentSk = readAgentSecret(laptop, 'claude')!
+      expect(bytesToHex(agentSk)).not.toBe('')
 
-    // The hub admits the agent for kind 9 only, as its grant says.
-    const live = await RawClient.connect(hub.url)
-    expect((await live.auth(hub.url, agentSk))[2]).toBe(true)
-    expect((await live.req('chat', { kinds: [9] })).end[0]).toBe('EOSE')
+      // NIP-OA: one attestation per allowed kind, each bounded by the grant's expiry; every event
+      // the agent may publish carries the one that holds for it (an "any of" tag holds for none).
+      const helper = await runKith(
+        ['agent', 'add', 'helper', '--kinds', '9,4142', '--expires', '1h', '--json'],
+        { home: laptop },
+      )
+      expect(helper.code, helper.stderr).toBe(0)
+      const record = listAgentRecords(laptop).find((r) => r.name === 'helper')!
+      const exp = /created_at<(\d+)$/.exec(record.authTags![0]![2]!)![1]
+      expect(record.authTags!.map((t) => t[2])).toEqual([
+        `kind=9&created_at<${exp}`,
+        `kind=4142&created_at<${exp}`,
+      ])
+      const helperSk = readAgentSecret(laptop, 'helper')!
+      for (const kind of [9, 4142]) {
+        const created_at = Math.floor(Date.now() / 1000)
+        const auth = authTagFor(authTagsOf(record), { kind, created_at })!
+        const event = signEvent({ kind, created_at, tags: [auth], content: 'x' }, helperSk)
+        expect(checkAuthTag(event)).toEqual({ ok: true, owner: publicKeyOf(ownerSk) })
+      }
+      expect(authTagFor(authTagsOf(record), { kind: 1, created_at: Number(exp) - 10 })).toBe(
+        undefined,
+      )
 
-    const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
-    expect(revoked.code).toBe(0)
-    expect(revoked.stdout).toMatch(/revoked agent claude npub1/)
-    expect(revoked.stdout).toMatch(/published 1/)
-    expect((await live.next((f) => f[0] === 'CLOSED'))[2]).toMatch(/^restricted: revoked/)
-    expect((await live.waitClosed()).code).toBe(1008)
-    const listed = JSON.parse(
-      (await runKith(['agent', 'list', '--json'], { home: laptop })).stdout,
-    ) as {
-      agents: { name: string; status: string }[]
-    }
-    expect(listed.agents).toEqual([expect.objectContaining({ name: 'claude', status: 'revoked' })])
+      // The hub admits the agent for kind 9 only, as its grant says.
+      const live = await RawClient.connect(hub.url)
+      expect((await live.auth(hub.url, agentSk))[2]).toBe(true)
+      expect((await live.req('chat', { kinds: [9] })).end[0]).toBe('EOSE')
 
-    // Revoking the desktop device from the laptop (owner key) cascades nothing and drops it.
-    const desktopId = JSON.parse(
-      (await runKith(['whoami', '--json'], { home: desktop })).stdout,
-    ) as { deviceHex: string }
-    const dev = await runKith(['device', 'revoke', 'desktop'], { home: laptop })
-    expect(dev.stdout).toMatch(/revoked device desktop/)
-    const fromLaptop = JSON.parse(
-      (await runKith(['device', 'list', '--json'], { home: laptop })).stdout,
-    ) as { devices: { npub: string; status: string }[] }
-    expect(fromLaptop.devices.find((d) => hexOf(d.npub) === desktopId.deviceHex)?.status).toBe(
-      'revoked',
-    )
-    // The desktop itself is shut out: the hub refuses its AUTH, and it says so.
-    const sync = await runKith(['agent', 'add', 'late'], { home: desktop })
-    expect(sync.stdout).toMatch(/not reached \(hub refused this device: restricted: revoked/)
-    expect(sync.code).toBe(1)
-  })
+      const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
+      expect(revoked.code).toBe(0)
+      expect(revoked.stdout).toMatch(/revoked agent claude npub1/)
+      expect(revoked.stdout).toMatch(/published 1/)
+      expect((await live.next((f) => f[0] === 'CLOSED'))[2]).toMatch(/^restricted: revoked/)
+      expect((await live.waitClosed()).code).toBe(1008)
+      const listed = JSON.parse(
+        (await runKith(['agent', 'list', '--json', '--all'], { home: laptop })).stdout,
+      ) as {
+        agents: { name: string; status: string }[]
+      }
+      expect(listed.agents.map((a) => [a.name, a.status]).sort()).toEqual([
+        ['claude', 'revoked'],
+        ['helper', 'active'],
+      ])
+
+      // Revoking the desktop device from the laptop (owner key) cascades nothing and drops it.
+      const desktopId = JSON.parse(
+        (await runKith(['whoami', '--json'], { home: desktop })).stdout,
+      ) as { deviceHex: string }
+      const dev = await runKith(['device', 'revoke', 'desktop'], { home: laptop })
+      expect(dev.stdout).toMatch(/revoked device desktop/)
+      const fromLaptop = JSON.parse(
+        (await runKith(['device', 'list', '--json', '--all'], { home: laptop })).stdout,
+      ) as { devices: { npub: string; status: string }[] }
+      expect(fromLaptop.devices.find((d) => hexOf(d.npub) === desktopId.deviceHex)?.status).toBe(
+        'revoked',
+      )
+      // The desktop itself is shut out: the hub refuses its AUTH, and it says so.
+      const sync = await runKith(['agent', 'add', 'late'], { home: desktop })
+      expect(sync.stdout).toMatch(/not reached \(hub refused this device: restricted: revoked/)
+      expect(sync.code).toBe(1)
+    },
+  )
 
   it('says why when a device without the owner key or deleg tries to grant', async () => {
     const home = join(tempDir(), 'h')

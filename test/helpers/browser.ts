@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// Callbacks given to page.evaluate run in the browser.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'

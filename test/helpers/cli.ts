@@ -151,9 +151,9 @@ export interface Interactive {
 }
 
 /** A `kith` subprocess whose prompts a test answers on stdin, as a person would. */
-export function spawnKith(args: string[], home: string): Interactive {
+export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv = {}): Interactive {
   const child = spawn(kithBin, args, {
-    env: { ...process.env, KITH_HOME: home },
+    env: { ...process.env, ...env, KITH_HOME: home },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
   let out = ''
@@ -170,6 +170,8 @@ export function spawnKith(args: string[], home: string): Interactive {
   }
   child.stdout.on('data', onData)
   child.stderr.on('data', onData)
+  // Typing into a program that has already ended (EPIPE) is what a person may do too: harmless.
+  child.stdin.on('error', () => undefined)
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   onTestFinished(() => {
     if (child.exitCode === null) child.kill('SIGKILL')

@@ -8,6 +8,7 @@ import {
   type NostrEvent,
 } from '../../src/events/event.js'
 import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
+import type { VerifyPool } from '../../src/hub/verify-pool.js'
 import { RawClient } from './raw-client.js'
 import { tempDir } from './tmp.js'
 
@@ -22,6 +23,10 @@ export interface TestHub {
   /** A connected, unauthenticated client closed after the test. */
   connect: () => Promise<RawClient>
   sign: (t: Partial<EventTemplate>, sk?: Uint8Array) => NostrEvent
+  /** The hub's log lines so far. */
+  logs: string[]
+  /** Resolves with the first log line (past or future) that matches. */
+  logged: (match: RegExp, timeoutMs?: number) => Promise<string>
 }
 
 /** A real hub on 127.0.0.1, port 0, with a real sqlite file in a temp dir; closed after the test. */
@@ -29,12 +34,23 @@ export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<Test
   const dir = tempDir('kith-hub-')
   const ownerSk = generateSecretKey()
   const owner = publicKeyOf(ownerSk)
+  const logs: string[] = []
+  let waiters: { match: RegExp; resolve: (line: string) => void }[] = []
   const hub = await startHub({
     port: 0,
     dbPath: join(dir, 'hub.db'),
     founder: owner,
     verifyWorkers: 0,
     ...opts,
+    log: (line) => {
+      logs.push(line)
+      opts.log?.(line)
+      waiters = waiters.filter((w) => {
+        if (!w.match.test(line)) return true
+        w.resolve(line)
+        return false
+      })
+    },
   })
   const clients: RawClient[] = []
   onTestFinished(async () => {
@@ -59,6 +75,27 @@ export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<Test
       if (ok[2] !== true) throw new Error(`AUTH refused: ${String(ok[3])}`)
       return c
     },
+    logs,
+    logged: (match, timeoutMs = 15_000) => {
+      const seen = logs.find((l) => match.test(l))
+      if (seen !== undefined) return Promise.resolve(seen)
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(`no log line matching ${match} in ${timeoutMs} ms: ${logs.join(' | ')}`),
+            ),
+          timeoutMs,
+        )
+        waiters.push({
+          match,
+          resolve: (line) => {
+            clearTimeout(timer)
+            resolve(line)
+          },
+        })
+      })
+    },
     sign: (t, sk = ownerSk) =>
       signEvent(
         {
@@ -77,4 +114,18 @@ export async function connectRaw(url: string): Promise<RawClient> {
   const c = await RawClient.connect(url)
   onTestFinished(() => c.close())
   return c
+}
+
+/**
+ * A verification pool with real worker threads, closed after the test. The worker file only
+ * exists compiled, so this is the built pool (npm test builds first).
+ */
+export async function workerPool(workers = 1): Promise<VerifyPool> {
+  const distPool = '../../dist/hub/verify-pool.js'
+  const { VerifyPool: Built } = (await import(
+    distPool
+  )) as typeof import('../../src/hub/verify-pool.js')
+  const pool = await Built.create(workers)
+  onTestFinished(() => pool.close())
+  return pool
 }

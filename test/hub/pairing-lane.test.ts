@@ -99,13 +99,13 @@ describe('the hub pairing lane', () => {
     const onBurn = (party: string) => burns.push(party)
     expect(lane.join('a', 'room', onBurn)).toBeUndefined()
     now = 5 * 60_000 + 1
-    expect(lane.join('b', 'room', onBurn)).toBe('pairing: this code expired')
+    expect(lane.join('b', 'room', onBurn)).toBe('restricted: pairing: this code expired')
     // After both parties of a finished pairing left, the code is "already used".
     expect(lane.join('x', 'room2', onBurn)).toBeUndefined()
     expect(lane.join('y', 'room2', onBurn)).toBeUndefined()
     lane.drop('x')
     lane.drop('y')
-    expect(lane.join('z', 'room2', onBurn)).toBe('pairing: this code was already used')
+    expect(lane.join('z', 'room2', onBurn)).toBe('restricted: pairing: this code was already used')
     expect(burns).toEqual([])
   })
 })

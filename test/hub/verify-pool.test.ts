@@ -25,10 +25,14 @@ describe('VerifyPool (worker threads)', () => {
     }
   })
 
-  it('rejects what a dead worker held, then keeps serving with a respawned one', async () => {
+  it('rejects what a dead worker held, then keeps serving with a new one', async () => {
     const pool = await VerifyPool.create(1)
     try {
       const e = signEvent({ kind: 9, created_at: 1, tags: [], content: 'x' }, sk)
+      // Workers start on demand: the first request starts one.
+      expect(pool.running).toBe(0)
+      expect(await pool.verify(e)).toBe('ok')
+      expect(pool.running).toBe(1)
       const slots = (pool as unknown as { slots: { worker: { terminate(): Promise<number> } }[] })
         .slots
       const pending = pool.verify(e)
@@ -36,8 +40,70 @@ describe('VerifyPool (worker threads)', () => {
       await new Promise((r) => setImmediate(r))
       await slots[0]!.worker.terminate()
       await expect(pending).rejects.toMatchObject({ code: 'error' })
-      await expect.poll(() => slots.length).toBe(1)
-      await expect.poll(async () => pool.verify(e)).toBe('ok')
+      await expect.poll(() => slots.length).toBe(0)
+      expect(await pool.verify(e)).toBe('ok')
+      expect(pool.running).toBe(1)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('starts no worker until there is work, and lets an idle one exit', async () => {
+    const pool = await VerifyPool.create(2, { idleMs: 1000 })
+    try {
+      expect(pool.running).toBe(0)
+      const events = Array.from({ length: 64 }, (_, i) =>
+        signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
+      )
+      const results = await Promise.all(events.map((e) => pool.verify(e)))
+      expect(results.every((r) => r === 'ok')).toBe(true)
+      // A backlog of 64 started the second worker too.
+      expect(pool.running).toBe(2)
+      expect(pool.verified).toBe(64)
+      await expect.poll(() => pool.running, { timeout: 10_000 }).toBe(0)
+      expect(await pool.verify(events[0]!)).toBe('ok')
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('serves members first: strangers have a few checks with the workers at a time', async () => {
+    const pool = await VerifyPool.create(1, { strangerInFlight: 4 })
+    try {
+      const events = Array.from({ length: 40 }, (_, i) =>
+        signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
+      )
+      await pool.verify(events[0]!)
+      const order: string[] = []
+      const strangers = events
+        .slice(0, 20)
+        .map((e) => pool.verify(e, undefined, 'stranger').then(() => order.push('s')))
+      const members = events
+        .slice(20)
+        .map((e) => pool.verify(e, undefined, 'member').then(() => order.push('m')))
+      await Promise.all([...strangers, ...members])
+      // Every member check finished after at most one batch of 4 strangers' checks.
+      expect(order.lastIndexOf('m')).toBeLessThan(4 + 20)
+      expect(order.filter((o) => o === 's')).toHaveLength(20)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('lets the main thread check what one worker has no room for, with the same answers', async () => {
+    const pool = await VerifyPool.create(1, { helpInline: true })
+    try {
+      const good = Array.from({ length: 300 }, (_, i) =>
+        signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
+      )
+      const badId = { ...good[0]!, content: 'tampered' }
+      const badSig = { ...good[1]!, sig: good[2]!.sig }
+      const results = await Promise.all([...good, badId, badSig].map((e) => pool.verify(e)))
+      expect(results.slice(0, 300).every((r) => r === 'ok')).toBe(true)
+      expect(results.slice(300)).toEqual(['bad-id', 'bad-sig'])
+      expect(pool.running).toBe(1)
+      expect(pool.verified).toBe(302)
+      expect(pool.inFlight).toBe(0)
     } finally {
       await pool.close()
     }

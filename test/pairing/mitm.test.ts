@@ -71,7 +71,7 @@ describe('a man in the middle on the pairing lane', () => {
     expect(failCode(() => r2.session.handle(j2.confirm(device), now))).toBe('mac-failed')
     // And Mallory cannot make a CONFIRM_I that R accepts: she never had R's keys.
     const fake = { t: 'confirm-i', mac: '0'.repeat(64), box: 'AAAA' } as PairMessage
-    expect(failCode(() => joiner.accept(fake, device.pubkey))).toBe('out-of-order')
+    expect(failCode(() => joiner.accept(fake, device.pubkey, now))).toBe('out-of-order')
   })
 })
 

@@ -1,16 +1,24 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { publicKeyOf, signEvent } from '../../src/events/event.js'
-import { makeGrant } from '../../src/grants/grant.js'
+import { publicKeyOf } from '../../src/events/event.js'
 import { decodePairingCode, encodePairingCode } from '../../src/pairing/protocol/code.js'
 import { PairError } from '../../src/pairing/protocol/errors.js'
 import { commitment as commitOf } from '../../src/pairing/protocol/crypto.js'
 import {
   JoinerSession,
   parsePairMessage,
+  type Enrollment,
   type PairMessage,
 } from '../../src/pairing/protocol/session.js'
-import { enrollmentFor, honestRun, newInviter, now } from './helpers.js'
+import {
+  deepOwner,
+  deliver,
+  enrollmentFor,
+  grantOf,
+  honestRun,
+  newInviter,
+  now,
+} from './helpers.js'
 
 function code(fn: () => unknown): string | undefined {
   try {
@@ -29,8 +37,9 @@ describe('kith-pair/1 between honest parties', () => {
     const confirmR = joiner.confirm(device)
     inviter.handle(confirmR, now)
     expect(inviter.proof).toMatchObject({ device: device.pubkey, name: 'devbox' })
-    const confirmI = inviter.finish(enrollmentFor(ownerSk, device.pubkey))
-    const { enrollment, ack } = joiner.accept(confirmI, device.pubkey)
+    const messages = inviter.finish(enrollmentFor(ownerSk, device.secret))
+    expect(messages.map((m) => m.t)).toEqual(['confirm-i'])
+    const { enrollment, ack } = deliver(joiner, messages, device.pubkey)!
     expect(enrollment.grant.pubkey).toBe(publicKeyOf(ownerSk))
     inviter.handle(ack, now)
     expect(inviter.done && joiner.done).toBe(true)
@@ -131,43 +140,40 @@ describe('kith-pair/1 refusals, each with its own code', () => {
     const { inviter, joiner, device } = honestRun()
     inviter.handle(joiner.confirm(device), now)
     const mallory = generateSecretKey()
-    const forged = {
-      grant: signEvent(
-        makeGrant(
-          {
-            subject: device.pubkey,
-            role: 'device',
-            fleet: publicKeyOf(mallory),
-            proof: '0'.repeat(128),
-          },
-          now,
-        ),
-        mallory,
-      ),
+    const forged: Enrollment = {
+      grant: grantOf(mallory, device.secret, { fleet: publicKeyOf(mallory), role: 'device' }),
       chain: [],
       fleet: publicKeyOf(mallory),
       hubs: [],
-      revocations: [],
     }
-    expect(code(() => joiner.accept(inviter.finish(forged), device.pubkey))).toBe('wrong-owner')
+    expect(code(() => deliver(joiner, inviter.finish(forged), device.pubkey))).toBe('wrong-owner')
     const r2 = honestRun()
     r2.inviter.handle(r2.joiner.confirm(r2.device), now)
-    const forOther = enrollmentFor(r2.ownerSk, publicKeyOf(generateSecretKey()))
-    expect(code(() => r2.joiner.accept(r2.inviter.finish(forOther), r2.device.pubkey))).toBe(
+    const forOther = enrollmentFor(r2.ownerSk, generateSecretKey())
+    expect(code(() => deliver(r2.joiner, r2.inviter.finish(forOther), r2.device.pubkey))).toBe(
       'wrong-owner',
     )
   })
 
-  it('an abort from the other side, and a code reused after success', () => {
-    const { session: inviter } = newInviter()
-    expect(code(() => inviter.handle({ t: 'abort', reason: 'declined' }, now))).toBe('declined')
-    expect(code(() => inviter.handle({ t: 'abort', reason: 'nonsense' as never }, now))).toBe(
-      'aborted',
-    )
+  it('a grant whose chain does not lead from the fleet to the owner', () => {
+    // The inviting owner sits below the founder, but the chain sent leaves its own grant out.
+    const { founder, ownerSk, chain } = deepOwner(2)
+    const { inviter, joiner, device } = honestRun({}, ownerSk)
+    inviter.handle(joiner.confirm(device), now)
+    const grant = grantOf(ownerSk, device.secret, {
+      fleet: founder,
+      role: 'device',
+      parent: chain[1]!.id,
+    })
+    const broken = { grant, chain: chain.slice(0, 1), fleet: founder, hubs: [] }
+    expect(code(() => deliver(joiner, inviter.finish(broken), device.pubkey))).toBe('wrong-owner')
+  })
+
+  it('a code reused after success', () => {
     const { inviter: done, joiner, device, ownerSk } = honestRun()
     done.handle(joiner.confirm(device), now)
     done.handle(
-      joiner.accept(done.finish(enrollmentFor(ownerSk, device.pubkey)), device.pubkey).ack,
+      deliver(joiner, done.finish(enrollmentFor(ownerSk, device.secret)), device.pubkey)!.ack,
       now,
     )
     // The same code again: the inviter's session is finished and takes no new COMMIT.

@@ -99,8 +99,10 @@ describe(
       expect((thief as PairError).code).toBe('third-party')
       const err = await lane.next(5_000).catch((e: unknown) => e)
       expect((err as PairError).code).toBe('third-party')
+      // The same words as the CLI's screen, with the hub's own.
       expect((err as PairError).message).toBe(
-        'Another device tried to use this code; cancelled for safety.',
+        'Another device tried to use this code; cancelled for safety.\n' +
+          '  reason: restricted: pairing: another device tried to use this code; cancelled for safety',
       )
       lane.close()
       pair.child.kill('SIGTERM')

@@ -29,6 +29,7 @@ const v = JSON.parse(readFileSync(new URL('../vectors/pairing.json', import.meta
   transcript_hash: string
   sas: string
   keys: { confirm: string; joiner_to_inviter: string; inviter_to_joiner: string }
+  abort: PairMessage
 }
 
 describe('kith-pair/1 frozen vectors (test/vectors/pairing.json)', () => {
@@ -65,5 +66,12 @@ describe('kith-pair/1 frozen vectors (test/vectors/pairing.json)', () => {
       joiner_to_inviter: bytesToHex(keys.joinerToInviter),
       inviter_to_joiner: bytesToHex(keys.inviterToJoiner),
     }).toEqual(v.keys)
+    // The joiner's authenticated abort, and the inviter taking it as the joiner's own reason.
+    expect(joiner.abort('hub-refused', 'invalid: pairing frames are at most 4096 bytes')).toEqual(
+      v.abort,
+    )
+    expect(() => inviter.handle(v.abort, input.now)).toThrow(
+      /hub refused a pairing message[\s\S]*on the other machine: invalid: pairing frames/,
+    )
   })
 })

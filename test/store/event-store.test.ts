@@ -2,6 +2,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent, type EventTemplate, type NostrEvent } from '../../src/events/event.js'
+import { openDatabase } from '../../src/store/db.js'
+import { eventStoreMigrations } from '../../src/store/event-schema.js'
 import { EventStore } from '../../src/store/event-store.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -103,6 +105,89 @@ describe('EventStore', () => {
     const [low, high] = t1.id < t2.id ? [t1, t2] : [t2, t1]
     store.insertBatch([high, low])
     expect(ids(store.query([{ kinds: [10002] }], limits))).toEqual([low.id])
+    store.close()
+  })
+
+  it('keeps every version of a channel definition aside, serving only the newest', () => {
+    const store = openStore()
+    const v = (at: number, key = sk) =>
+      ev({ kind: 34140, created_at: at, tags: [['d', 'ops']], content: `v${at}` }, key)
+    const [v1, v2, v3, other] = [v(10), v(20), v(5), v(7, sk2)]
+    expect(store.insertBatch([v1, v2, v3, other])).toEqual([
+      'stored',
+      'stored',
+      'superseded',
+      'stored',
+    ])
+    // Readers get the newest of each address, as NIP-01 says.
+    expect(ids(store.query([{ kinds: [34140] }], limits)).sort()).toEqual(ids([v2, other]).sort())
+    // The channel book gets the whole set, replaced and late-arriving versions included.
+    expect(ids([...store.allVersionsOfKind(34140)])).toEqual(ids([v3, other, v1, v2]))
+    expect(store.getEvent(v1.id)).toEqual(v1)
+    expect(store.getEvent(v2.id)).toEqual(v2)
+    expect(store.getEvent('f'.repeat(64))).toBeUndefined()
+    // Other addressable kinds are replaced as before, with nothing kept.
+    store.insertBatch([ev({ kind: 30000, created_at: 1, tags: [['d', 'x']] })])
+    expect([...store.allVersionsOfKind(30000)]).toEqual([])
+    store.close()
+  })
+
+  it('answers the earliest event of each key in each channel', () => {
+    const store = openStore()
+    store.insertBatch([
+      ev({ created_at: 30, tags: [['h', 'ops']] }),
+      ev({ created_at: 20, tags: [['h', 'ops']] }),
+      ev({ created_at: 25, tags: [['h', 'ops']] }, sk2),
+      ev(
+        {
+          created_at: 40,
+          tags: [
+            ['h', 'dev'],
+            ['h', 'ops'],
+          ],
+        },
+        sk2,
+      ),
+      ev({ created_at: 1, tags: [['d', 'ops']], kind: 30000 }),
+      ev({ created_at: 2, tags: [['e', 'a'.repeat(64)]] }),
+    ])
+    const rows = store
+      .earliestInChannels()
+      .sort((a, b) => (a.channel + a.pubkey < b.channel + b.pubkey ? -1 : 1))
+    const [pk, pk2] = [ev({}).pubkey, ev({}, sk2).pubkey]
+    expect(rows).toEqual(
+      [
+        { channel: 'dev', pubkey: pk2, createdAt: 40 },
+        { channel: 'ops', pubkey: pk, createdAt: 20 },
+        { channel: 'ops', pubkey: pk2, createdAt: 25 },
+      ].sort((a, b) => (a.channel + a.pubkey < b.channel + b.pubkey ? -1 : 1)),
+    )
+    store.close()
+  })
+
+  it('keeps the channel definitions a store held before it kept versions', () => {
+    const path = join(tempDir(), 'old.db')
+    const def = ev({ kind: 34140, created_at: 3, tags: [['d', 'ops']] })
+    const old = openDatabase(path, eventStoreMigrations.slice(0, 1))
+    old
+      .prepare(
+        'INSERT INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(
+        def.id,
+        def.pubkey,
+        def.kind,
+        def.created_at,
+        `34140:${def.pubkey}:ops`,
+        JSON.stringify(def),
+      )
+    old.close()
+    const store = new EventStore(path)
+    expect([...store.allVersionsOfKind(34140)]).toEqual([def])
+    // Taken as admitted by the rules of their time; what comes later is not legacy.
+    expect(store.legacyVersionIds(34140)).toEqual([def.id])
+    store.insertBatch([ev({ kind: 34140, created_at: 4, tags: [['d', 'ops']] })])
+    expect(store.legacyVersionIds(34140)).toEqual([def.id])
     store.close()
   })
 

@@ -4,6 +4,8 @@ import { openDatabase } from '../../src/store/db.js'
 import { nodeDbFile, NodeStore } from '../../src/store/node-store.js'
 import { nodeMigrations } from '../../src/store/node-schema.js'
 import { tempDir } from '../helpers/tmp.js'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { signEvent } from '../../src/events/event.js'
 
 describe('node.db agent sessions', () => {
   it('keeps a session saved before mode and model were kept, and stores both after', () => {
@@ -41,6 +43,43 @@ describe('node.db agent sessions', () => {
       })
       expect(store.agentSessionCount('a1')).toBe(2)
       expect(store.agentSessionCount('nobody')).toBe(0)
+    } finally {
+      store.close()
+    }
+  })
+
+  it('keeps every definition its outbox still has when it starts keeping versions', () => {
+    const home = tempDir()
+    const sk = generateSecretKey()
+    const v = (at: number) =>
+      signEvent({ kind: 34140, created_at: at, tags: [['d', 'ops']], content: '' }, sk)
+    const [v1, v2] = [v(1), v(2)]
+    const old = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -2))
+    const enqueue = old.prepare('INSERT INTO outbox (event_id, raw, queued_at) VALUES (?, ?, ?)')
+    enqueue.run(v1.id, JSON.stringify(v1), 1)
+    enqueue.run(v2.id, JSON.stringify(v2), 2)
+    old
+      .prepare(
+        'INSERT INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
+      )
+      .run(v2.id, v2.pubkey, 34140, 2, `34140:${v2.pubkey}:ops`, JSON.stringify(v2))
+    old.close()
+    const store = new NodeStore(home)
+    try {
+      expect([...store.events.allVersionsOfKind(34140)]).toEqual([v1, v2])
+      expect(store.events.legacyVersionIds(34140).sort()).toEqual([v1.id, v2.id].sort())
+      expect(store.events.getEvent(v1.id)).toEqual(v1)
+      // Which hub holds what: marked, or accepted from the outbox.
+      expect(store.hubHolds(v1.id, 'ws://a')).toBe(false)
+      store.markHeld([v1.id], 'ws://a')
+      store.recordDelivery(v2.id, 'ws://b', true, '', 3)
+      store.recordDelivery(v1.id, 'ws://b', false, 'no', 3)
+      expect([
+        store.hubHolds(v1.id, 'ws://a'),
+        store.hubHolds(v2.id, 'ws://a'),
+        store.hubHolds(v2.id, 'ws://b'),
+        store.hubHolds(v1.id, 'ws://b'),
+      ]).toEqual([true, false, true, false])
     } finally {
       store.close()
     }

@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// Callbacks given to page.evaluate run in the browser.
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
@@ -159,7 +161,7 @@ describe(
       await threadPane
         .getByText('you said: thanks, echo tests are green')
         .waitFor({ timeout: 20_000 })
-      await threadPane.getByText('Fixed the typo').waitFor()
+      await threadPane.getByText('Fixed the typo').first().waitFor()
       await snap(page, 'thread')
       await threadPane.getByRole('button', { name: 'Close' }).click()
 

@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// Callbacks given to page.evaluate run in the browser.
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { startWebServer } from '../../src/web/serve.js'
 import { launchChromium, snap, watchedPage } from '../helpers/browser.js'

@@ -5,7 +5,10 @@ import type { FleetNode } from '../../node/fleet.js'
 import { NodeStore } from '../../store/node-store.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
+import type { DeviceStatus } from '../../node/daemon.js'
+import { Names } from '../../node/names.js'
 import { connectDaemon } from './chat-common.js'
+import { keyRows } from './fleet-common.js'
 
 /** What a running node says about one of its agents (`status` over the control socket). */
 interface LiveAgent {
@@ -83,19 +86,24 @@ export async function agentRows(node: FleetNode, now: number): Promise<AgentRow[
   }
 }
 
-/** `kith agent list`: one line per agent (or `--json`). */
+/**
+ * `kith agent list`: one line per agent (or `--json`); agents whose key is no longer granted
+ * (revoked, expired) only with `all`.
+ */
 export async function listAgents(
   node: FleetNode,
   now: number,
-  json: boolean,
+  opts: { json: boolean; all: boolean },
   out: Out,
 ): Promise<number> {
-  const rows = await agentRows(node, now)
-  if (json) {
-    out.json({ agents: rows })
+  const every = await agentRows(node, now)
+  const rows = opts.all ? every : every.filter((r) => r.status === 'active')
+  const hidden = every.length - rows.length
+  if (opts.json) {
+    out.json({ agents: rows, hidden })
     return 0
   }
-  if (rows.length === 0) out.line('no agents on this node: kith agent add NAME')
+  if (every.length === 0) out.line('no agents on this node: kith agent add NAME')
   for (const r of rows) {
     out.line(`${r.name.padEnd(16)} ${r.npub}  ${r.status}`)
     if (r.command === null) {
@@ -112,6 +120,10 @@ export async function listAgents(
     )
     out.line(`  runs ${r.command.join(' ')} in ${r.cwd ?? '?'}`)
   }
+  if (hidden > 0)
+    out.line(
+      `(${hidden} agent${hidden === 1 ? '' : 's'} no longer granted, not shown: kith agent list --all; kith agent rm NAME forgets one)`,
+    )
   return 0
 }
 
@@ -123,4 +135,87 @@ function policyText(p: AgentPolicy | undefined): string | string[] {
 function listed(p: string | string[] | null): string {
   if (p === null) return 'owner'
   return typeof p === 'string' ? p : `owner, ${p.join(', ')}`
+}
+
+/** An agent of the fleet as `kith agent list --fleet` shows it. */
+export interface FleetAgentRow {
+  name: string
+  npub: string
+  /** Whose it is, when not this node's own person's. */
+  person: string | null
+  /** Its grant's state: active, or why not. */
+  status: string
+  /** The device that reports hosting it (presence), if any is online. */
+  host: string | null
+  /**
+   * Its state as its host reports it (idle, working, awaiting-permission, crashed, …);
+   * `not reported` when no online device reports hosting it; null without kith up running.
+   */
+  state: string | null
+}
+
+/**
+ * `kith agent list --fleet`: every agent of the fleet (its grants), where each runs and its state
+ * from the running node's presence (kith-chat/1), so a laptop sees whether a devbox's agent is
+ * idle, working or waiting for a permission answer.
+ */
+export async function listFleetAgents(
+  node: FleetNode,
+  now: number,
+  opts: { json: boolean; all: boolean },
+  out: Out,
+): Promise<number> {
+  const daemon = await connectDaemon()
+  let devices: DeviceStatus[] | undefined
+  if (daemon !== undefined) {
+    try {
+      devices = (await daemon.request<{ devices?: DeviceStatus[] }>('status')).devices
+    } finally {
+      daemon.close()
+    }
+  }
+  const store = new NodeStore(node.id.home)
+  let every: FleetAgentRow[]
+  try {
+    const names = new Names(node.book.verifier, store.events, node.id.devicePubkey)
+    every = keyRows(node, 'agent', now).map((r) => {
+      const who = names.who(r.pubkey)
+      const host = devices?.find((d) => d.agents.some((a) => a.pubkey === r.pubkey))
+      return {
+        name: who.name,
+        npub: r.npub,
+        person: who.mine ? null : (who.person ?? null),
+        status: r.status,
+        host: host?.name ?? null,
+        state:
+          devices === undefined
+            ? null
+            : (host?.agents.find((a) => a.pubkey === r.pubkey)?.state ?? 'not reported'),
+      }
+    })
+  } finally {
+    store.close()
+  }
+  const rows = opts.all ? every : every.filter((r) => r.status === 'active')
+  const hidden = every.length - rows.length
+  if (opts.json) {
+    out.json({ agents: rows, hidden, presence: devices !== undefined })
+    return 0
+  }
+  if (every.length === 0) out.line('no agents in this fleet: kith agent add NAME')
+  for (const r of rows) {
+    const name = `${r.name}${r.person === null ? '' : ` [agent of ${r.person}]`}`
+    const where =
+      r.state === null
+        ? 'state unknown (kith up is not running here: presence is live)'
+        : r.host === null
+          ? 'not reported by any online device (its node is down, or does not run it)'
+          : `${r.state} on ${r.host}`
+    out.line(`${name.padEnd(24)} ${r.status === 'active' ? where : r.status}`)
+  }
+  if (hidden > 0)
+    out.line(
+      `(${hidden} agent${hidden === 1 ? '' : 's'} no longer granted, not shown: --all shows them)`,
+    )
+  return 0
 }

@@ -1,10 +1,12 @@
+import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
-import { authConditions, makeAuthTag } from '../../grants/nip-oa.js'
+import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
   checkAgentName,
   createAgentKey,
   listAgentRecords,
+  removeAgentFiles,
   writeAgentRecord,
 } from '../../identity/agents.js'
 import { syncHubs } from '../../node/fleet.js'
@@ -25,7 +27,8 @@ import {
 } from './fleet-common.js'
 import { describeReports } from '../../node/fleet.js'
 import { parsePermissionsMode } from '../../acp/permission-policy.js'
-import { listAgents } from './agent-list.js'
+import { listAgents, listFleetAgents } from './agent-list.js'
+import { commandProblem } from '../../acp/command-check.js'
 import { runAgentLogs } from './agent-logs.js'
 import { describePolicy } from '../../grants/policy.js'
 
@@ -35,9 +38,10 @@ export const agentHelp = `Usage:
                       [--permissions ask|allow-reads|allow-all] [--env NAME,…]
                       [-- COMMAND ARGS…]
   kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]
-  kith agent list [--json]
+  kith agent list [--fleet] [--all] [--json]
   kith agent logs NAME [--lines N] [--follow]
   kith agent revoke NAME|NPUB [--json]
+  kith agent rm NAME
 
 add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the agent process
         never sees it) and a grant for it: from the owner when the owner key is here, otherwise
@@ -58,13 +62,20 @@ add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the 
         (see the README: What an agent can reach).
         --env passes these variables through from kith up's environment (for example an API
         key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
-        USER and the like. KITH_* variables are never passed.
+        USER and the like. KITH_* variables are never passed. The command is checked: one that
+        is not on PATH (or not an executable file) is added with a warning, since kith up could
+        not start it (a failed start is also in kith agent logs NAME).
 set     changes those settings of an agent hosted here; a running node applies them at once.
 list    the agents hosted on this node: grant state, permissions, and under kith up the
-        process state, adapter, queue and sessions.
+        process state, adapter, queue and sessions. --fleet: every agent of the fleet, where it
+        runs and its state (idle, working, awaiting-permission, crashed…) as its node reports
+        it (needs kith up here). Agents no longer granted (revoked, expired) show with --all.
 logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
-        new agent to restore.`
+        new agent to restore. A turn it is running is stopped, and each prompt it had taken is
+        told so in its channel.
+rm      forgets a revoked (or expired) agent on this node: its key file, record and log. Its
+        revocation stays. The name is then free for kith agent add (with a new key).`
 
 function parseList(text: string | undefined, what: string): string[] | undefined {
   if (text === undefined) return undefined
@@ -90,6 +101,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       permissions: { type: 'string' },
       env: { type: 'string' },
       json: { type: 'boolean' },
+      all: { type: 'boolean' },
+      fleet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     agentHelp,
@@ -126,8 +139,26 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       if (name === undefined)
         throw new KithError('usage', `kith agent add needs a NAME\n\n${agentHelp}`)
       checkAgentName(name)
-      if (listAgentRecords(id.home).some((a) => a.name === name)) {
-        throw new KithError('key-exists', `an agent named ${name} already exists on this node`)
+      const existing = listAgentRecords(id.home).find((a) => a.name === name)
+      if (existing !== undefined) {
+        const d = book.authorize(existing.pubkey, now)
+        throw new KithError(
+          'key-exists',
+          d.ok
+            ? `an agent named ${name} already exists on this node (kith agent set ${name} changes its settings)`
+            : `an agent named ${name} existed here and is ${d.code}: kith agent rm ${name} forgets it, then add it again`,
+        )
+      }
+      const cwd = resolve(values.cwd ?? process.cwd())
+      const warnings: string[] = []
+      if (command !== undefined) {
+        if (!existsSync(cwd))
+          throw new KithError('usage', `--cwd: ${cwd} does not exist (the agent would run there)`)
+        const problem = commandProblem(command[0]!, cwd)
+        if (problem !== undefined)
+          warnings.push(
+            `${problem}: kith up could not start it. Install it, or add the agent again with its full path (kith agent revoke ${name}; kith agent rm ${name})`,
+          )
       }
       const kinds = parseList(values.kinds, 'kinds')?.map((k) => {
         if (!/^\d{1,5}$/.test(k) || Number(k) > 65535)
@@ -170,23 +201,26 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         issuerSecret,
         now,
       )
-      const authTag = makeAuthTag(
-        issuerSecret,
-        key.pubkey,
-        authConditions({ ...(kinds ? { kinds } : {}), ...(exp ? { exp } : {}) }),
-      )
+      // NIP-OA: one signed condition set per kind the grant allows, each bounded by the
+      // effective window of the whole chain (a parent's expiry binds the agent too).
+      const position = book.verifier.positionOf(grant.id)
+      const authTags = authConditionSets({
+        ...(position?.kinds === undefined ? {} : { kinds: [...position.kinds] }),
+        ...(position?.nbf === undefined ? {} : { nbf: position.nbf }),
+        ...(position?.exp === undefined ? {} : { exp: position.exp }),
+      }).map((conditions) => makeAuthTag(issuerSecret, key.pubkey, conditions))
       key.secret.fill(0)
       writeAgentRecord(id.home, {
         name,
         pubkey: key.pubkey,
         grant: grant.id,
-        authTag,
+        authTags,
         createdAt: now,
         ...(command === undefined
           ? {}
           : {
               command,
-              cwd: resolve(values.cwd ?? process.cwd()),
+              cwd,
               allow: allow ?? 'owner',
               approvers: approvers ?? 'owner',
               permissions: permissions ?? 'ask',
@@ -196,9 +230,11 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       const reports = await syncHubs(node, now, (l) => out.err(l))
       // A running node hosts it at once (no restart needed).
       const live = command === undefined ? false : await notifyDaemon('agents-changed')
+      for (const w of warnings) out.err(`⚠ ${w}`)
       if (values.json) {
         out.json({
           name,
+          warnings,
           hosted: live,
           agent: npub(key.pubkey),
           grant: grant.id,
@@ -268,7 +304,32 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     }
     if (sub === 'list') {
       if (name !== undefined) throw new KithError('usage', 'kith agent list takes no arguments')
-      return listAgents(node, now, values.json ?? false, out)
+      const opts = { json: values.json ?? false, all: values.all ?? false }
+      return values.fleet ? listFleetAgents(node, now, opts, out) : listAgents(node, now, opts, out)
+    }
+    if (sub === 'rm') {
+      if (name === undefined)
+        throw new KithError('usage', `kith agent rm needs a NAME\n\n${agentHelp}`)
+      const record = listAgentRecords(id.home).find((a) => a.name === name)
+      if (record === undefined)
+        throw new KithError(
+          'not-found',
+          `no agent named ${name} on this node (kith agent list --all)`,
+        )
+      const d = book.authorize(record.pubkey, now)
+      if (d.ok)
+        throw new KithError(
+          'usage',
+          `${name} is still granted: kith agent revoke ${name} first (rm only forgets an agent whose key no longer counts)`,
+        )
+      removeAgentFiles(id.home, name)
+      await notifyDaemon('agents-changed')
+      if (values.json) out.json({ removed: name, agent: npub(record.pubkey), was: d.code })
+      else
+        out.line(
+          `forgot ${name} ${npub(record.pubkey)} (${d.code}; its revocation stays): the name is free for kith agent add`,
+        )
+      return 0
     }
     if (sub === 'revoke') {
       if (name === undefined)

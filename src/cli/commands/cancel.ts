@@ -11,7 +11,9 @@ any device of the agent's owner. AGENT is a name as in a mention (alice/helper w
 ambiguous). The cancel names the prompts still waiting for an answer there, as this node knows
 them: the hosting node stops a turn only if it runs one of those, and ignores a cancel older
 than 5 minutes. The agent gets ACP session/cancel; one still busy after a 5 s grace window is
-stopped and restarted. Needs the node running (kith up).`
+stopped and restarted. When this node knows that nothing is running there (the agent is hosted
+here and idle, or its node reported it idle since), it sends nothing and says so (exit 5).
+Needs the node running (kith up).`
 
 export async function runCancel(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -35,13 +37,14 @@ export async function runCancel(argv: string[], out: Out): Promise<number> {
   try {
     const channel = parseChannel(positionals[0]!)
     const agent = positionals[1]?.replace(/^@/, '')
-    const r = await daemon.request<{ prompts: number }>('cancel', {
+    const r = await daemon.request<{ prompts: number; warning?: string }>('cancel', {
       channel,
       ...(agent ? { agent } : {}),
     })
     out.line(
       `cancel sent to ${agent ? `@${agent}` : 'the agents'} in #${channel} (for ${r.prompts} open prompt${r.prompts === 1 ? '' : 's'})`,
     )
+    if (r.warning !== undefined) out.err(`⚠ ${r.warning}`)
     return 0
   } finally {
     daemon.close()

@@ -1,26 +1,55 @@
-import { createInterface } from 'node:readline'
-import { clearLine, cursorTo, moveCursor } from 'node:readline'
+import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
 import { KithError } from '../../errors.js'
-import { parseChannel } from '../../events/chat.js'
+import { parseChannel, threadOf } from '../../events/chat.js'
+import type { OpenCard } from '../../node/agent-permissions.js'
 import type { ChatItem, WatchFrame } from '../../node/daemon.js'
-import { describeUpdate } from './watch.js'
+import { unknownChannelNote } from '../../node/daemon.js'
+import type { ControlClient } from '../../node/control.js'
 import { parseCommandArgs } from '../args.js'
+import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat, permissionContent } from './chat-common.js'
+import { describeUpdate, type Update } from '../transcript.js'
+import { connectDaemon, formatChat, permissionContent, stdoutLayout } from './chat-common.js'
+import { wrap } from '../terminal-text.js'
 
 type Option = { optionId: string; name: string; kind?: string }
 
 export const chatHelp = `Usage: kith chat [#channel]
 
 Interactive chat in a channel (default #general) through the running node (kith up): recent
-history, then live messages with each author's name and role; type a line to send it.
+history, then live messages with each author's name and role; type a line to send it. Agents'
+answers are laid out for the terminal (wrapped, lists and code set off), each with what it
+answers; while an agent works, a line says so and its tool calls show as progress.
+  Multi-line messages: paste them (a paste is one message: Enter sends it), or end a line
+  with \\ to go on in the next one.
   /join #other   switch channel      /who       what this is
-  /allow N [OPTION]  answer permission card N (the number on the card: [card N]) with its
-                 "allow once" option, or with option number OPTION; /reject N rejects it
+  /cards         the permission cards still open here, numbered
+  /allow [CARD] [OPTION]   answer a card with its "allow once" option, or option number
+                 OPTION; CARD is its number ([card N]), its request id, or @agent (its one open
+                 card); without CARD, the one card open here. /reject [CARD] rejects it.
+                 The answer names the card it answered; when several could be meant, it asks.
   /cancel [name] cancel the turn of the agents (or one agent) working in this channel
   /interrupt @agent TEXT   stop the agent's turn here and run TEXT next
+  /drop          discard the lines gathered for a multi-line message
   /quit          leave (or Ctrl-D)    /help      this list
-Plain terminal output: works inside tmux and over SSH.`
+Plain terminal output: works inside tmux and over SSH (NO_COLOR turns colors off).`
+
+interface Card {
+  id: string
+  agent: string
+  title: string
+  options: Option[]
+  channel: string | undefined
+}
+
+/** An agent turn under way, as the observer frames tell it (for the "working" line). */
+interface Turn {
+  agent: string
+  since: number
+  thinking: boolean
+  /** A card of this turn is waiting for a person. */
+  waiting: boolean
+}
 
 export async function runChat(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -40,173 +69,446 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
       'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
     )
   }
-  const tty = process.stdin.isTTY === true
+  const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
-  const prompt = () => {
-    rl.setPrompt(`#${channel}> `)
-    if (tty) rl.prompt(true)
+  const session = new ChatSession(daemon, rl, out, tty, () => channel)
+  session.onJoin = (name) => (channel = name)
+  return session.run()
+}
+
+/** One `kith chat`: what it shows, the cards it numbered, the turns under way, the draft. */
+class ChatSession {
+  /** Set by runChat: /join changes the channel it reads. */
+  onJoin: (channel: string) => void = () => undefined
+  /** Cards are numbered as they are shown, once per chat session (across /join). */
+  private readonly cards = new Map<number, Card>()
+  private readonly cardOf = new Map<string, number>()
+  private readonly turns = new Map<string, Turn>()
+  /** Tool calls already shown, by prompt and toolCallId, with the status last shown. */
+  private readonly tools = new Map<string, { title: string; status: string }>()
+  private readonly draft = new MessageDraft()
+  /** The terminal says a bracketed paste is under way (readline reports its markers as keys). */
+  private pasting = false
+  private ticker: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly daemon: ControlClient,
+    private readonly rl: Interface,
+    private readonly out: Out,
+    private readonly tty: boolean,
+    private readonly channel: () => string,
+  ) {}
+
+  private prompt(): void {
+    const working = [...this.turns.values()].filter((t) => t.agent !== '')
+    const status =
+      working.length === 0
+        ? ''
+        : ` (${working
+            .map(
+              (t) =>
+                `${t.agent} ${t.waiting ? 'waiting for you' : t.thinking ? 'thinking' : 'working'} ${Math.round((Date.now() - t.since) / 1000)}s`,
+            )
+            .join(', ')})`
+    const more = this.draft.waiting > 0 ? '… ' : '> '
+    this.rl.setPrompt(`#${this.channel()}${status}${more}`)
+    if (this.tty) this.rl.prompt(true)
   }
-  // Incoming lines are printed above the input line, which is then redrawn as it was.
-  const show = (line: string) => {
-    if (tty) {
+
+  /** Incoming lines are printed above the input line, which is then redrawn as it was. */
+  private show(text: string): void {
+    if (this.tty) {
       clearLine(process.stdout, 0)
       cursorTo(process.stdout, 0)
     }
-    out.line(line)
-    if (tty) rl.prompt(true)
+    this.out.line(text)
+    if (this.tty) this.prompt()
   }
-  // Permission cards are numbered as they are shown, once per chat session (across /join), so
-  // /allow N answers the card that showed N and never another.
-  const cards = new Map<number, { id: string; agent: string; title: string; options: Option[] }>()
-  const cardOf = new Map<string, number>()
-  const render = (item: ChatItem): string => {
-    if (item.event.kind !== 4142) return formatChat(item)
-    let n = cardOf.get(item.event.id)
-    if (n === undefined) {
-      n = cards.size + 1
+
+  private render(item: ChatItem): string {
+    const layout = stdoutLayout()
+    if (item.event.kind === 4143)
+      return formatChat(item, {
+        ...layout,
+        answered: (request) => {
+          const n = this.cardOf.get(request)
+          const card = n === undefined ? undefined : this.cards.get(n)
+          return card === undefined || n === undefined ? undefined : { card: n, ...card }
+        },
+      })
+    if (item.event.kind !== 4142) return formatChat(item, layout)
+    // The turn that asked now waits for a person.
+    const turn = this.turns.get(threadOf(item.event).root ?? '')
+    if (turn !== undefined) turn.waiting = true
+    return formatChat(item, { ...layout, card: this.number(item) })
+  }
+
+  /** A line of this chat's own (not a message): wrapped to the terminal, hanging by 2. */
+  private note(text: string): void {
+    const width = stdoutLayout().width
+    this.show(width === undefined ? text : wrap(text, width, 2).join('\n'))
+  }
+
+  /** The number of a card (4142), given when it is first shown. */
+  private number(item: ChatItem | { id: string; open: OpenCard }): number {
+    const id = 'open' in item ? item.id : item.event.id
+    let n = this.cardOf.get(id)
+    if (n !== undefined) return n
+    n = this.cards.size + 1
+    this.cardOf.set(id, n)
+    if ('open' in item) {
+      const { agent, title, options, channel } = item.open
+      this.cards.set(n, { id, agent, title, options, channel })
+    } else {
       const p = permissionContent(item)
-      cardOf.set(item.event.id, n)
-      cards.set(n, {
-        id: item.event.id,
+      this.cards.set(n, {
+        id,
         agent: item.from.name,
         title: p.title ?? '?',
         options: p.options ?? [],
+        channel: item.channel,
       })
     }
-    return formatChat(item, { card: n })
+    return n
   }
-  const enter = async (name: string) => {
-    channel = name
-    const history = await daemon.request<ChatItem[]>('history', { channel, limit: 20 })
-    show(`── #${channel} ──${history.length === 0 ? ' (no messages yet)' : ''}`)
-    for (const item of history) show(render(item))
-    prompt()
+
+  private async enter(name: string): Promise<void> {
+    this.onJoin(name)
+    const history = await this.daemon.request<ChatItem[]>('history', { channel: name, limit: 20 })
+    let note = ''
+    if (history.length === 0) {
+      const known = await this.daemon.request<{ name: string; messages: number }[]>('channels')
+      note = known.some((c) => c.name === name)
+        ? ' (no messages yet)'
+        : ` new channel: ${unknownChannelNote(
+            name,
+            known.map((c) => c.name),
+          )}`
+    }
+    this.show(`── #${name} ──${note}`)
+    for (const item of history) this.show(this.render(item))
+    this.prompt()
   }
-  /** /allow N [OPTION], /reject N: exactly card N, and says which card it answered. */
-  const answer = async (line: string) => {
-    const m = /^\/(allow|reject)\s+(\d+)(?:\s+(\d+))?$/.exec(line)
-    if (m === null) {
-      show('usage: /allow N [OPTION] or /reject N (N: the number on the card, [card N])')
+
+  /** The cards still open in this channel, as the node knows them, each with its number. */
+  private async openCards(agent?: string): Promise<{ n: number; card: OpenCard }[]> {
+    const open = await this.daemon.request<OpenCard[]>('cards', {
+      channel: this.channel(),
+      ...(agent === undefined ? {} : { agent }),
+    })
+    return open.map((card) => ({ n: this.number({ id: card.id, open: card }), card }))
+  }
+
+  private async listCards(): Promise<void> {
+    const open = await this.openCards()
+    if (open.length === 0) {
+      this.show(`no open permission cards in #${this.channel()}`)
       return
     }
-    const n = Number(m[2])
-    const card = cards.get(n)
+    for (const { n, card } of open)
+      this.show(
+        `[card ${n}] ${card.agent}: ${card.title} (${card.toolKind})${card.sensitive === null ? '' : `  ⚠ ${card.sensitive}`}  ${card.options.map((o, i) => `[${i + 1}] ${o.name}`).join('  ')}`,
+      )
+    this.show('answer with /allow N [OPTION] or /reject N')
+  }
+
+  /**
+   * /allow [CARD] [OPTION], /reject [CARD]: the card named (by number, request id or @agent), or
+   * the one open here; says which card it answered, asks when several could be meant.
+   */
+  private async answer(line: string): Promise<void> {
+    const m = /^\/(allow|reject)(?:\s+(\S+))?(?:\s+(\S+))?\s*$/.exec(line)
+    if (m === null) {
+      this.show(
+        'usage: /allow [CARD] [OPTION] or /reject [CARD] (CARD: N, a request id, or @agent)',
+      )
+      return
+    }
+    const verb = m[1] as 'allow' | 'reject'
+    let target = m[2]
+    const optionText = m[3]
+    // "/allow 2" with one card open and no card 2: still card 2 (numbers name cards).
+    let n: number | undefined
+    if (target !== undefined && /^\d{1,3}$/.test(target)) n = Number(target)
+    else if (target !== undefined && /^[0-9a-f]{4,64}$/i.test(target)) {
+      const known = [...this.cards].find(([, c]) => c.id.startsWith(target!.toLowerCase()))
+      if (known !== undefined) n = known[0]
+      else {
+        const open = (await this.openCards()).find((o) => o.card.id.startsWith(target!))
+        if (open === undefined) {
+          this.show(`no card with request id ${target} here (/cards lists the open ones)`)
+          return
+        }
+        n = open.n
+      }
+    } else {
+      // @agent, or nothing: the one open card (of that agent) in this channel.
+      const agent = target?.startsWith('@') ? target : undefined
+      if (target !== undefined && agent === undefined) {
+        this.show(`${target} names no card: give its number ([card N]), its request id, or @agent`)
+        return
+      }
+      let open: { n: number; card: OpenCard }[]
+      try {
+        open = await this.openCards(agent)
+      } catch (err) {
+        this.note(`⚠ ${err instanceof Error ? err.message : String(err)}`)
+        return
+      }
+      if (open.length === 0) {
+        this.show(
+          `no open card${agent === undefined ? '' : ` of ${agent}`} in #${this.channel()} to ${verb}`,
+        )
+        return
+      }
+      if (open.length > 1) {
+        this.show(
+          `${open.length} cards are open${agent === undefined ? '' : ` for ${agent}`}: ${open.map((o) => `[card ${o.n}] ${o.card.agent}: ${o.card.title}`).join(', ')}; which one? /${verb} N`,
+        )
+        return
+      }
+      n = open[0]!.n
+      target = String(n)
+    }
+    const card = this.cards.get(n)
     if (card === undefined) {
-      show(`no card ${n} here: cards are numbered as this chat shows them ([card N])`)
+      this.show(`no card ${n} here: cards are numbered as this chat shows them ([card N]; /cards)`)
       return
     }
     const option =
-      m[3] !== undefined
-        ? card.options[Number(m[3]) - 1]
-        : m[1] === 'allow'
+      optionText !== undefined
+        ? /^\d+$/.test(optionText)
+          ? card.options[Number(optionText) - 1]
+          : card.options.find((o) => o.optionId === optionText)
+        : verb === 'allow'
           ? (card.options.find((o) => o.kind === 'allow_once') ??
             card.options.find((o) => o.kind?.startsWith('allow')))
           : (card.options.find((o) => o.kind === 'reject_once') ??
             card.options.find((o) => o.kind?.startsWith('reject')))
     if (option === undefined) {
-      show(
+      this.show(
         `card ${n} has no such option; its options: ${card.options.map((o, i) => `${i + 1} ${o.name}`).join(', ')} (/allow ${n} OPTION)`,
       )
       return
     }
     try {
-      await daemon.request('decide', { request: card.id, option: option.optionId })
+      await this.daemon.request('decide', { request: card.id, option: option.optionId })
     } catch (err) {
-      show(`⚠ card ${n} not answered: ${err instanceof Error ? err.message : String(err)}`)
+      this.note(`⚠ card ${n} not answered: ${err instanceof Error ? err.message : String(err)}`)
       return
     }
-    show(`answered card ${n} (${card.agent}: ${card.title}) with ${option.name}`)
+    this.show(`answered card ${n} (${card.agent}: ${card.title}) with ${option.name}`)
   }
-  const send = async (message: { text: string; interrupt?: boolean }) => {
-    const r = await daemon.request<{
+
+  private async send(message: { text: string; interrupt?: boolean }): Promise<void> {
+    const r = await this.daemon.request<{
       deliveries: { ok: boolean; hub: string; message: string }[]
-    }>('send', { channel, ...message })
+    }>('send', { channel: this.channel(), ...message })
     const d = r.deliveries[0]
-    if (d && !d.ok) show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
-    else if (!d) show('… queued: no hub answered yet; the node keeps trying')
+    if (d && !d.ok) this.show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
+    else if (!d) this.show('… queued: no hub answered yet; the node keeps trying')
   }
-  const handle = async (line: string): Promise<boolean> => {
+
+  private async handle(input: { text: string; multiline: boolean }): Promise<boolean> {
+    const line = input.text.trim()
     if (line === '') return true
-    if (line === '/quit' || line === '/exit') return false
-    if (line === '/help') show(chatHelp)
-    else if (line === '/who') show(`chatting in #${channel} through the local kith node`)
-    else if (line.startsWith('/join')) await enter(parseChannel(line.slice(5).trim() || '#general'))
+    if (input.multiline) {
+      await this.send({ text: input.text })
+    } else if (line === '/quit' || line === '/exit') return false
+    else if (line === '/help') this.show(chatHelp)
+    else if (line === '/who')
+      this.show(`chatting in #${this.channel()} through the local kith node`)
+    else if (line === '/cards') await this.listCards()
+    else if (line === '/join' || line.startsWith('/join '))
+      await this.enter(parseChannel(line.slice(5).trim() || '#general'))
     else if (line === '/cancel' || line.startsWith('/cancel ')) {
       const agent = line.slice(7).trim().replace(/^@/, '')
-      const r = await daemon.request<{ prompts: number }>('cancel', {
-        channel,
+      const r = await this.daemon.request<{ prompts: number; warning?: string }>('cancel', {
+        channel: this.channel(),
         ...(agent ? { agent } : {}),
       })
-      show(
-        `cancel sent${agent ? ` to @${agent}` : ''} (for ${r.prompts} open prompt${r.prompts === 1 ? '' : 's'})`,
+      this.note(
+        `cancel sent${agent ? ` to @${agent}` : ''} (for ${r.prompts} open prompt${r.prompts === 1 ? '' : 's'})${r.warning === undefined ? '' : `; ${r.warning}`}`,
       )
     } else if (line.startsWith('/interrupt')) {
       const text = line.slice(10).trim()
       if (text === '')
-        show('usage: /interrupt @agent TEXT (stops its turn here and runs this next)')
-      else await send({ text, interrupt: true })
-    } else if (line.startsWith('/allow') || line.startsWith('/reject')) await answer(line)
-    else if (line.startsWith('/')) show(`unknown command ${line.split(' ')[0]}; /help lists them`)
-    else await send({ text: line })
-    prompt()
+        this.show('usage: /interrupt @agent TEXT (stops its turn here and runs this next)')
+      else await this.send({ text, interrupt: true })
+    } else if (/^\/(allow|reject)(\s|$)/.test(line)) await this.answer(line)
+    else if (line.startsWith('/'))
+      this.show(`unknown command ${line.split(' ')[0]}; /help lists them`)
+    else await this.send({ text: input.text.trim() })
+    this.prompt()
     return true
   }
-  await new Promise<void>((resolve) => {
-    let finished = false
-    const done = () => {
-      if (finished) return
-      finished = true
-      rl.close()
-      daemon.close()
-      resolve()
-    }
-    // Lines are handled strictly in order (a /join must finish before the next message), and
-    // input that arrives while history loads waits its turn instead of being lost.
-    let queue = Promise.resolve(true)
-    const enqueue = (step: () => Promise<boolean>) => {
-      queue = queue
-        .then((go) => (go ? step() : false))
-        .catch((err: unknown) => {
-          show(`⚠ ${err instanceof Error ? err.message : String(err)}`)
-          return true
-        })
-      queue.then((go) => (go ? undefined : done())).catch(() => done())
-    }
-    rl.on('line', (input) => {
-      // The typed line is replaced by the message as the node echoes it, author and all.
-      if (tty) {
-        moveCursor(process.stdout, 0, -1)
-        clearLine(process.stdout, 0)
+
+  /** Observer frames: a "working" line as a turn starts, thinking, and each tool call once. */
+  private frame(frame: WatchFrame): void {
+    if (frame.channel !== this.channel()) return
+    const key = frame.prompt
+    for (const u of frame.updates as Update[]) {
+      const kind = u.sessionUpdate ?? ''
+      if (kind === 'kith_turn') {
+        if (u.state === 'started') {
+          this.turns.set(key, {
+            agent: frame.agent.name,
+            since: Date.now(),
+            thinking: false,
+            waiting: false,
+          })
+          this.show(`  ⋯ ${frame.agent.name} is working on it…`)
+        } else this.turns.delete(key)
+        this.tick()
+        continue
       }
-      enqueue(() => handle(input.trim()))
-    })
-    rl.on('close', () => enqueue(() => Promise.resolve(false)))
-    daemon.on('close', () => {
-      if (!finished) show('the node stopped; leaving chat')
-      done()
-    })
-    daemon.on('chat', (p) => {
-      const item = p as ChatItem
-      if (item.channel !== channel) return
-      show(render(item))
-    })
-    // Agents' tool calls show as a progress line while they work (observer frames).
-    daemon.on('frame', (p) => {
-      const frame = p as WatchFrame
-      if (frame.channel !== channel) return
-      for (const u of frame.updates as { sessionUpdate?: string }[]) {
-        if (!['tool_call', 'tool_call_update', 'kith_auto_allowed'].includes(u.sessionUpdate ?? ''))
+      if (kind === 'agent_thought_chunk') {
+        const turn = this.turns.get(key)
+        if (turn !== undefined && !turn.thinking) {
+          turn.thinking = true
+          this.show(`  ⋯ ${frame.agent.name} is thinking…`)
+        }
+        continue
+      }
+      if (kind === 'agent_message_chunk') {
+        const turn = this.turns.get(key)
+        if (turn !== undefined) turn.thinking = false
+        continue
+      }
+      if (kind === 'tool_call' || kind === 'tool_call_update') {
+        const turn = this.turns.get(key)
+        if (turn !== undefined && kind === 'tool_call_update') turn.waiting = false
+        const id = `${key}:${u.toolCallId ?? ''}`
+        const seen = this.tools.get(id)
+        const title = u.title ?? seen?.title ?? u.toolCallId ?? 'tool'
+        const status = u.status ?? seen?.status ?? 'pending'
+        // One line when a call starts, one when it ends: not one per update of it.
+        const ended = status === 'completed' || status === 'failed'
+        if (seen !== undefined && (seen.status === status || !ended)) {
+          this.tools.set(id, { title, status: seen.status })
           continue
-        const line = describeUpdate(u)
-        if (line !== undefined) show(`  ⋯ ${frame.agent.name}: ${line}`)
+        }
+        this.tools.set(id, { title, status })
+        const line =
+          seen === undefined
+            ? describeUpdate({ ...u, sessionUpdate: 'tool_call', title, status })
+            : describeUpdate({ ...u, sessionUpdate: 'tool_call_update', title, status })
+        if (line !== undefined) this.show(`  ⋯ ${frame.agent.name}: ${line}`)
+        continue
       }
+      if (kind === 'kith_auto_allowed' || kind === 'plan') {
+        const line = describeUpdate(u)
+        if (line !== undefined) this.show(`  ⋯ ${frame.agent.name}: ${line}`)
+      }
+    }
+  }
+
+  /** On a terminal, the prompt line counts the seconds an agent has been working. */
+  private tick(): void {
+    if (!this.tty) return
+    if (this.turns.size === 0) {
+      clearInterval(this.ticker)
+      this.ticker = undefined
+      this.prompt()
+      return
+    }
+    this.ticker ??= setInterval(() => this.prompt(), 1000)
+    this.ticker.unref()
+  }
+
+  async run(): Promise<number> {
+    const { rl, daemon, tty } = this
+    // Bracketed paste: a pasted block arrives marked, so it becomes one message.
+    if (tty) {
+      process.stdout.write('\u001b[?2004h')
+      process.stdin.on('keypress', (_s: unknown, key: { name?: string } | undefined) => {
+        if (key?.name === 'paste-start') this.pasting = true
+        else if (key?.name === 'paste-end') {
+          this.pasting = false
+          if (this.draft.waiting > 0)
+            this.show(
+              `  (${this.draft.waiting} pasted line${this.draft.waiting === 1 ? '' : 's'} gathered: Enter sends them as one message, /drop discards them)`,
+            )
+        }
+      })
+    }
+    await new Promise<void>((resolve) => {
+      let finished = false
+      const done = () => {
+        if (finished) return
+        finished = true
+        clearInterval(this.ticker)
+        if (tty) process.stdout.write('\u001b[?2004l')
+        rl.close()
+        daemon.close()
+        resolve()
+      }
+      // Lines are handled strictly in order (a /join must finish before the next message), and
+      // input that arrives while history loads waits its turn instead of being lost.
+      let queue = Promise.resolve(true)
+      const enqueue = (step: () => Promise<boolean>) => {
+        queue = queue
+          .then((go) => (go ? step() : false))
+          .catch((err: unknown) => {
+            this.note(`⚠ ${err instanceof Error ? err.message : String(err)}`)
+            this.prompt()
+            return true
+          })
+        queue.then((go) => (go ? undefined : done())).catch(() => done())
+      }
+      rl.on('line', (input) => {
+        // The typed line is replaced by the message as the node echoes it, author and all.
+        if (tty) {
+          moveCursor(process.stdout, 0, -1)
+          clearLine(process.stdout, 0)
+        }
+        if (input.trim() === '/drop' && this.draft.waiting > 0) {
+          const n = this.draft.clear()
+          this.show(`dropped ${n} gathered line${n === 1 ? '' : 's'}`)
+          return
+        }
+        const step = this.draft.line(input, this.pasting)
+        if (step.send === undefined) {
+          // Part of a message still being written: shown, sent with the rest.
+          if (step.waiting > 0) {
+            this.show(
+              `  │ ${input.split(pasteStart).join('').split(pasteEnd).join('').replace(/\\$/, '')}`,
+            )
+          }
+          this.prompt()
+          return
+        }
+        const text = step.send
+        enqueue(() => this.handle({ text, multiline: text.includes('\n') }))
+      })
+      rl.on('close', () => enqueue(() => Promise.resolve(false)))
+      daemon.on('close', () => {
+        if (!finished) this.show('the node stopped; leaving chat')
+        done()
+      })
+      daemon.on('chat', (p) => {
+        const item = p as ChatItem
+        if (item.channel !== this.channel()) return
+        // An answered card: its turn no longer waits for a person.
+        if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
+        // A turn that answered is over, whatever frames were lost.
+        if (item.event.kind === 9) {
+          const answered = threadOf(item.event).parent
+          if (answered !== undefined && this.turns.has(answered)) {
+            this.turns.delete(answered)
+            this.tick()
+          }
+        }
+        this.show(this.render(item))
+      })
+      daemon.on('frame', (p) => this.frame(p as WatchFrame))
+      enqueue(async () => {
+        await daemon.request('subscribe', {})
+        await daemon.request('watch', {})
+        await this.enter(this.channel())
+        return true
+      })
     })
-    enqueue(async () => {
-      await daemon.request('subscribe', {})
-      await daemon.request('watch', {})
-      await enter(channel)
-      return true
-    })
-  })
-  return 0
+    return 0
+  }
 }

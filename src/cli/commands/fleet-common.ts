@@ -80,7 +80,8 @@ export function keyRows(node: FleetNode, role: Role, now: number): KeyRow[] {
   return [...newest.values()].map((g) => {
     const d = v.isMember(g.subject, now)
     return {
-      name: g.name ?? '',
+      // A key's own profile names it (a device renames itself); else the name on its grant.
+      name: node.book.profileName(g.subject) ?? g.name ?? '',
       pubkey: g.subject,
       npub: npub(g.subject),
       role,
@@ -119,13 +120,24 @@ export function revokerSecret(node: FleetNode): Uint8Array {
   return node.id.ownerSecret ?? node.id.deviceSecret
 }
 
-/** Revokes `pubkey` (by key), syncs hubs, and reports what it revoked and what cascaded. */
+/** More a command did after a revocation was published, reported with it. */
+export interface AfterRevocation {
+  json: Record<string, unknown>
+  lines: string[]
+  ok: boolean
+}
+
+/**
+ * Revokes `pubkey` (by key), syncs hubs, runs `then` (given the revocation's date), and reports
+ * what it revoked, what cascaded and what `then` did.
+ */
 export async function revokeKey(
   node: FleetNode,
   pubkey: string,
   label: string,
   out: Out,
   json: boolean,
+  then?: (revokedAt: number) => Promise<AfterRevocation>,
 ): Promise<number> {
   const now = nowSeconds()
   const before = node.book.members(now)
@@ -136,6 +148,7 @@ export async function revokeKey(
   // key (the key consented to both) is theirs to revoke.
   const stillMember = after.has(pubkey)
   const reports = await syncHubs(node, now, (line) => out.err(line))
+  const more = await then?.(event.created_at)
   if (json) {
     out.json({
       revoked: npub(pubkey),
@@ -143,6 +156,7 @@ export async function revokeKey(
       stillMember,
       cascaded: cascaded.map(npub),
       hubs: reports,
+      ...more?.json,
     })
     return 0
   }
@@ -155,7 +169,8 @@ export async function revokeKey(
   if (cascaded.length === 0) out.line('nothing beneath it')
   for (const k of cascaded) out.line(`  cascades to ${describeKey(node, k)}`)
   for (const l of describeReports(reports)) out.line(l)
-  return exitForReports(reports)
+  for (const l of more?.lines ?? []) out.line(l)
+  return more?.ok === false ? 1 : exitForReports(reports)
 }
 
 export function describeKey(node: FleetNode, pubkey: string): string {

@@ -13,6 +13,8 @@ import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
 import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
+import { describeHubs, resignChannelsOf } from './channel.js'
+import { grantName } from './join.js'
 
 export const fleetHelp = `Usage:
   kith fleet invite [--admin] [--name NAME] [--hub URL]
@@ -32,11 +34,14 @@ on both sides. The new member then pairs their own machines with kith pair / kit
 
 Removal revokes the person's owner grant: every hub drops their devices' and agents'
 connections and refuses their events at once; every node drops their queued prompts. A person
-is removed by whoever admitted them, someone above them, or the founder.
+is removed by whoever admitted them, someone above them, or the founder. The channels they
+created (every channel, for an admin) are re-signed with your key as they are, so the removed
+person can no longer change them.
 
 Options:
   --admin       (invite) the new member may invite people too (and remove those below them)
-  --name NAME   (invite) the name the fleet knows them by; (join) the name you propose
+  --name NAME   (invite) the name the fleet knows them by (default: the one they propose);
+                (join) the name you propose; both screens show the one taken
   --hub URL     (invite) the hub URL the other person should use, if it differs from yours
   --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
   --offline     (members) do not sync grants with the hubs first
@@ -97,6 +102,7 @@ async function invite(
       joinCommand: 'kith fleet join',
       hub: values.hub,
       rearm: values.rearm === true,
+      name: values.name,
       check: (node, now) => {
         const me = node.id.ownerPubkey!
         if (me === node.fleet) return
@@ -108,24 +114,18 @@ async function invite(
           )
         }
       },
-      grant: (node, proof, ownerSecret, now) => {
+      grant: (node, proof, name, ownerSecret, now) => {
         if (proof.device === node.fleet || node.book.authorize(proof.device, now).ok) {
           throw new KithError('restricted', `${npub(proof.device)} is already in this fleet`)
         }
-        return node.book.issueGrant(
-          {
-            subject: proof.device,
-            role: 'owner',
-            deleg: admin,
-            name: values.name ?? proof.name,
-            proof: proof.consent,
-          },
+        return node.book.signGrant(
+          { subject: proof.device, role: 'owner', deleg: admin, name, proof: proof.consent },
           ownerSecret,
           now,
         )
       },
-      done: (proof) =>
-        `admitted ${values.name ?? proof.name} ${npub(proof.device)} into this fleet${admin ? ' as an admin' : ''}`,
+      done: (proof, name) =>
+        `admitted ${name} ${npub(proof.device)} into this fleet${admin ? ' as an admin' : ''}`,
     },
     out,
   )
@@ -146,8 +146,8 @@ async function join(
       'kith fleet join runs on the machine that holds your owner key (the one where you ran kith init first)',
     )
   }
-  const name = values.name ?? personName()
-  const { code, hubs } = await runJoinExchange(
+  const proposed = values.name ?? personName()
+  const { code, hubs, enrollment } = await runJoinExchange(
     {
       text,
       role: 'owner',
@@ -162,11 +162,11 @@ async function join(
           )
         }
       },
-      key: () => ({ pubkey: ownerPubkey, secret: ownerSecret, name }),
+      key: () => ({ pubkey: ownerPubkey, secret: ownerSecret, name: proposed }),
       enroll: (_code, enrollment, hubs) => {
         const book = GrantBook.open(home, enrollment.fleet)
         try {
-          book.learn([...enrollment.chain, enrollment.grant, ...enrollment.revocations])
+          book.learn([...enrollment.chain, enrollment.grant])
         } finally {
           book.close()
         }
@@ -188,6 +188,8 @@ async function join(
     const now = nowSeconds()
     const grant = ensureOwnDeviceGrant(node, now)
     const reports = await syncHubs(node, now, (l) => out.err(l))
+    // The name the fleet knows this person by: the inviter's choice, in the grant.
+    const name = grantName(enrollment.grant) ?? proposed
     out.line(`joined the fleet of ${code.name} (${npub(node.fleet)}) as ${name}`)
     out.line(
       `this machine (${node.id.config.name}) is your device in it${grant === undefined ? '' : ' (granted by your owner key)'}`,
@@ -218,6 +220,8 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
     const people = fleetPeople(node.book.verifier, now)
     const label = (p: Person) => p.name || (p.role === 'founder' ? 'founder' : '-')
     const nameOf = new Map(people.map((p) => [p.pubkey, label(p)]))
+    // A device names itself (kith device rename): its profile's name over its grant's.
+    const deviceName = (d: MemberKey) => node.book.profileName(d.pubkey) ?? d.name
     if (values.json) {
       const key = (k: MemberKey) => ({
         name: k.name,
@@ -233,7 +237,11 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
           name: label(p),
           admin: p.admin,
           you: p.pubkey === node.id.ownerPubkey,
-          devices: p.devices.map((d) => ({ ...key(d), agents: d.agents.map(key) })),
+          devices: p.devices.map((d) => ({
+            ...key(d),
+            name: deviceName(d),
+            agents: d.agents.map(key),
+          })),
           agents: p.agents.map(key),
         })),
       })
@@ -250,7 +258,7 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
       ]
       out.line(`${label(p)}  ${npub(p.pubkey)}  (${tags.join(', ')})`)
       for (const d of p.devices) {
-        out.line(`  device ${(d.name || '-').padEnd(14)} ${npub(d.pubkey)}  ${d.status}`)
+        out.line(`  device ${(deviceName(d) || '-').padEnd(14)} ${npub(d.pubkey)}  ${d.status}`)
         for (const a of d.agents)
           out.line(`    agent ${(a.name || '-').padEnd(13)} ${npub(a.pubkey)}  ${a.status}`)
       }
@@ -293,7 +301,17 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
       throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, json)
+      return await revokeKey(node, pubkey, label, out, json, async (revokedAt) => {
+        const { resigned, failed } = await resignChannelsOf(node, pubkey, revokedAt, out)
+        return {
+          json: { resigned },
+          lines: resigned.flatMap((r) => [
+            `re-signed #${r.channel} so it stays as it is (the removed person can no longer change it)`,
+            ...describeHubs(r.hubs).map((l) => `  ${l}`),
+          ]),
+          ok: failed.length === 0 && resigned.every((r) => r.hubs.every((h) => h.ok)),
+        }
+      })
     } catch (err) {
       if (!(err instanceof KithError) || err.reason !== 'no-authority') throw err
       const admittedBy = typeof row === 'string' ? undefined : row.issuer

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
+import { defaultHubLimits } from '../../hub/limits.js'
 import { startHub } from '../../hub/server.js'
 import { hubWebHandler, loadWebFiles } from '../../web/serve.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
@@ -27,7 +28,12 @@ Options:
   --tls-cert FILE    serve wss:// with this certificate (PEM)
   --tls-key FILE     ...and this private key (PEM)
   --plain            allow plain ws:// on a non-loopback address
-  --rate N           events per second per key (default 100; 0 = unlimited)
+  --rate N           events per second per person, all their keys together (default 100;
+                     0 = no rate limit at all, the hub's included: for benchmarks)
+  --hub-rate N       events per second for the whole hub, everyone together (default 2000)
+  --quota-events N   stored events per person (default 1000000); grants, revocations and
+                     channel definitions are not counted
+  --quota-mb N       stored megabytes per person (default 512)
   --workers N        signature-verification threads (default: one per core)
   --sync MODE        full (default: OK after fsync) or normal (OK survives a crash, not power loss)
   --no-web           do not serve the web app at this hub's origin
@@ -50,6 +56,9 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
       'tls-key': { type: 'string' },
       plain: { type: 'boolean' },
       rate: { type: 'string' },
+      'hub-rate': { type: 'string' },
+      'quota-events': { type: 'string' },
+      'quota-mb': { type: 'string' },
       workers: { type: 'string' },
       sync: { type: 'string' },
       'no-web': { type: 'boolean' },
@@ -116,7 +125,23 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     publicUrls: values.url ?? [],
     ...(tls ? { tls } : {}),
     plain: values.plain ?? false,
-    limits: { eventsPerSecond: parseCount('--rate', values.rate, 100) },
+    limits: {
+      eventsPerSecond: parseCount('--rate', values.rate, defaultHubLimits.eventsPerSecond),
+      hubEventsPerSecond: parseCount(
+        '--hub-rate',
+        values['hub-rate'],
+        defaultHubLimits.hubEventsPerSecond,
+      ),
+      quotaEvents: parseCount(
+        '--quota-events',
+        values['quota-events'],
+        defaultHubLimits.quotaEvents,
+      ),
+      quotaBytes:
+        1024 *
+        1024 *
+        parseCount('--quota-mb', values['quota-mb'], defaultHubLimits.quotaBytes / 1048576),
+    },
     ...(values.workers === undefined
       ? {}
       : { verifyWorkers: parseCount('--workers', values.workers, 1) }),
@@ -124,6 +149,13 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     log: (line) => out.err(`kith hub: ${line}`),
     ...(web === undefined ? {} : { http: web }),
   })
+  const files = openFilesLimit()
+  if (files !== undefined && files < 2 * defaultHubLimits.maxUnauthenticated + 64) {
+    out.err(
+      `kith hub: the open-files limit is ${files}; strangers may hold ${defaultHubLimits.maxUnauthenticated} ` +
+        'of them, which leaves members little. Raise it (ulimit -n 4096, or LimitNOFILE= under systemd).',
+    )
+  }
   // Handlers first: the ready line can reach a supervisor that signals at once.
   const stopped = runUntilSignal(out, 'kith hub', () => hub.close())
   if (values.json) {
@@ -139,4 +171,15 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
   }
   await stopped
   return 0
+}
+
+/** The process's soft limit on open files (Linux), or undefined where it cannot be read. */
+function openFilesLimit(): number | undefined {
+  try {
+    const line = /^Max open files\s+(\d+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))
+    return line === null ? undefined : Number(line[1])
+  } catch {
+    // Not Linux, or /proc is not mounted: the warning is a courtesy, skip it.
+    return undefined
+  }
 }

@@ -1,7 +1,6 @@
 import qrcode from 'qrcode-terminal'
 import { KithError } from '../../errors.js'
 import type { NostrEvent } from '../../events/event.js'
-import { Kind } from '../../events/kinds.js'
 import { normalizeRelayUrl } from '../../events/nip42.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
@@ -9,6 +8,7 @@ import { describeReports, openFleetNode, syncHubs, type FleetNode } from '../../
 import { defaultEmbeddedPort } from '../../node/daemon.js'
 import { PairingChannel } from '../../pairing/channel.js'
 import { isLocked, rearm, recordFailure } from '../../pairing/lockout.js'
+import { PairingRun, pending } from '../../pairing/run.js'
 import { encodePairingCode, type PairRole } from '../../pairing/protocol/code.js'
 import { PairError } from '../../pairing/protocol/errors.js'
 import { InviterSession, type JoinerProof } from '../../pairing/protocol/session.js'
@@ -26,18 +26,34 @@ export interface InviteSpec {
   /** --hub: the URL the other machine should use, when it differs from this machine's. */
   hub: string | undefined
   rearm: boolean
+  /** --name: the name this side gives the new key (else the name the other side proposes). */
+  name: string | undefined
   /** Refuses before a code is shown when this machine may not make this invitation. */
   check: (node: FleetNode, now: number) => void
-  /** Signs the grant for the key the other side proved it holds. */
-  grant: (node: FleetNode, proof: JoinerProof, ownerSecret: Uint8Array, now: number) => NostrEvent
+  /**
+   * Signs (never stores) the grant for the key the other side proved it holds, named `name`;
+   * it is recorded only once the other side has acknowledged it.
+   */
+  grant: (
+    node: FleetNode,
+    proof: JoinerProof,
+    name: string,
+    ownerSecret: Uint8Array,
+    now: number,
+  ) => NostrEvent
   /** The line printed on success. */
-  done: (proof: JoinerProof) => string
+  done: (proof: JoinerProof, name: string) => string
 }
+
+/** How long the other side has to acknowledge its grant once it is sent (it answers at once). */
+const ackTimeoutMs = 15_000
 
 /**
  * The inviter's side of kith-pair/1, shared by `kith pair` (role device) and `kith fleet invite`
  * (role owner): show the code, wait for the other side, show the 6 digits, ask, then sign the
- * grant, hand over the chain and hubs, and publish.
+ * grant, hand it over with the chain above it and the hubs, and — only once the other side has
+ * acknowledged it — record and publish it. Any failure leaves no grant behind, is shown with its
+ * real reason on both screens, and counts toward the lockout only when it is a security failure.
  */
 export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   const home = resolveKithHome()
@@ -49,6 +65,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     )
   }
   const ownerSecret = id.ownerSecret
+  const ownerPubkey = id.ownerPubkey
   const now = () => Math.floor(Date.now() / 1000)
   if (spec.rearm) {
     rearm(home)
@@ -58,82 +75,105 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
   const node = openFleetNode(id)
   let channel: PairingChannel | undefined
+  let session: InviterSession | undefined
+  const run = new PairingRun()
   try {
     spec.check(node, now())
     const connectUrl =
       id.config.hubs[0] ?? (await embeddedHubUrl()) ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
     const codeHub = normalizeRelayUrl(spec.hub ?? connectUrl)
-    const session = new InviterSession(
-      { hub: codeHub, owner: id.ownerPubkey, name: id.config.name, role: spec.role },
+    const s = new InviterSession(
+      { hub: codeHub, owner: ownerPubkey, name: id.config.name, role: spec.role },
       { now: now() },
     )
+    session = s
     try {
-      channel = await PairingChannel.open(connectUrl, session.code.pid)
+      channel = await PairingChannel.open(connectUrl, s.code.pid)
     } catch (err) {
       throw new KithError(
         'io',
         `${err instanceof Error ? err.message : String(err)}: start kith up here (it embeds a hub), or kith hub add URL`,
       )
     }
-    const text = encodePairingCode(session.code)
-    qrcode.generate(text, { small: true }, (qr: string) => out.err(qr))
-    out.err(`On the ${spec.role === 'owner' ? "other person's" : 'new'} machine run:\n`)
-    out.err(`  ${spec.joinCommand} ${text}\n`)
-    out.err(`hub: ${codeHub}${codeHub !== connectUrl ? ` (this machine uses ${connectUrl})` : ''}`)
-    out.err(
-      `the code expires at ${new Date(session.code.exp * 1000).toLocaleTimeString()} (5 minutes); waiting…`,
+    const ch = channel
+    const sasReady = pending()
+    const joinerConfirmed = pending()
+    const acked = pending()
+    ch.listen(
+      (m) => {
+        try {
+          const reply = s.handle(m, now())
+          if (reply) ch.send(reply).catch((err: unknown) => run.stop(asPairError(err)))
+          if (m.t === 'reveal') sasReady.resolve()
+          else if (m.t === 'confirm-r') joinerConfirmed.resolve()
+          else if (m.t === 'ack') acked.resolve()
+        } catch (err) {
+          run.stop(asPairError(err))
+        }
+      },
+      (err) => run.stop(err),
     )
-    const untilExpiry = () => Math.max(1, (session.code.exp - now()) * 1000)
-    const reply = session.handle(await channel.next(untilExpiry()), now())
-    if (reply) await channel.send(reply)
-    const reveal = await channel.next(untilExpiry())
-    session.handle(reveal, now())
-    out.err(
-      `\nCompare with the other screen; do not type it anywhere:\n\n    ${formatSas(session.sas!)}\n`,
-    )
-    // The person's answer and the joiner's confirmation may come in either order.
-    const confirmR = channel.next(120_000)
-    // Awaited after the person answers; until then a failure must not count as unhandled.
-    confirmR.catch(() => undefined)
-    const yes = await askYesNo('Does the other screen show the same 6 digits?')
-    if (!yes) throw new PairError('declined')
-    session.handle(await confirmR, now())
-    const proof = session.proof!
-    const grant = spec.grant(node, proof, ownerSecret, now())
-    const ownerChain =
-      id.ownerPubkey === node.fleet ? [] : node.book.chainEvents(id.ownerPubkey, now())
-    const hubs = [
-      ...new Set([
-        codeHub,
-        ...id.config.hubs.filter((h) => !/\/\/(127\.|localhost|\[::1\])/.test(h)),
-      ]),
-    ]
-    await channel.send(
-      session.finish({
-        grant,
-        chain: ownerChain,
-        fleet: node.fleet,
-        hubs,
-        revocations: node.book.allEvents().filter((e) => e.kind === Kind.Revocation),
-      }),
-    )
-    const reports = await syncHubs(node, now(), undefined, [
-      ...new Set([connectUrl, ...id.config.hubs]),
-    ])
-    await channel.next(30_000).then(
-      (ack) => session.handle(ack, now()),
-      (err: unknown) =>
+    const untilExpiry = () => Math.max(1, (s.code.exp - now()) * 1000)
+    return await run.withSignals(
+      (err) => ch.interrupt(err),
+      async () => {
+        const text = encodePairingCode(s.code)
+        qrcode.generate(text, { small: true }, (qr: string) => out.err(qr))
+        out.err(`On the ${spec.role === 'owner' ? "other person's" : 'new'} machine run:\n`)
+        out.err(`  ${spec.joinCommand} ${text}\n`)
         out.err(
-          `note: no acknowledgement from the other side (${String(err)}); its grant is published`,
-        ),
+          `hub: ${codeHub}${codeHub !== connectUrl ? ` (this machine uses ${connectUrl})` : ''}`,
+        )
+        out.err(
+          `the code is a secret until it expires at ${new Date(s.code.exp * 1000).toLocaleTimeString()} (5 minutes): show it only to that machine; waiting…`,
+        )
+        await run.until(sasReady.promise, untilExpiry(), 'expired')
+        out.err(
+          `\nCompare with the other screen; do not type it anywhere:\n\n    ${formatSas(s.sas!)}\n`,
+        )
+        const yes = await run.until(
+          askYesNo('Does the other screen show the same 6 digits?'),
+          untilExpiry(),
+          'expired',
+        )
+        if (!yes) throw new PairError('declined')
+        out.err("waiting for the other side's answer…")
+        await run.until(joinerConfirmed.promise, untilExpiry(), 'expired')
+        const proof = s.proof!
+        const name = spec.name ?? proof.name
+        const grant = spec.grant(node, proof, name, ownerSecret, now())
+        const chain = ownerPubkey === node.fleet ? [] : node.book.chainEvents(ownerPubkey, now())
+        const hubs = [
+          ...new Set([
+            codeHub,
+            ...id.config.hubs.filter((h) => !/\/\/(127\.|localhost|\[::1\])/.test(h)),
+          ]),
+        ]
+        for (const m of s.finish({ grant, chain, fleet: node.fleet, hubs }))
+          await run.until(ch.send(m))
+        await run.until(acked.promise, ackTimeoutMs, 'unconfirmed')
+        // Both yeses, both confirmations and the acknowledgement: only now is anything granted.
+        node.book.record(grant, now())
+        const reports = await syncHubs(node, now(), undefined, [
+          ...new Set([connectUrl, ...id.config.hubs]),
+        ])
+        out.line(spec.done(proof, name))
+        for (const l of describeReports(reports)) out.line(`  ${l}`)
+        return 0
+      },
     )
-    out.line(spec.done(proof))
-    for (const l of describeReports(reports)) out.line(`  ${l}`)
-    return 0
   } catch (err) {
+    const failure = err instanceof PairError ? err : run.error
+    // Tell the other side why (authenticated once the keys exist), unless it told us.
+    if (channel && session && !(failure?.remote ?? false)) {
+      await channel.abort(
+        failure
+          ? session.abort(failure.code, failure.detail)
+          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+      )
+    }
     if (!(err instanceof PairError)) throw err
-    recordFailure(home, now())
-    await channel?.abort(err.code)
+    if (err.counts) recordFailure(home, now())
     throw new KithError('restricted', err.message)
   } finally {
     channel?.close()
@@ -141,6 +181,15 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     closePrompt()
     await notifyDaemon()
   }
+}
+
+/** A failure while messages are handled, as a stop: lane and protocol failures are PairErrors. */
+export function asPairError(err: unknown): PairError {
+  if (err instanceof PairError) return err
+  return new PairError(
+    'interrupted',
+    `internal error: ${err instanceof Error ? err.message : String(err)}`,
+  )
 }
 
 /** With no hub configured, the hub embedded in this machine's running node (kith up), if any. */

@@ -3,11 +3,12 @@ import { normalizeRelayUrl } from '../../events/nip42.js'
 import { PairingChannel } from '../../pairing/channel.js'
 import { decodePairingCode, type PairingCode, type PairRole } from '../../pairing/protocol/code.js'
 import { PairError } from '../../pairing/protocol/errors.js'
-import { JoinerSession, type Enrollment } from '../../pairing/protocol/session.js'
+import { PairingRun, pending } from '../../pairing/run.js'
+import { JoinerSession, type Enrollment, type PairMessage } from '../../pairing/protocol/session.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { askYesNo, closePrompt, readLine } from '../prompt.js'
-import { formatSas } from './invite-flow.js'
+import { asPairError, formatSas } from './invite-flow.js'
 
 export interface JoinSpec {
   /** The code as typed, or `-` to read it from stdin. */
@@ -19,21 +20,24 @@ export interface JoinSpec {
   check: (code: PairingCode) => void
   /** The key whose possession is proven to the inviter, and the name it proposes. */
   key: () => { pubkey: string; secret: Uint8Array; name: string }
-  /** Stores what was received; runs before the acknowledgement is sent. */
+  /** Stores what was received; runs once the acknowledgement is sent. */
   enroll: (code: PairingCode, enrollment: Enrollment, hubs: string[]) => void
 }
 
 /**
  * The joiner's side of kith-pair/1, shared by `kith join` (a device key) and `kith fleet join`
  * (a person's owner key): decode, ask, exchange, show the 6 digits, ask, prove the key, accept
- * the grant and acknowledge.
+ * the grant, acknowledge it, and only then store it. If the other side stops (its person says
+ * no, Ctrl-C, a hub refusal) this side says so at once, with the other side's reason.
  */
 export async function runJoinExchange(
   spec: JoinSpec,
   out: Out,
-): Promise<{ code: PairingCode; hubs: string[] }> {
+): Promise<{ code: PairingCode; hubs: string[]; enrollment: Enrollment }> {
   const now = () => Math.floor(Date.now() / 1000)
   let channel: PairingChannel | undefined
+  let session: JoinerSession | undefined
+  const run = new PairingRun()
   try {
     const text = spec.text === '-' ? ((await readLine()) ?? '') : spec.text
     const code = decodePairingCode(text)
@@ -47,33 +51,83 @@ export async function runJoinExchange(
     }
     spec.check(code)
     const hub = normalizeRelayUrl(code.hub)
-    const session = new JoinerSession(code, { now: now() })
+    const s = new JoinerSession(code, { now: now() })
+    session = s
     out.err(`Join the fleet of ${code.name} (${npub(code.owner)})`)
     out.err(`via the hub ${hub}, as a ${code.role === 'owner' ? 'member (owner)' : 'device'}?`)
     if (!spec.yes && !(await askYesNo('Continue?'))) throw new PairError('declined')
     const key = spec.key()
-    channel = await PairingChannel.open(hub, code.pid)
-    await channel.send(session.start())
-    const untilExpiry = () => Math.max(1, (code.exp - now()) * 1000)
-    const reveal = session.handle(await channel.next(untilExpiry()), now())
-    if (reveal) await channel.send(reveal)
-    out.err(
-      `\nCompare with the other screen; do not type it anywhere:\n\n    ${formatSas(session.sas!)}\n`,
+    const ch = await PairingChannel.open(hub, code.pid)
+    channel = ch
+    const sasReady = pending()
+    const enrolled = pending<{ enrollment: Enrollment; ack: PairMessage }>()
+    ch.listen(
+      (m) => {
+        try {
+          if (m.t === 'confirm-i' || m.t === 'part') {
+            const done = s.accept(m, key.pubkey, now())
+            if (done) enrolled.resolve(done)
+            return
+          }
+          const reply = s.handle(m, now())
+          if (reply) ch.send(reply).catch((err: unknown) => run.stop(asPairError(err)))
+          if (m.t === 'nonce') sasReady.resolve()
+        } catch (err) {
+          run.stop(asPairError(err))
+        }
+      },
+      (err) => run.stop(err),
     )
-    if (!(await askYesNo('Does the other screen show the same 6 digits?')))
-      throw new PairError('declined')
-    await channel.send(session.confirm(key))
-    const { enrollment, ack } = session.accept(await channel.next(120_000), key.pubkey)
-    const hubs = [...new Set([hub, ...enrollment.hubs.map(normalizeRelayUrl)])]
-    spec.enroll(code, enrollment, hubs)
-    await channel.send(ack)
-    return { code, hubs }
+    const untilExpiry = () => Math.max(1, (code.exp - now()) * 1000)
+    return await run.withSignals(
+      (err) => ch.interrupt(err),
+      async () => {
+        await run.until(ch.send(s.start()))
+        await run.until(sasReady.promise, untilExpiry(), 'expired')
+        out.err(
+          `\nCompare with the other screen; do not type it anywhere:\n\n    ${formatSas(s.sas!)}\n`,
+        )
+        const yes = await run.until(
+          askYesNo('Does the other screen show the same 6 digits?'),
+          untilExpiry(),
+          'expired',
+        )
+        if (!yes) throw new PairError('declined')
+        await run.until(ch.send(s.confirm(key)))
+        out.err("waiting for the other side's answer…")
+        const { enrollment, ack } = await run.until(enrolled.promise, untilExpiry(), 'expired')
+        // The acknowledgement first: the inviter records the grant only once it has it, and
+        // this side stores nothing until the hub has taken it.
+        await run.until(ch.send(ack))
+        const hubs = [...new Set([hub, ...enrollment.hubs.flatMap(validHub)])]
+        spec.enroll(code, enrollment, hubs)
+        return { code, hubs, enrollment }
+      },
+    )
   } catch (err) {
+    const failure = err instanceof PairError ? err : run.error
+    if (channel && session && !(failure?.remote ?? false)) {
+      await channel.abort(
+        failure
+          ? session.abort(failure.code, failure.detail)
+          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+      )
+    }
     if (!(err instanceof PairError)) throw err
-    await channel?.abort(err.code)
     throw new KithError('restricted', err.message)
   } finally {
     channel?.close()
     closePrompt()
+  }
+}
+
+/** A hub URL from the enrollment, normalised; one that does not parse is left out. */
+function validHub(url: string): string[] {
+  try {
+    return [normalizeRelayUrl(url)]
+  } catch (err) {
+    // The inviter's list is advice; a bad entry must not cost the whole enrollment.
+    if (!(err instanceof KithError)) throw err
+    return []
   }
 }

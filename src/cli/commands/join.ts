@@ -2,7 +2,9 @@ import { hostname } from 'node:os'
 import { KithError } from '../../errors.js'
 import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
-import { prepareJoiningDevice } from '../../identity/keys.js'
+import type { NostrEvent } from '../../events/event.js'
+import { loadIdentity, prepareJoiningDevice } from '../../identity/keys.js'
+import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
@@ -19,7 +21,8 @@ them, do not type them anywhere, and answer y on both sides. On success this mac
 device grant from the owner and the fleet's hubs; start it with kith up.
 
 Options:
-  --name NAME   this machine's name in the fleet (default: the hostname)
+  --name NAME   the name this machine proposes (default: the hostname); the inviter's
+                kith pair --name wins, and both screens show the one it takes
   --yes         do not ask before contacting the hub (the 6 digits are always asked)`
 
 export async function runJoin(argv: string[], out: Out): Promise<number> {
@@ -36,6 +39,8 @@ export async function runJoin(argv: string[], out: Out): Promise<number> {
     throw new KithError('usage', `kith join takes one CODE (or -)\n\n${joinHelp}`)
   const home = resolveKithHome()
   let device: ReturnType<typeof prepareJoiningDevice> | undefined
+  const proposed = values.name ?? readConfig(home)?.name ?? hostname()
+  let name = proposed
   const { code, hubs } = await runJoinExchange(
     {
       text: positionals[0]!,
@@ -44,29 +49,42 @@ export async function runJoin(argv: string[], out: Out): Promise<number> {
       check: () => undefined,
       key: () => {
         device = prepareJoiningDevice(home)
-        return {
-          pubkey: device.pubkey,
-          secret: device.secret,
-          name: values.name ?? readConfig(home)?.name ?? hostname(),
-        }
+        return { pubkey: device.pubkey, secret: device.secret, name: proposed }
       },
       enroll: (code, enrollment, hubs) => {
         device?.secret.fill(0)
         const book = GrantBook.open(home, enrollment.fleet)
         try {
-          book.learn([...enrollment.chain, enrollment.grant, ...enrollment.revocations])
+          book.learn([...enrollment.chain, enrollment.grant])
         } finally {
           book.close()
         }
-        const name = values.name ?? readConfig(home)?.name ?? hostname()
+        // One name: the one the inviter gave it (shown on its screen), in the grant.
+        name = grantName(enrollment.grant) ?? proposed
         writeConfig(home, { version: 1, name, owner: code.owner, fleet: enrollment.fleet, hubs })
       },
     },
     out,
   )
-  const name = readConfig(home)?.name ?? ''
   out.line(`joined the fleet of ${code.name} as ${name} (${npub(device!.pubkey)})`)
+  if (name !== proposed) {
+    out.line(`  (named by the inviter; it proposed ${proposed}; rename it with kith device rename)`)
+  }
   out.line(`hubs: ${hubs.join(', ')}`)
+  // Holding its grant, the node learns the rest of the fleet (grants, revocations) from its hubs.
+  const node = openFleetNode(loadIdentity(home))
+  try {
+    const reports = await syncHubs(node, Math.floor(Date.now() / 1000), (l) => out.err(l))
+    for (const l of describeReports(reports)) out.line(`  ${l}`)
+  } finally {
+    node.book.close()
+  }
   out.line('start this node with: kith up')
   return 0
+}
+
+/** The name on a grant, if it has one. */
+export function grantName(grant: NostrEvent): string | undefined {
+  const name = grant.tags.find((t) => t[0] === 'name')?.[1]
+  return name === undefined || name === '' ? undefined : name
 }

@@ -1,17 +1,19 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { chatHistory, type ChatItem } from '../../node/daemon.js'
+import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/daemon.js'
 import { parseCommandArgs, parseCount } from '../args.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat, withLocalNode } from './chat-common.js'
+import { connectDaemon, formatChat, stdoutLayout, withLocalNode } from './chat-common.js'
 
 export const logHelp = `Usage: kith log [#channel] [--since T] [--limit N] [--follow] [--json]
 
 Prints chat messages this node has (sent or received), oldest first: the newest N (default 50).
 --since takes unix seconds, an ISO date, or a duration ago (15m, 2h, 7d). --follow keeps
 printing new messages as they arrive (needs kith up running). --json prints one JSON object per
-line: id, created_at, channel, from {pubkey, name, role}, content, tags.`
+line: id, created_at, channel, from {pubkey, name, role}, content, tags. A channel with nothing
+to print says so on stderr; one nobody ever posted in exits 5 (not found), with the nearest
+channel names.`
 
 function parseSince(text: string): number {
   if (/^\d+$/.test(text)) return Number(text)
@@ -57,11 +59,33 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
           tags: item.event.tags,
         }),
       )
-    } else out.line(formatChat(item, { channel: channel === undefined }))
+    } else out.line(formatChat(item, { channel: channel === undefined, ...stdoutLayout() }))
   }
-  withLocalNode(({ store, names }) => {
-    for (const item of chatHistory(store, names, params)) print(item)
+  // Nothing printed is said, never a silent exit 0: an empty channel, or one nobody ever posted
+  // in (a typo: exit 5, with the nearest names).
+  const note = withLocalNode(({ store, names }) => {
+    const items = chatHistory(store, names, params)
+    for (const item of items) print(item)
+    if (items.length > 0 || channel === undefined) return undefined
+    const known = store.channels()
+    if (known.some((c) => c.name === channel && c.messages > 0))
+      return {
+        known: true,
+        text: `no messages in #${channel}${values.since === undefined ? '' : ` since ${values.since}`}`,
+      }
+    if (known.some((c) => c.name === channel))
+      return { known: true, text: `no messages in #${channel} yet` }
+    return {
+      known: false,
+      text: unknownChannelNote(
+        channel,
+        known.map((c) => c.name),
+      ),
+    }
   })
+  if (note !== undefined && !note.known && !values.follow)
+    throw new KithError('not-found', note.text)
+  if (note !== undefined) out.err(values.follow ? `${note.text}; following it` : note.text)
   if (!values.follow) return 0
   const daemon = await connectDaemon()
   if (daemon === undefined)

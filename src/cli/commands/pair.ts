@@ -17,7 +17,8 @@ The hub used is the first configured one, or else the hub embedded in this machi
 kith up (by default 127.0.0.1:${defaultEmbeddedPort}).
 
 Options:
-  --name NAME   the new device's name (default: the name it proposes)
+  --name NAME   the new device's name, shown on both screens and taken by it (default: the name
+                it proposes, its hostname); it can rename itself later (kith device rename)
   --hub URL     the hub URL the new machine should use, when it reaches the hub by another address
                 (an SSH tunnel, a tailnet name); this machine still uses its own
   --rearm       clear the lock set after 3 failed pairings in 15 minutes
@@ -47,21 +48,15 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
       joinCommand: 'kith join',
       hub: values.hub,
       rearm: values.rearm === true,
+      name: values.name,
       check: () => undefined,
-      grant: (node, proof, ownerSecret, now) =>
-        node.book.issueGrant(
-          {
-            subject: proof.device,
-            role: 'device',
-            deleg: true,
-            name: values.name ?? proof.name,
-            proof: proof.consent,
-          },
+      grant: (node, proof, name, ownerSecret, now) =>
+        node.book.signGrant(
+          { subject: proof.device, role: 'device', deleg: true, name, proof: proof.consent },
           ownerSecret,
           now,
         ),
-      done: (proof) =>
-        `paired: ${values.name ?? proof.name} ${npub(proof.device)} is now a device of this fleet`,
+      done: (proof, name) => `paired: ${name} ${npub(proof.device)} is now a device of this fleet`,
     },
     out,
   )

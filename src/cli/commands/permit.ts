@@ -1,41 +1,108 @@
 import { KithError } from '../../errors.js'
+import { parseChannel } from '../../events/chat.js'
+import type { OpenCard } from '../../node/agent-permissions.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
 import { connectDaemon } from './chat-common.js'
 
-export const permitHelp = `Usage: kith permit REQUEST OPTION
+export const permitHelp = `Usage: kith permit [--channel '#ops'] [--json]
+       kith permit REQUEST OPTION [--channel '#ops'] [--json]
 
-Answers an agent's permission request (the card in kith chat): REQUEST is its id (the first
-characters are enough, if no other request starts with them), OPTION the option's number on
-the card or its option id. Needs the node running (kith up). Only the agent's owner (any of
-their devices) may approve, unless its approvers policy says more; the hosting node applies the
-first valid answer it receives. An answer to a request that has expired, or that you (from any
-of your devices) already answered, is refused here.`
+Without arguments: lists the permission requests (the cards in kith chat) still open as this
+node knows them: not expired, not answered by you (from any of your devices), their turn not
+over; with --channel, those of one channel.
+
+With REQUEST and OPTION: answers one. REQUEST is its id (the first characters are enough, if no
+other request starts with them) or @agent (that agent's one open request; with --channel, its
+one there), OPTION the option's number on the card or its option id. The answer names the card
+it answered. A request that has expired, that you already answered, or whose turn is over is
+refused with the reason (exit 1); an ambiguous one lists the candidates (exit 2).
+
+Needs the node running (kith up). Only the agent's owner (any of their devices) may approve,
+unless its approvers policy says more; the hosting node applies the first valid answer it
+receives.`
+
+/** "in 4 min", "3 min ago". */
+function relative(seconds: number): string {
+  const n = Math.abs(seconds)
+  const text = n < 90 ? `${n} s` : `${Math.round(n / 60)} min`
+  return seconds >= 0 ? `in ${text}` : `${text} ago`
+}
+
+/** One line (two with a warning) per open card, for a person. */
+export function describeCard(card: OpenCard, now: number): string[] {
+  const agent = `${card.agent}${card.person === null ? '' : ` [agent of ${card.person}]`}`
+  const options = card.options.map((o, i) => `${i + 1} ${o.name}`).join(', ')
+  const expires = card.expires === null ? '' : `, expires ${relative(card.expires - now)}`
+  const lines = [
+    `${card.id.slice(0, 8)}  ${agent} in #${card.channel}: ${card.title} (${card.toolKind})  options: ${options}  (asked ${relative(card.createdAt - now)}${expires})`,
+  ]
+  if (card.sensitive !== null) lines.push(`          ⚠ ${card.sensitive}`)
+  return lines
+}
 
 export async function runPermit(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
     argv,
-    { help: { type: 'boolean', short: 'h' } },
+    {
+      channel: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
     permitHelp,
   )
   if (values.help) {
     out.line(permitHelp)
     return 0
   }
-  if (positionals.length !== 2)
-    throw new KithError('usage', `kith permit takes REQUEST and OPTION\n\n${permitHelp}`)
+  if (positionals.length !== 0 && positionals.length !== 2)
+    throw new KithError(
+      'usage',
+      positionals.length === 1
+        ? `kith permit ${positionals[0]} needs an OPTION too (its number on the card); kith permit alone lists the open requests with their options`
+        : `kith permit takes REQUEST and OPTION, or nothing (to list)\n\n${permitHelp}`,
+    )
+  const channel = values.channel === undefined ? undefined : parseChannel(values.channel)
   const daemon = await connectDaemon()
   if (daemon === undefined)
     throw new KithError('io', 'kith permit needs the node running: start kith up')
   try {
+    if (positionals.length === 0) {
+      const cards = await daemon.request<OpenCard[]>(
+        'cards',
+        channel === undefined ? {} : { channel },
+      )
+      if (values.json) {
+        out.json({ requests: cards })
+        return 0
+      }
+      if (cards.length === 0)
+        out.line(
+          `no open permission requests${channel === undefined ? '' : ` in #${channel}`} (as this node knows)`,
+        )
+      const now = Math.floor(Date.now() / 1000)
+      for (const card of cards) for (const line of describeCard(card, now)) out.line(line)
+      if (cards.length > 0) out.line('answer with: kith permit ID OPTION')
+      return 0
+    }
     const option = /^\d+$/.test(positionals[1]!) ? Number(positionals[1]) : positionals[1]!
     const r = await daemon.request<{
       event: { id: string }
       request: string
+      title: string
+      agent: string
       option: { name: string }
-    }>('decide', { request: positionals[0]!, option })
+    }>('decide', {
+      request: positionals[0]!,
+      option,
+      ...(channel === undefined ? {} : { channel }),
+    })
+    if (values.json) {
+      out.json({ request: r.request, decision: r.event.id, option: r.option, title: r.title })
+      return 0
+    }
     out.line(
-      `answered request ${r.request.slice(0, 8)} with ${r.option.name}: sent ${r.event.id.slice(0, 12)}…`,
+      `answered request ${r.request.slice(0, 8)} (${r.agent}: ${r.title}) with ${r.option.name}: sent ${r.event.id.slice(0, 12)}…`,
     )
     return 0
   } finally {

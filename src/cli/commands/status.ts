@@ -1,7 +1,7 @@
 import { KithError } from '../../errors.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import type { LinkStatus } from '../../node/daemon.js'
+import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
 import { NodeStore } from '../../store/node-store.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
@@ -12,7 +12,10 @@ export const statusHelp = `Usage: kith status [--json]
 
 The node's state: whether kith up runs, each hub with its connection state, lag (ping round
 trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
-refusals with the hub's reason.`
+refusals with the hub's reason; and, from the running node's presence (kith-chat/1), every
+device of the fleet: online, offline (with when it was last heard from) or unknown (not heard
+from since kith up started), and the agents each hosts with their state (idle, working,
+awaiting-permission, crashed, …).`
 
 interface Status {
   running: boolean
@@ -30,7 +33,35 @@ interface Status {
     crashes: number
     adapter: { name?: string; version?: string }
   }[]
+  devices?: DeviceStatus[]
   refused: { event: string; hub: string; message: string }[]
+}
+
+/** "12 s", "5 min", "3 h", "2 d". */
+export function ago(seconds: number): string {
+  if (seconds < 90) return `${seconds} s`
+  if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`
+  if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h`
+  return `${Math.round(seconds / 86400)} d`
+}
+
+/** One line per device: its presence and its agents' states. */
+export function deviceLines(devices: readonly DeviceStatus[]): string[] {
+  return devices.map((d) => {
+    const name = `${d.name}${d.person === null ? '' : ` [device of ${d.person}]`}`
+    const presence = d.self
+      ? 'online (this device)'
+      : d.presence === 'unknown'
+        ? 'unknown (not heard from since kith up started)'
+        : d.presence === 'online'
+          ? `online (heard ${ago(d.lastSeenSeconds ?? 0)} ago)`
+          : `offline (last heard ${ago(d.lastSeenSeconds ?? 0)} ago)`
+    const agents =
+      d.agents.length === 0
+        ? ''
+        : `; agents: ${d.agents.map((a) => `${a.name} ${a.state}`).join(', ')}`
+    return `  ${name.padEnd(24)} ${presence}${agents}`
+  })
 }
 
 export async function runStatus(argv: string[], out: Out): Promise<number> {
@@ -80,7 +111,19 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     }
   }
   if (values.json) {
-    out.json({ ...status, device: npub(status.device) })
+    out.json({
+      ...status,
+      device: npub(status.device),
+      ...(status.devices === undefined
+        ? {}
+        : {
+            devices: status.devices.map((d) => ({
+              ...d,
+              npub: npub(d.pubkey),
+              agents: d.agents.map((a) => ({ ...a, npub: npub(a.pubkey) })),
+            })),
+          }),
+    })
     return 0
   }
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
@@ -106,6 +149,10 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
       `agent   ${a.name}${adapter}: ${a.state}, queue ${a.queue}${a.crashes ? `, ${a.crashes} crash(es)` : ''}`,
     )
   }
+  if (status.devices !== undefined) {
+    out.line('devices')
+    for (const l of deviceLines(status.devices)) out.line(l)
+  } else out.line('devices unknown: presence is live, and kith up is not running')
   for (const r of status.refused.slice(0, 5))
     out.line(`refused ${r.event.slice(0, 12)}… by ${r.hub}: ${r.message}`)
   return 0

@@ -2,44 +2,23 @@ import { KithError } from '../../errors.js'
 import type { WatchFrame } from '../../node/daemon.js'
 import { parseCommandArgs } from '../args.js'
 import type { Out } from '../io.js'
-import { connectDaemon } from './chat-common.js'
+import { TranscriptLines } from '../transcript.js'
+import { wrap } from '../terminal-text.js'
+import { connectDaemon, stdoutLayout } from './chat-common.js'
+
+export { describeUpdate } from '../transcript.js'
 
 export const watchHelp = `Usage: kith watch [AGENT] [--json]
 
-Shows agents' side transcripts live, as they work: messages, thoughts, tool calls with their
-status, plans. From any device of the agent's owner, or the one that prompted it (observer
-frames are encrypted to those). Needs the node running (kith up). Ctrl-C stops.`
+Shows agents' side transcripts live, as they work: messages and thoughts (gathered into whole
+lines), tool calls with their status, plans, and where each turn starts and ends. From any
+device of the agent's owner, or the one that prompted it (observer frames are encrypted to
+those). AGENT is a name as in a mention (alice/helper where it is ambiguous); a name that is no
+agent of the fleet is refused at once. --json prints each frame as it came, one JSON object per
+line. Needs the node running (kith up). Ctrl-C stops.`
 
-interface Update {
-  sessionUpdate?: string
-  content?: { type?: string; text?: string }
-  title?: string
-  status?: string
-  toolCallId?: string
-  entries?: { content?: string; status?: string }[]
-  toolKind?: string
-  policy?: string
-}
-
-/** One line per update, for a person. */
-export function describeUpdate(u: Update): string | undefined {
-  switch (u.sessionUpdate) {
-    case 'agent_message_chunk':
-      return u.content?.text
-    case 'agent_thought_chunk':
-      return `… ${u.content?.text ?? ''}`
-    case 'tool_call':
-      return `⚙ ${u.title ?? u.toolCallId ?? 'tool'} (${u.status ?? 'pending'})`
-    case 'tool_call_update':
-      return `⚙ ${u.title ?? u.toolCallId ?? 'tool'} → ${u.status ?? 'updated'}`
-    case 'plan':
-      return `plan: ${(u.entries ?? []).map((e) => `[${e.status ?? ' '}] ${e.content ?? ''}`).join('; ')}`
-    case 'kith_auto_allowed':
-      return `✓ ${u.toolKind ?? 'tool'} "${u.title ?? u.toolCallId ?? 'tool'}" allowed by policy (permissions: ${u.policy ?? '?'})`
-    default:
-      return undefined
-  }
-}
+/** A half line the agent stopped streaming into is printed after this long. */
+const quietMs = 1500
 
 export async function runWatch(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parseCommandArgs(
@@ -57,19 +36,31 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
   if (daemon === undefined)
     throw new KithError('io', 'kith watch needs the node running: start kith up')
   const agent = positionals[0]?.replace(/^@/, '')
+  const transcript = new TranscriptLines()
+  // On a terminal, long lines wrap at word boundaries under their text, past "agent #channel: ".
+  const print = (line: string) => {
+    const width = stdoutLayout().width
+    const hang = line.indexOf(': ') + 2
+    out.line(width === undefined ? line : wrap(line, width, Math.min(hang, 30)).join('\n'))
+  }
   daemon.on('frame', (p) => {
     const frame = p as WatchFrame
-    if (values.json) {
-      out.line(JSON.stringify(frame))
-      return
-    }
-    for (const u of frame.updates) {
-      const line = describeUpdate(u as Update)
-      if (line !== undefined) out.line(`${frame.agent.name} #${frame.channel}: ${line}`)
-    }
+    if (values.json) out.line(JSON.stringify(frame))
+    else for (const line of transcript.frame(frame, Date.now())) print(line)
   })
-  await daemon.request('watch', agent === undefined ? {} : { agent })
+  try {
+    await daemon.request('watch', agent === undefined ? {} : { agent })
+  } catch (err) {
+    // An open control connection would keep this process waiting forever.
+    daemon.close()
+    throw err
+  }
+  const quiet = setInterval(() => {
+    for (const line of transcript.flushQuiet(Date.now(), quietMs)) print(line)
+  }, 250)
   out.err(`watching ${agent === undefined ? 'every agent' : `@${agent}`}; Ctrl-C stops`)
   await daemon.untilClosedOrStopped()
+  clearInterval(quiet)
+  for (const line of transcript.flushAll()) print(line)
   return 0
 }

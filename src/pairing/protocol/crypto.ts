@@ -131,6 +131,23 @@ export function confirmationMac(key: Uint8Array, who: 'R' | 'I' | 'ack', th: Uin
   return bytesToHex(hmac(sha256, key, concatBytes(text(who), th)))
 }
 
+/**
+ * An abort sent once the keys are derived: HMAC-SHA256(kConf, F("abort", from, TH, reason,
+ * detail)), `from` being "I" or "R". Only the holder of the session keys can make it, so a hub
+ * cannot forge the other side's reason (and cannot reflect one side's abort back to it).
+ */
+export function abortMac(
+  key: Uint8Array,
+  from: 'I' | 'R',
+  th: Uint8Array,
+  reason: string,
+  detail: string,
+): string {
+  return bytesToHex(
+    hmac(sha256, key, framed([text('abort'), text(from), th, text(reason), text(detail)])),
+  )
+}
+
 /** Constant-time comparison of two hex MACs. */
 export function sameMac(a: string, b: string): boolean {
   if (a.length !== b.length) return false

@@ -15,10 +15,16 @@ export type PairCode_ =
   | 'declined'
   | 'timeout'
   | 'aborted'
+  | 'cancelled'
+  | 'interrupted'
+  | 'hub-refused'
+  | 'too-large'
+  | 'unconfirmed'
   | 'locked'
 
 const securityFailure =
   'Pairing stopped: the security check failed. Nothing was shared. Someone may be interfering; make a new code.'
+const notCounted = '(not counted against the lockout)'
 
 /** The same plain words on both screens (PAIRING.md), and no "continue anyway". */
 export const pairMessages: Record<PairCode_, string> = {
@@ -37,16 +43,48 @@ export const pairMessages: Record<PairCode_, string> = {
   declined: 'Pairing cancelled: the codes were not confirmed on both screens. Nothing was shared.',
   timeout: 'Pairing timed out; nothing was shared. Make a new code.',
   aborted: 'Pairing cancelled by the other side. Nothing was shared.',
+  cancelled: 'Pairing cancelled here. Nothing was shared.',
+  interrupted: `Pairing stopped: the connection was interrupted ${notCounted}. Nothing was shared; make a new code.`,
+  'hub-refused': `Pairing stopped: the hub refused a pairing message ${notCounted}. Nothing was shared; make a new code.`,
+  'too-large': `Pairing stopped: the enrollment (grant chain and hubs) is too large for the pairing lane ${notCounted}. Nothing was shared.`,
+  unconfirmed:
+    'The other machine did not confirm that it received its grant, so nothing was recorded here. If it did join, it shows in kith device list once it syncs (kith up there).',
   locked:
     'Pairing is locked after 3 failed attempts in 15 minutes; re-arm it with kith pair --rearm.',
 }
+
+/**
+ * Failures that count toward the lockout: the security checks a man in the middle trips, and a
+ * "no" at the 6-digit comparison (from this side's person, or the other side's, authenticated).
+ * Everything a hub or a network can cause on its own (refused frames, disconnects, unverified
+ * aborts, junk messages, a second COMMIT, timeouts) is not counted: else a hub could lock
+ * pairing at will.
+ */
+const counted: ReadonlySet<PairCode_> = new Set<PairCode_>([
+  'commit-mismatch',
+  'bad-point',
+  'equal-keys',
+  'mac-failed',
+  'decrypt-failed',
+  'bad-proof',
+  'wrong-owner',
+  'declined',
+])
 
 export class PairError extends Error {
   override readonly name = 'PairError'
   constructor(
     readonly code: PairCode_,
+    /** The specific reason (a hub's refusal text, what the other side reported), shown too. */
     readonly detail = '',
+    /** Reported by the other side in an authenticated abort (so it is not echoed back). */
+    readonly remote = false,
   ) {
-    super(pairMessages[code])
+    super(detail === '' ? pairMessages[code] : `${pairMessages[code]}\n  reason: ${detail}`)
+  }
+
+  /** Whether this failure counts toward the lockout (see `counted`). */
+  get counts(): boolean {
+    return counted.has(this.code)
   }
 }

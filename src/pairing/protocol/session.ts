@@ -4,8 +4,10 @@ import { encrypt as nip44Encrypt, decrypt as nip44Decrypt } from 'nostr-tools/ni
 import { isHex64, verifyEventSignature, type NostrEvent } from '../../events/event.js'
 import { Kind } from '../../events/kinds.js'
 import { parseGrant, signGrantProof, verifyGrantProof } from '../../grants/grant.js'
+import { GrantVerifier } from '../../grants/verifier.js'
 import type { PairingCode, PairRole } from './code.js'
 import {
+  abortMac,
   checkPeerKey,
   commitment,
   confirmationMac,
@@ -19,6 +21,12 @@ import {
   type SessionKeys,
 } from './crypto.js'
 import { PairError, pairMessages, type PairCode_ } from './errors.js'
+import {
+  enrollmentPartBytes,
+  maxAbortDetailChars,
+  maxEnrollmentParts,
+  maxProposedNameChars,
+} from './limits.js'
 
 /** kith-pair/1 messages (the content of kind-24140 events, as JSON). */
 export type PairMessage =
@@ -27,8 +35,10 @@ export type PairMessage =
   | { t: 'reveal'; epk: string; n: string }
   | { t: 'confirm-r'; mac: string; box: string }
   | { t: 'confirm-i'; mac: string; box: string }
+  | { t: 'part'; box: string }
   | { t: 'ack'; mac: string }
-  | { t: 'abort'; reason: PairCode_ }
+  /** `mac` once the sender holds the session keys (abortMac); `detail`: the specific reason. */
+  | { t: 'abort'; reason: string; detail?: string; mac?: string }
 
 export interface ProtocolOptions {
   now: number
@@ -50,14 +60,17 @@ export interface JoinerProof {
   consent: string
 }
 
-/** What the inviter sends after both yeses (encrypted to the joiner). */
+/**
+ * What the inviter sends after both yeses (encrypted to the joiner): the new key's grant and the
+ * chain above it, never the fleet's history (revocations, other grants), which the new node
+ * syncs from its hub once it holds its grant. Its size is bounded by the chain's depth.
+ */
 export interface Enrollment {
   grant: NostrEvent
   /** The grants above the issuer (empty when the issuer is the founder), founder first. */
   chain: NostrEvent[]
   fleet: string
   hubs: string[]
-  revocations: NostrEvent[]
 }
 
 const hex = (v: unknown, bytes: number): v is string =>
@@ -86,11 +99,27 @@ export function parsePairMessage(value: unknown): PairMessage {
         return { t: m.t, mac: m.mac, box: m.box }
       }
       break
+    case 'part':
+      if (typeof m.box === 'string' && m.box.length < 65536) return { t: 'part', box: m.box }
+      break
     case 'ack':
       if (hex(m.mac, 32)) return { t: 'ack', mac: m.mac }
       break
     case 'abort':
-      if (typeof m.reason === 'string') return { t: 'abort', reason: m.reason as PairCode_ }
+      if (
+        typeof m.reason === 'string' &&
+        /^[a-z-]{1,32}$/.test(m.reason) &&
+        (m.detail === undefined ||
+          (typeof m.detail === 'string' && m.detail.length <= maxAbortDetailChars)) &&
+        (m.mac === undefined || hex(m.mac, 32))
+      ) {
+        return {
+          t: 'abort',
+          reason: m.reason,
+          ...(m.detail === undefined ? {} : { detail: m.detail }),
+          ...(m.mac === undefined ? {} : { mac: m.mac }),
+        }
+      }
       break
     default:
   }
@@ -109,13 +138,66 @@ function open(key: Uint8Array, box: string): unknown {
   }
 }
 
-/** The other side stopped: show the same words it shows (its reason), when that is a known one. */
-function abortOf(m: PairMessage): never {
-  const reason = m.t === 'abort' ? m.reason : undefined
-  throw new PairError(
-    reason !== undefined && reason in pairMessages && reason !== 'locked' ? reason : 'aborted',
-    'abort',
+/** Codes the other side may report and this side shows as they are. */
+const reportable = (reason: string): reason is PairCode_ =>
+  reason in pairMessages && !['locked', 'bad-code', 'cancelled', 'unconfirmed'].includes(reason)
+
+/**
+ * The other side stopped. With a valid MAC (it holds the session keys): its reason, shown with
+ * the same words it shows (a Ctrl-C there is "cancelled by the other side"). Without one — no
+ * keys yet on either side, or a hub injecting it — it is only an interrupted connection, which
+ * does not count toward the lockout; the claimed reason is shown as unverified.
+ */
+function abortError(
+  m: Extract<PairMessage, { t: 'abort' }>,
+  authentic: (reason: string, detail: string, mac: string) => boolean,
+): PairError {
+  const detail = (m.detail ?? '').slice(0, maxAbortDetailChars)
+  if (m.mac !== undefined && authentic(m.reason, m.detail ?? '', m.mac)) {
+    return new PairError(
+      reportable(m.reason) ? m.reason : 'aborted',
+      `on the other machine${detail === '' ? '' : `: ${detail}`}`,
+      true,
+    )
+  }
+  return new PairError(
+    'interrupted',
+    `an unverified abort arrived (${m.reason}${detail === '' ? '' : `: ${detail}`})`,
   )
+}
+
+/** The abort to send: with a MAC once the session keys exist. */
+function makeAbort(
+  keys: SessionKeys | undefined,
+  th: Uint8Array | undefined,
+  from: 'I' | 'R',
+  reason: PairCode_,
+  detail: string,
+): PairMessage {
+  const d = detail.slice(0, maxAbortDetailChars)
+  const base = { t: 'abort' as const, reason, ...(d === '' ? {} : { detail: d }) }
+  if (keys === undefined || th === undefined) return base
+  return { ...base, mac: abortMac(keys.confirm, from, th, reason, d) }
+}
+
+/** Splits text into pieces of at most `max` UTF-8 bytes, never inside a character. */
+function splitUtf8(text: string, max: number): string[] {
+  const parts: string[] = []
+  let current = ''
+  let bytes = 0
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!
+    const n = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4
+    if (bytes + n > max) {
+      parts.push(current)
+      current = ''
+      bytes = 0
+    }
+    current += ch
+    bytes += n
+  }
+  parts.push(current)
+  return parts
 }
 
 type InviterState =
@@ -160,9 +242,20 @@ export class InviterSession {
     return this.th
   }
 
+  /** The abort to send the joiner for `reason` (authenticated once the keys exist). */
+  abort(reason: PairCode_, detail = ''): PairMessage {
+    return makeAbort(this.keys, this.th, 'I', reason, detail)
+  }
+
   /** Handles one message from the joiner; returns the reply to send, if any. */
   handle(m: PairMessage, now: number): PairMessage | undefined {
-    if (m.t === 'abort') abortOf(m)
+    if (m.t === 'abort') {
+      throw abortError(m, (reason, detail, mac) =>
+        this.keys !== undefined && this.th !== undefined
+          ? sameMac(mac, abortMac(this.keys.confirm, 'R', this.th, reason, detail))
+          : false,
+      )
+    }
     if (now > this.code.exp && this.state !== 'sent-confirm') throw new PairError('expired')
     const withCommit = this.opts.commitment !== false
     if (m.t === 'commit') {
@@ -213,7 +306,7 @@ export class InviterSession {
         throw new PairError('bad-proof')
       this.proof = {
         device: proof.device,
-        name: proof.name.slice(0, 64),
+        name: [...proof.name].slice(0, maxProposedNameChars).join(''),
         sig: proof.sig,
         consent: proof.consent,
       }
@@ -251,17 +344,30 @@ export class InviterSession {
     this.eph.secret.fill(0)
   }
 
-  /** After its own person's yes and a valid CONFIRM_R: the encrypted enrollment. */
-  finish(enrollment: Enrollment): PairMessage {
+  /**
+   * After its own person's yes and a valid CONFIRM_R: the encrypted enrollment, as CONFIRM_I and
+   * then as many `part` messages as it needs (each box holds "k/n\n" and a piece of its JSON).
+   */
+  finish(enrollment: Enrollment): PairMessage[] {
     if (this.state !== 'confirmed-r' || this.keys === undefined || this.th === undefined) {
       throw new PairError('out-of-order')
     }
-    this.state = 'sent-confirm'
-    return {
-      t: 'confirm-i',
-      mac: confirmationMac(this.keys.confirm, 'I', this.th),
-      box: seal(this.keys.inviterToJoiner, enrollment),
+    const pieces = splitUtf8(JSON.stringify(enrollment), enrollmentPartBytes)
+    if (pieces.length > maxEnrollmentParts) {
+      throw new PairError(
+        'too-large',
+        `${pieces.length} parts of ${enrollmentPartBytes} bytes; at most ${maxEnrollmentParts}`,
+      )
     }
+    this.state = 'sent-confirm'
+    const keys = this.keys
+    const boxes = pieces.map((piece, k) =>
+      nip44Encrypt(`${k}/${pieces.length}\n${piece}`, keys.inviterToJoiner),
+    )
+    return [
+      { t: 'confirm-i', mac: confirmationMac(keys.confirm, 'I', this.th), box: boxes[0]! },
+      ...boxes.slice(1).map((box): PairMessage => ({ t: 'part', box })),
+    ]
   }
 
   get done(): boolean {
@@ -269,7 +375,7 @@ export class InviterSession {
   }
 }
 
-type JoinerState = 'new' | 'committed' | 'compare' | 'sent-confirm' | 'done'
+type JoinerState = 'new' | 'committed' | 'compare' | 'sent-confirm' | 'receiving' | 'done'
 
 /** The joiner (the new device): commits, reveals after the nonce, proves its device key. */
 export class JoinerSession {
@@ -279,6 +385,9 @@ export class JoinerSession {
   private th: Uint8Array | undefined
   private keys: SessionKeys | undefined
   private epkI: string
+  /** The enrollment's pieces received so far, and how many there are. */
+  private pieces: string[] = []
+  private expected = 0
 
   constructor(
     readonly code: PairingCode,
@@ -300,6 +409,19 @@ export class JoinerSession {
     return this.th
   }
 
+  /** The abort to send the inviter for `reason` (authenticated once the keys exist). */
+  abort(reason: PairCode_, detail = ''): PairMessage {
+    return makeAbort(this.keys, this.th, 'R', reason, detail)
+  }
+
+  private abortError(m: Extract<PairMessage, { t: 'abort' }>): PairError {
+    return abortError(m, (reason, detail, mac) =>
+      this.keys !== undefined && this.th !== undefined
+        ? sameMac(mac, abortMac(this.keys.confirm, 'I', this.th, reason, detail))
+        : false,
+    )
+  }
+
   /**
    * COMMIT to the ephemeral key and nonce. (The test-only variant without a commitment sends a
    * placeholder that binds nothing, so the flow is the same and only the binding is missing.)
@@ -312,7 +434,7 @@ export class JoinerSession {
   }
 
   handle(m: PairMessage, now: number): PairMessage | undefined {
-    if (m.t === 'abort') abortOf(m)
+    if (m.t === 'abort') throw this.abortError(m)
     if (m.t === 'nonce') {
       if (this.state !== 'committed') throw new PairError('out-of-order')
       if (now > this.code.exp) throw new PairError('expired')
@@ -356,7 +478,7 @@ export class JoinerSession {
     this.state = 'sent-confirm'
     const proof: JoinerProof = {
       device: device.pubkey,
-      name: device.name,
+      name: [...device.name].slice(0, maxProposedNameChars).join(''),
       sig: signTranscript(this.th, device.secret),
       consent: signGrantProof(
         device.secret,
@@ -371,22 +493,70 @@ export class JoinerSession {
     }
   }
 
-  /** CONFIRM_I: checks the MAC and that the grant is the pinned owner's, for this device. */
-  accept(m: PairMessage, device: string): { enrollment: Enrollment; ack: PairMessage } {
-    if (m.t === 'abort') abortOf(m)
-    if (
-      m.t !== 'confirm-i' ||
-      this.state !== 'sent-confirm' ||
-      this.keys === undefined ||
-      this.th === undefined
-    ) {
+  /** Opens one piece of the enrollment: "k/n\n" then the text; they must come in order. */
+  private piece(box: string): void {
+    let text: string
+    try {
+      text = nip44Decrypt(box, this.keys!.inviterToJoiner)
+    } catch {
+      throw new PairError('decrypt-failed')
+    }
+    const m = /^(\d{1,2})\/(\d{1,2})\n/.exec(text)
+    const k = Number(m?.[1])
+    const n = Number(m?.[2])
+    if (m === null || n < 1 || n > maxEnrollmentParts || k !== this.pieces.length) {
+      throw new PairError('out-of-order', 'enrollment parts out of order')
+    }
+    if (k === 0) this.expected = n
+    else if (n !== this.expected) throw new PairError('out-of-order', 'enrollment parts disagree')
+    this.pieces.push(text.slice(m[0].length))
+  }
+
+  /**
+   * CONFIRM_I and its parts: checks the MAC, then, once every part is in, that the grant is the
+   * pinned owner's, for this key and role, and valid now on the chain sent with it. Returns the
+   * enrollment and the ACK then; undefined while parts are still missing.
+   */
+  accept(
+    m: PairMessage,
+    device: string,
+    now: number,
+  ): { enrollment: Enrollment; ack: PairMessage } | undefined {
+    if (m.t === 'abort') throw this.abortError(m)
+    if (this.keys === undefined || this.th === undefined) throw new PairError('out-of-order')
+    if (m.t === 'confirm-i' && this.state === 'sent-confirm') {
+      if (!sameMac(m.mac, confirmationMac(this.keys.confirm, 'I', this.th)))
+        throw new PairError('mac-failed')
+      this.state = 'receiving'
+      this.piece(m.box)
+    } else if (m.t === 'part' && this.state === 'receiving') {
+      this.piece(m.box)
+    } else {
       throw new PairError('out-of-order')
     }
-    if (!sameMac(m.mac, confirmationMac(this.keys.confirm, 'I', this.th)))
-      throw new PairError('mac-failed')
-    const e = open(this.keys.inviterToJoiner, m.box) as Partial<Enrollment>
+    if (this.pieces.length < this.expected) return undefined
+    let e: Partial<Enrollment>
+    try {
+      e = JSON.parse(this.pieces.join('')) as Partial<Enrollment>
+    } catch {
+      throw new PairError('wrong-owner', 'unreadable enrollment')
+    }
+    const enrollment = this.check(e, device, now)
+    this.state = 'done'
+    return {
+      enrollment,
+      ack: { t: 'ack', mac: confirmationMac(this.keys.confirm, 'ack', this.th) },
+    }
+  }
+
+  private check(e: Partial<Enrollment>, device: string, now: number): Enrollment {
     const grant = e.grant
-    if (grant === undefined || grant.kind !== Kind.Grant || !verifyEventSignature(grant)) {
+    if (
+      typeof grant !== 'object' ||
+      grant === null ||
+      grant.kind !== Kind.Grant ||
+      !verifyEventSignature(grant)
+    ) {
       throw new PairError('wrong-owner', 'no valid grant')
     }
     let parsed
@@ -406,21 +576,27 @@ export class JoinerSession {
     if (
       !Array.isArray(e.hubs) ||
       !Array.isArray(e.chain) ||
-      !Array.isArray(e.revocations) ||
-      !isHex64(e.fleet)
+      !isHex64(e.fleet) ||
+      !e.chain.every((g) => typeof g === 'object' && g !== null)
     ) {
       throw new PairError('wrong-owner', 'incomplete enrollment')
     }
-    this.state = 'done'
+    // The chain must carry the grant from the fleet's founder down to this key, valid now: the
+    // new node then holds a working grant before it has synced anything.
+    const verifier = new GrantVerifier({ founder: e.fleet, verifySignature: verifyEventSignature })
+    for (const g of [...e.chain, grant]) verifier.add(g)
+    const d = verifier.isMember(device, now)
+    if (!d.ok || d.chain[d.chain.length - 1]?.id !== grant.id) {
+      throw new PairError(
+        'wrong-owner',
+        d.ok ? 'the grant is not on the chain sent' : `${d.code}: ${d.reason}`,
+      )
+    }
     return {
-      enrollment: {
-        grant,
-        chain: e.chain,
-        fleet: e.fleet,
-        hubs: e.hubs.filter((h) => typeof h === 'string'),
-        revocations: e.revocations,
-      },
-      ack: { t: 'ack', mac: confirmationMac(this.keys.confirm, 'ack', this.th) },
+      grant,
+      chain: e.chain,
+      fleet: e.fleet,
+      hubs: e.hubs.filter((h): h is string => typeof h === 'string'),
     }
   }
 

@@ -25,7 +25,8 @@ export interface DeviceRecord {
   hubs: string[]
   grant: NostrEvent
   chain: NostrEvent[]
-  revocations: NostrEvent[]
+  /** Revocations learned at pairing (older records); a device now learns them from its hubs. */
+  revocations?: NostrEvent[]
   pairedAt: number
   secret: { iv: Uint8Array<ArrayBuffer>; data: ArrayBuffer; key: CryptoKey } | { raw: Uint8Array }
 }
@@ -80,7 +81,6 @@ export async function saveDevice(
     hubs,
     grant: enrollment.grant,
     chain: enrollment.chain,
-    revocations: enrollment.revocations,
     pairedAt: Math.floor(Date.now() / 1000),
     secret: await wrap(key.secret),
   }

@@ -200,7 +200,8 @@ export class FleetModel {
   /** Channels with something in them, and those defined, by name. */
   channels(): string[] {
     const names = new Set(this.channelsMap.keys())
-    for (const d of this.state.channels.definitions()) names.add(d.channel)
+    for (const d of this.state.channels.definitions(Math.floor(Date.now() / 1000)))
+      names.add(d.channel)
     return [...names].sort()
   }
 

@@ -82,7 +82,7 @@ export class Session {
     this.model = new FleetModel(r.pubkey, r.fleet, device.secret, [
       ...r.chain,
       r.grant,
-      ...r.revocations,
+      ...(r.revocations ?? []),
     ])
   }
 

@@ -40,7 +40,7 @@ export function ChatView({
     if (live && performance.getEntriesByName('kith-chat-usable').length === 0)
       performance.mark('kith-chat-usable')
   }, [live])
-  const privateChannel = m.state.channels.isPrivate(channel)
+  const privateChannel = m.state.channels.isPrivate(channel, Date.now() / 1000)
   const mayPost =
     !privateChannel || m.state.channels.isMember(session.me, channel, Date.now() / 1000)
   return (

@@ -121,7 +121,9 @@ function ChannelList({ session }: { session: Session }) {
               <a href={href({ view: 'channel', channel: c })} class={c === current ? 'active' : ''}>
                 <span class="hash">#</span>
                 {c}
-                {m.state.channels.isPrivate(c) && <span class="lock">private</span>}
+                {m.state.channels.isPrivate(c, Date.now() / 1000) && (
+                  <span class="lock">private</span>
+                )}
                 {unread > 0 && (
                   <span class="badge" aria-label={`${unread} unread`}>
                     {unread}

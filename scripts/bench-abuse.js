@@ -1,0 +1,268 @@
+// npm run bench:abuse [-- --seconds S --stored N]
+// What strangers and greedy members cost the others: a real `kith hub` subprocess, one honest
+// member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
+// first quiet and then during each abuse in turn:
+//   auth-flood   strangers send forged AUTH frames naming the founder's key (they pass every
+//                cheap check; only the signature fails), ~1.6 MB/s, reconnecting when closed;
+//   req-flood    a member re-sends REQ with 10 filters × limit 5000 under one id, reading;
+//   never-reads  a member sends that REQ and stops reading its socket;
+//   idle-strangers  400 connections that never authenticate, from 20 other loopback addresses.
+// Prints JSON: per phase the honest member's p50/p95 latencies, the hub's RSS, and what the
+// hub did to the abuser (closed or not).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import WebSocket from 'ws'
+import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
+import { signAuthEvent } from '../dist/events/nip42.js'
+import { spawnHub } from './hub-process.js'
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    stored: { type: 'string', default: '6000' },
+  },
+})
+const seconds = Number(values.seconds)
+const progress = (s) => process.stderr.write(`bench:abuse ${s}\n`)
+const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b)
+  return s.length === 0 ? null : round(s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))])
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
+
+const dir = mkdtempSync(join(tmpdir(), 'kith-abuse-'))
+const founderSk = generateSecretKey()
+const founder = getPublicKey(founderSk)
+const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0'], {
+  env: { KITH_HOME: join(dir, 'home') },
+})
+// A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    hub.child.kill('SIGKILL')
+    process.exit(130)
+  })
+}
+const rssMb = () => {
+  const s = readFileSync(`/proc/${hub.child.pid}/status`, 'utf8')
+  return round(Number(/VmRSS:\s+(\d+)/.exec(s)?.[1] ?? 0) / 1024, 1)
+}
+
+/** A connection; `auth` authenticates it as the founder. Resolves once open (and authed). */
+function open({ auth = true, url = hub.url, localAddress = undefined } = {}) {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(url, {
+      maxPayload: 64 * 1024 * 1024,
+      ...(localAddress ? { localAddress } : {}),
+    })
+    ws.once('error', reject)
+    ws.on('message', function first(data) {
+      const msg = JSON.parse(data.toString())
+      if (msg[0] !== 'AUTH') return
+      ws.challenge = msg[1]
+      if (!auth) {
+        ws.off('message', first)
+        resolve(ws)
+        return
+      }
+      const e = signAuthEvent(url, msg[1], founderSk)
+      ws.on('message', function ok(d) {
+        const m = JSON.parse(d.toString())
+        if (m[0] === 'OK' && m[1] === e.id) {
+          ws.off('message', ok)
+          ws.off('message', first)
+          resolve(ws)
+        }
+      })
+      ws.send(JSON.stringify(['AUTH', e]))
+    })
+  })
+}
+
+// Stored events for the REQ abuses: `stored` kind-9 events of ~300 bytes.
+progress(`storing ${values.stored} events`)
+{
+  const ws = await open()
+  const n = Number(values.stored)
+  const base = Math.floor(Date.now() / 1000) - n
+  let acked = 0
+  await new Promise((resolve) => {
+    ws.on('message', (d) => {
+      if (JSON.parse(d.toString())[0] === 'OK' && ++acked === n) resolve()
+    })
+    for (let i = 0; i < n; i++) {
+      const e = finalizeEvent(
+        { kind: 9, created_at: base + i, tags: [['h', 'big']], content: `${i} ${'x'.repeat(240)}` },
+        founderSk,
+      )
+      ws.send(JSON.stringify(['EVENT', e]))
+    }
+  })
+  ws.close()
+}
+
+const timeout = (ms) => sleep(ms).then(() => undefined)
+
+/** Seconds until the hub answers a member again (connect, AUTH, a small REQ), at most `capS`. */
+async function stallSeconds(capS) {
+  const t0 = Date.now()
+  const answered = (async () => {
+    const ws = await open()
+    await new Promise((resolve) => {
+      ws.on('message', (d) => JSON.parse(d.toString())[0] === 'EOSE' && resolve())
+      ws.send(JSON.stringify(['REQ', 'ping', { limit: 1 }]))
+    })
+    ws.close()
+  })()
+  const ok = await Promise.race([answered.then(() => true), timeout(capS * 1000)])
+  return ok ? round((Date.now() - t0) / 1000, 2) : `> ${capS}`
+}
+
+/** The honest member: an EVENT and a small REQ every 20 ms, each timed to its answer. */
+async function honest(ms) {
+  const ws = await Promise.race([open(), timeout(ms)])
+  if (ws === undefined) return { stalled: `could not even authenticate in ${ms / 1000} s` }
+  const ok = []
+  const eose = []
+  const pending = new Map()
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString())
+    const key = m[0] === 'OK' ? m[1] : m[0] === 'EOSE' || m[0] === 'CLOSED' ? m[1] : undefined
+    const t = key === undefined ? undefined : pending.get(key)
+    if (t === undefined) return
+    pending.delete(key)
+    ;(m[0] === 'OK' ? ok : eose).push(performance.now() - t)
+  })
+  const end = Date.now() + ms
+  let i = 0
+  while (Date.now() < end) {
+    const e = finalizeEvent(
+      { kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [], content: `honest ${i}` },
+      founderSk,
+    )
+    pending.set(e.id, performance.now())
+    ws.send(JSON.stringify(['EVENT', e]))
+    const sub = `h${i++}`
+    pending.set(sub, performance.now())
+    ws.send(JSON.stringify(['REQ', sub, { '#h': ['big'], limit: 5 }]))
+    await sleep(20)
+  }
+  await sleep(200)
+  ws.close()
+  return {
+    ok_p50_ms: pct(ok, 50),
+    ok_p95_ms: pct(ok, 95),
+    req_p50_ms: pct(eose, 50),
+    req_p95_ms: pct(eose, 95),
+    answered: `${ok.length + eose.length}/${2 * i}`,
+  }
+}
+
+const abuses = {
+  quiet: async () => () => ({}),
+  'auth-flood': async () => {
+    let stop = false
+    let closedByHub = 0
+    let frames = 0
+    const loops = Array.from({ length: 4 }, async (_, n) => {
+      while (!stop) {
+        const ws = await open({ auth: false, localAddress: `127.0.1.${n + 1}` }).catch(
+          () => undefined,
+        )
+        if (ws === undefined) {
+          await sleep(10)
+          continue
+        }
+        const forged = { ...signAuthEvent(hub.url, ws.challenge, founderSk), sig: 'cd'.repeat(64) }
+        const frame = JSON.stringify(['AUTH', forged])
+        const closed = new Promise((r) => ws.once('close', r))
+        // ~400 KB/s per loop, 4 loops: ~1.6 MB/s, until the hub closes the connection.
+        while (!stop && ws.readyState === WebSocket.OPEN) {
+          for (let k = 0; k < 40; k++) ws.send(frame)
+          frames += 40
+          await sleep(40)
+        }
+        if (ws.readyState !== WebSocket.CLOSED) ws.terminate()
+        else closedByHub++
+        await closed
+      }
+    })
+    return async () => {
+      stop = true
+      await Promise.all(loops)
+      return { connections_closed_by_hub: closedByHub, auth_frames_sent: frames }
+    }
+  },
+  'req-flood': async () => {
+    const ws = await open()
+    const filters = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
+    let stop = false
+    let sent = 0
+    const loop = (async () => {
+      while (!stop && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify(['REQ', 'same', ...filters]))
+        sent++
+        await sleep(5)
+      }
+    })()
+    return async () => {
+      stop = true
+      await loop
+      const closed = ws.readyState !== WebSocket.OPEN
+      ws.terminate()
+      return { reqs_sent: sent, closed_by_hub: closed }
+    }
+  },
+  'never-reads': async () => {
+    const ws = await open()
+    ws._socket.pause()
+    const filters = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
+    for (let i = 0; i < 50; i++) ws.send(JSON.stringify(['REQ', 'same', ...filters]))
+    const closedAt = new Promise((r) => ws._socket.once('close', () => r(Date.now())))
+    const t0 = Date.now()
+    return async () => {
+      const at = await Promise.race([closedAt, sleep(100).then(() => undefined)])
+      ws.terminate()
+      return { closed_by_hub_after_s: at === undefined ? null : round((at - t0) / 1000, 1) }
+    }
+  },
+  'idle-strangers': async () => {
+    const held = []
+    let refused = 0
+    for (let i = 0; i < 400; i++) {
+      const localAddress = `127.0.0.${2 + (i % 20)}`
+      const ws = await open({ auth: false, localAddress }).catch(() => undefined)
+      if (ws === undefined) refused++
+      else held.push(ws)
+    }
+    return async () => {
+      const open_ = held.filter((w) => w.readyState === WebSocket.OPEN).length
+      for (const w of held) w.terminate()
+      return { strangers_refused_at_connect: refused, still_open_at_end: open_ }
+    }
+  },
+}
+
+const report = { bench: 'abuse', node: process.version, seconds_per_phase: seconds, phases: {} }
+let peak = rssMb()
+for (const [name, start] of Object.entries(abuses)) {
+  progress(name)
+  const stop = await start()
+  const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 100)
+  const member = await honest(seconds * 1000)
+  const abuser = await stop()
+  const rss = rssMb()
+  // How long the hub stays busy with what the abuser left it.
+  const after = await stallSeconds(60)
+  clearInterval(sampler)
+  report.phases[name] = { member, abuser, hub_rss_mb: rss, member_answered_again_after_s: after }
+  await sleep(500)
+}
+report.hub_peak_rss_mb = peak
+const stopped = await Promise.race([hub.stop().then(() => true), timeout(10_000)])
+if (!stopped) hub.child.kill('SIGKILL')
+rmSync(dir, { recursive: true, force: true })
+console.log(JSON.stringify(report, null, 2))

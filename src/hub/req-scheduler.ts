@@ -1,0 +1,122 @@
+import type { StoredStream } from './stored-stream.js'
+
+/** What a connection's turn at the scheduler came to. */
+export type SliceOutcome = 'more' | 'idle' | 'blocked'
+
+export interface Streaming {
+  /** Sends one slice of the connection's oldest REQ still streaming. */
+  runSlice(): SliceOutcome
+}
+
+/**
+ * One REQ whose stored part is still being sent. Live events for its subscription that arrive
+ * meanwhile are held (by id) and sent after EOSE, unless the stored part sends them first, so
+ * nothing is missed or sent twice.
+ */
+export class ReqJob {
+  readonly held = new Map<string, string>()
+  heldBytes = 0
+
+  constructor(
+    readonly subId: string,
+    readonly stream: StoredStream,
+  ) {}
+
+  /** Holds a live frame; returns the bytes added. */
+  hold(id: string, frame: string): number {
+    if (this.held.has(id)) return 0
+    this.held.set(id, frame)
+    this.heldBytes += frame.length
+    return frame.length
+  }
+
+  /** The stored part just sent `id`: its held live copy is not needed. Returns bytes freed. */
+  forget(id: string): number {
+    const frame = this.held.get(id)
+    if (frame === undefined) return 0
+    this.held.delete(id)
+    this.heldBytes -= frame.length
+    return frame.length
+  }
+}
+
+/**
+ * Runs the stored parts of REQs one slice per connection per turn, round robin: a connection
+ * that asks for 50,000 events gets a slice, then every other waiting connection gets one, so one
+ * member's large or repeated REQs cannot stall the rest.
+ */
+export class ReqScheduler<C extends Streaming> {
+  private readonly waiting = new Set<C>()
+  private scheduled = false
+
+  add(conn: C): void {
+    this.waiting.add(conn)
+    if (this.scheduled) return
+    this.scheduled = true
+    setImmediate(() => this.turn())
+  }
+
+  remove(conn: C): void {
+    this.waiting.delete(conn)
+  }
+
+  private turn(): void {
+    this.scheduled = false
+    const round = [...this.waiting]
+    this.waiting.clear()
+    for (const conn of round) {
+      // A connection that is 'blocked' re-adds itself when its client has read.
+      if (conn.runSlice() === 'more') this.waiting.add(conn)
+    }
+    if (this.waiting.size > 0 && !this.scheduled) {
+      this.scheduled = true
+      setImmediate(() => this.turn())
+    }
+  }
+}
+
+/**
+ * Main-thread time spent sending REQs' stored parts, per person (all their connections): a token
+ * bucket in milliseconds. A person past it waits; one member's queries cannot take more than
+ * this share of the hub, however many REQs they send or connections they open.
+ */
+export class WorkBudget {
+  private readonly buckets = new Map<string, { ms: number; at: number }>()
+
+  constructor(
+    private readonly msPerSecond: number,
+    private readonly burstMs: number,
+  ) {}
+
+  /** Milliseconds `name` must wait before its next slice; 0 when it may go now. */
+  wait(name: string, nowMs: number): number {
+    if (this.msPerSecond <= 0) return 0
+    const b = this.refill(name, nowMs)
+    return b.ms > 0 ? 0 : Math.ceil(((1 - b.ms) * 1000) / this.msPerSecond)
+  }
+
+  /** Charges `ms` of work to `name`. */
+  charge(name: string, ms: number, nowMs: number): void {
+    if (this.msPerSecond <= 0) return
+    this.refill(name, nowMs).ms -= ms
+  }
+
+  private refill(name: string, nowMs: number): { ms: number; at: number } {
+    let b = this.buckets.get(name)
+    if (b === undefined) {
+      if (this.buckets.size >= 10_000) this.prune(nowMs)
+      b = { ms: this.burstMs, at: nowMs }
+      this.buckets.set(name, b)
+    }
+    b.ms = Math.min(this.burstMs, b.ms + ((nowMs - b.at) / 1000) * this.msPerSecond)
+    b.at = nowMs
+    return b
+  }
+
+  private prune(nowMs: number): void {
+    for (const [name, b] of this.buckets) {
+      if (b.ms + ((nowMs - b.at) / 1000) * this.msPerSecond >= this.burstMs)
+        this.buckets.delete(name)
+    }
+  }
+}

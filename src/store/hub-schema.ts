@@ -1,0 +1,32 @@
+import type { Migration } from './db.js'
+import { eventStoreMigrations } from './event-schema.js'
+
+/**
+ * Kinds a hub stores but does not count toward a person's storage quota: grants (4140),
+ * revocations (4141) and channel definitions (34140). They carry authority, so a person at quota
+ * must still be able to admit a device, revoke a key or remove someone from a private channel;
+ * each is bounded otherwise (it needs authority to be accepted at all, and replaceable ones
+ * replace their previous version).
+ */
+export const quotaExemptKinds: ReadonlySet<number> = new Set([4140, 4141, 34140])
+
+/**
+ * hub.db: the event tables, then `key_usage`, what each author key has stored (events and UTF-8
+ * bytes of their canonical JSON, exempt kinds left out), kept in the same transaction as the
+ * events so quotas survive restarts. The migration counts what an older hub already stored.
+ */
+export const hubMigrations: readonly Migration[] = [
+  ...eventStoreMigrations,
+  (db) => {
+    db.exec(`
+      CREATE TABLE key_usage (
+        pubkey TEXT PRIMARY KEY,
+        events INTEGER NOT NULL,
+        bytes INTEGER NOT NULL
+      ) WITHOUT ROWID;
+      INSERT INTO key_usage (pubkey, events, bytes)
+        SELECT pubkey, count(*), sum(length(CAST(raw AS BLOB))) FROM events
+        WHERE kind NOT IN (4140, 4141, 34140) GROUP BY pubkey;
+    `)
+  },
+]
