@@ -218,7 +218,7 @@ describe('an agent at work, in chat and in kith watch', { timeout: 150_000 }, ()
     await chat.waitFor(/• run `npm test` again/)
     const answer = chat.output().split('\n')
     const at = answer.findIndex((l) =>
-      /bot \[agent, authorized by you\]: ↳ re box: @bot words ## Why/.test(l),
+      /bot \[agent, authorized by you\]: ↳ re box: @bot words/.test(l),
     )
     expect(at).toBeGreaterThanOrEqual(0)
     expect(answer.slice(at + 1, at + 5)).toEqual([

@@ -109,13 +109,13 @@ describe('sending', () => {
     const home = join(tempDir(), 'home')
     initIdentity({ home, ownerSecret: generateSecretKey() })
     const node = await startNode(home)
-    const first = (await node.sendChat({ channel: 'ops', text: '@claude run tests' })).event
-    const second = (await node.sendChat({ channel: 'ops', text: '@claude run tests' })).event
+    const first = (await node.sendChat({ channel: 'ops', text: 'run the tests' })).event
+    const second = (await node.sendChat({ channel: 'ops', text: 'run the tests' })).event
     expect(second.id).not.toBe(first.id)
     expect(second.created_at).toBeGreaterThan(first.created_at)
     const stored = node
       .history({ channel: 'ops', limit: 10 })
-      .filter((i) => i.event.content === '@claude run tests')
+      .filter((i) => i.event.content === 'run the tests')
     expect(stored).toHaveLength(2)
   })
 })
