@@ -217,7 +217,7 @@ describe('an agent at work, in chat and in kith watch', { timeout: 150_000 }, ()
     )
     await chat.waitFor(/• run `npm test` again/)
     const answer = chat.output().split('\n')
-    const at = answer.findIndex((l) =>
+    const at = answer.findLastIndex((l) =>
       /bot \[agent, authorized by you\]: ↳ re box: @bot words/.test(l),
     )
     expect(at).toBeGreaterThanOrEqual(0)
