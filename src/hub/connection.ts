@@ -10,6 +10,7 @@ import type { VerifyResult } from '../events/verify-wasm.js'
 import { checkEventPolicy } from './policy.js'
 import { ChannelGate } from './channel-gate.js'
 import { personOf } from '../grants/members.js'
+import { NegSessions } from './negentropy.js'
 import { pairingIdOf } from './pairing-lane.js'
 import type { HubContext } from './context.js'
 import type { Reservation } from './event-limits.js'
@@ -46,6 +47,7 @@ export class Connection implements Streaming {
   /** Set while this connection's person has used up their REQ work budget. */
   private budgetWait: NodeJS.Timeout | undefined
   private ended = false
+  private readonly neg: NegSessions
 
   constructor(
     readonly ws: WebSocket,
@@ -55,6 +57,10 @@ export class Connection implements Streaming {
     readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
+    this.neg = new NegSessions(ctx.store, ctx.limits, {
+      send: (frame) => this.send(frame),
+      hidden: () => this.gate.hidden(this.ctx.now()),
+    })
     this.send(['AUTH', this.challenge])
   }
 
@@ -106,6 +112,7 @@ export class Connection implements Streaming {
     this.jobs.length = 0
     this.heldBytes = 0
     this.ctx.reqs.remove(this)
+    this.neg.closeAll()
   }
 
   private ok(id: string, accepted: boolean, message: string): void {
@@ -202,6 +209,23 @@ export class Connection implements Streaming {
         return
       case 'AUTH':
         this.onAuth(msg[1])
+        return
+      case 'NEG-OPEN':
+        this.onNegOpen(msg)
+        return
+      case 'NEG-MSG':
+        if (typeof msg[1] === 'string' && typeof msg[2] === 'string') {
+          if (this.isMemberConnection) this.neg.message(msg[1], msg[2])
+          else
+            this.send([
+              'NEG-ERR',
+              msg[1],
+              'auth-required: authenticate (NIP-42) as a fleet member first',
+            ])
+        } else this.notice('invalid: NEG-MSG takes a subscription id and a hex message')
+        return
+      case 'NEG-CLOSE':
+        if (typeof msg[1] === 'string') this.neg.close(msg[1])
         return
       default:
         this.notice(`invalid: unknown verb ${JSON.stringify(msg[0]).slice(0, 40)}`)
@@ -467,6 +491,38 @@ export class Connection implements Streaming {
     // The common small REQ is answered in this turn; a large one, or one queued behind another
     // of this connection, goes on in slices.
     if (this.jobs.length === 1 && this.runSlice() === 'more') this.ctx.reqs.add(this)
+  }
+
+  /** NIP-77 NEG-OPEN: members only, over what they may read (the REQ's rules). */
+  private onNegOpen(msg: unknown[]): void {
+    const { limits } = this.ctx
+    const [, subId, rawFilter, message] = msg
+    if (typeof subId !== 'string' || subId.length === 0 || subId.length > limits.maxSubIdLength) {
+      this.notice(
+        `invalid: NEG-OPEN needs a subscription id of 1-${limits.maxSubIdLength} characters`,
+      )
+      return
+    }
+    if (!this.isMemberConnection) {
+      this.send(['NEG-ERR', subId, 'auth-required: authenticate (NIP-42) as a fleet member first'])
+      return
+    }
+    if (typeof message !== 'string') {
+      this.send(['NEG-ERR', subId, 'invalid: NEG-OPEN takes a filter and a hex message'])
+      return
+    }
+    let filter: Filter
+    try {
+      filter = parseFilter(rawFilter, {
+        maxValues: limits.maxFilterValues,
+        maxTagConditions: 8,
+        maxTagValueLength: 1024,
+      })
+    } catch (err) {
+      this.send(['NEG-ERR', subId, toNostrMessage(err)])
+      return
+    }
+    this.neg.open(subId, filter, message)
   }
 
   /** Who pays for this connection's REQs: the person of its first member key. */

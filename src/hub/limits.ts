@@ -81,6 +81,16 @@ export interface HubLimits {
    * (1013). Every other file descriptor under the process limit is kept for members.
    */
   maxUnauthenticated: number
+  /**
+   * NIP-77 (negentropy): events one reconciliation may cover (the set is held in memory, ~100
+   * bytes an event, while it runs); a larger one is refused with NEG-ERR `blocked:` and the
+   * client narrows its filter (a time window) or pages.
+   */
+  negMaxItems: number
+  /** NIP-77 reconciliations open at once on one connection. */
+  negMaxSessions: number
+  /** A reconciliation with no NEG-MSG for this long is closed (NEG-ERR `closed:`). */
+  negIdleMs: number
 }
 
 export const defaultHubLimits: HubLimits = {
@@ -114,4 +124,7 @@ export const defaultHubLimits: HubLimits = {
   authDeadlineMs: 15_000,
   maxUnauthenticatedPerAddress: 32,
   maxUnauthenticated: 256,
+  negMaxItems: 500_000,
+  negMaxSessions: 2,
+  negIdleMs: 60_000,
 }

@@ -1,7 +1,7 @@
 import type { HubLimits } from './limits.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 
-export const supportedNips = [1, 11, 42] as const
+export const supportedNips = [1, 11, 42, 77] as const
 
 const seconds = (ms: number) => ms / 1000
 
@@ -41,6 +41,8 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       max_tag_item_length: limits.maxTagItemLength,
       hard_frame_bytes: limits.hardFrameBytes,
       max_unread_bytes: limits.maxUnreadBytes,
+      negentropy_max_items: limits.negMaxItems,
+      negentropy_max_sessions: limits.negMaxSessions,
       slow_reader_seconds: seconds(limits.slowReaderMs),
       req_work_ms_per_second_per_person: limits.reqWorkMsPerSecond,
       req_work_burst_ms_per_person: limits.reqWorkBurstMs,

@@ -3,6 +3,7 @@ import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
 import { RelayClient, type OkAnswer, type Subscription } from './relay-client.js'
+import { fetchIds, reconcile, type EventKey } from './reconcile.js'
 import { catchUpSince, pageBackwards, pageTimeoutMs, reconnectDelayMs } from './catch-up.js'
 
 export type LinkState =
@@ -42,6 +43,37 @@ export interface LinkOptions {
   now?: () => number
   /** Extra, non-Kith relays need no AUTH. */
   auth?: boolean
+  /**
+   * This node's stored events matching a filter, as (created_at, id): with it, a hub that
+   * speaks NIP-77 is caught up by reconciliation instead of paging (nothing late is missed).
+   */
+  localKeys?: (filter: { kinds: number[]; since: number }) => Iterable<EventKey>
+}
+
+/**
+ * Reconciliation covers this far back from the cursor: an event that reaches a hub up to a week
+ * after its created_at, while this node was away, is still caught up (paging only looks back an
+ * hour).
+ */
+const reconcileWindowSeconds = 7 * 86400
+
+/** A hub's NIP-11 document is asked for this long before the link pages instead. */
+const nip11TimeoutMs = 3_000
+
+/** Does the relay at `url` list NIP-77 in its NIP-11 document? */
+async function speaksNip77(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url.replace(/^ws/, 'http'), {
+      headers: { Accept: 'application/nostr+json' },
+      signal: AbortSignal.timeout(nip11TimeoutMs),
+    })
+    if (!res.ok) return false
+    const info = (await res.json()) as { supported_nips?: unknown }
+    return Array.isArray(info.supported_nips) && info.supported_nips.includes(77)
+  } catch {
+    // No NIP-11 document, not JSON, or no answer in time: such a relay is paged, as before.
+    return false
+  }
 }
 
 /** How long a request may wait for its answer. */
@@ -229,10 +261,15 @@ export class HubLink {
         : { firstSyncSeconds: this.opts.firstSyncSeconds }),
     })
     const t0 = Date.now()
-    const caught = await this.page(client, { kinds: this.opts.kinds, since }, startedAt)
+    const reconciled =
+      cursor !== undefined && this.opts.localKeys !== undefined
+        ? await this.reconcile(client, Math.max(0, cursor - reconcileWindowSeconds))
+        : undefined
+    const caught =
+      reconciled ?? (await this.page(client, { kinds: this.opts.kinds, since }, startedAt))
     this.opts.saveCursor(startedAt)
     this.opts.log(
-      `caught up with ${this.url}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      `caught up with ${this.url}${reconciled === undefined ? '' : ' by reconciliation'}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
     )
     this.setState('live')
     this.attempt = 0
@@ -274,6 +311,32 @@ export class HubLink {
         'live',
       )
     })
+  }
+
+  /**
+   * NIP-77 catch-up from `since`: the ids the hub holds and this node lacks, however late they
+   * reached it, then those events by id. Undefined (page instead) when the hub does not speak
+   * NIP-77 or refuses this reconciliation (too large a set).
+   */
+  private async reconcile(client: RelayClient, since: number): Promise<number | undefined> {
+    if (!(await speaksNip77(this.url))) return undefined
+    const filter = { kinds: this.opts.kinds, since }
+    let result
+    try {
+      result = await reconcile(client, filter, this.opts.localKeys!(filter), pageTimeoutMs)
+    } catch (err) {
+      if (err instanceof KithError && err.reason === 'refused') {
+        this.opts.log(`${this.url} refused reconciliation (${err.message}); paging instead`)
+        return undefined
+      }
+      throw err
+    }
+    if (result.need.length > 0) {
+      this.opts.log(
+        `reconciled with ${this.url} in ${result.rounds} rounds: ${result.need.length} events to fetch`,
+      )
+    }
+    return fetchIds(client, result.need, this.opts.deliver, pageTimeoutMs)
   }
 
   /** Pages backwards from `until` through everything matching `filter` (catch-up.ts). */

@@ -33,6 +33,13 @@ export interface SubscriptionHandlers {
   onClosed?: (error: KithError) => void
 }
 
+/** A NIP-77 reconciliation's side of the relay's frames. */
+export interface NegHandlers {
+  onMessage: (message: string) => void
+  /** NEG-ERR's reason, or why the connection closed; the reconciliation is over. */
+  onError: (reason: string) => void
+}
+
 export interface Subscription {
   readonly id: string
   close(): void
@@ -72,6 +79,7 @@ export class RelayClient {
   private readonly oks = new Map<string, Waiter<OkAnswer>>()
   private readonly inFlight = new Map<string, Promise<OkAnswer>>()
   private readonly subs = new Map<string, SubscriptionHandlers>()
+  private readonly negs = new Map<string, NegHandlers>()
   private challengeValue: string | undefined
   private challengeWaiters: Waiter<string | undefined>[] = []
   private closedError: KithError | undefined
@@ -217,6 +225,32 @@ export class RelayClient {
     })
   }
 
+  /**
+   * NIP-77: opens a reconciliation under a fresh id with `filter` and the first message (hex);
+   * the relay's messages and its NEG-ERR go to `handlers` (and a closed connection to onError).
+   */
+  openNeg(
+    filter: Record<string, unknown>,
+    initial: string,
+    handlers: NegHandlers,
+  ): { id: string; send: (message: string) => void; close: () => void } {
+    const id = `neg${this.nextSub++}`
+    if (this.closedError !== undefined) {
+      handlers.onError(this.closedError.message)
+      return { id, send: () => undefined, close: () => undefined }
+    }
+    this.negs.set(id, handlers)
+    this.write(['NEG-OPEN', id, filter, initial])
+    return {
+      id,
+      send: (message) => this.write(['NEG-MSG', id, message]),
+      close: () => {
+        if (!this.negs.delete(id)) return
+        this.write(['NEG-CLOSE', id])
+      },
+    }
+  }
+
   close(code = 1000, reason = ''): void {
     this.fail(new KithError('io', `connection to ${this.url} closed`, { reason: 'closed' }))
     this.socket.close(code, reason)
@@ -257,6 +291,9 @@ export class RelayClient {
     const subs = [...this.subs.values()]
     this.subs.clear()
     for (const s of subs) s.onClosed?.(err)
+    const negs = [...this.negs.values()]
+    this.negs.clear()
+    for (const n of negs) n.onError(err.message)
     this.opts.onClose?.(err)
   }
 
@@ -314,6 +351,16 @@ export class RelayClient {
       case 'NOTICE':
         this.opts.onNotice?.(String(a))
         return
+      case 'NEG-MSG':
+        if (typeof a === 'string' && typeof b === 'string') this.negs.get(a)?.onMessage(b)
+        return
+      case 'NEG-ERR': {
+        const n = typeof a === 'string' ? this.negs.get(a) : undefined
+        if (n === undefined) return
+        this.negs.delete(a as string)
+        n.onError(String(b))
+        return
+      }
       default:
     }
   }

@@ -30,6 +30,9 @@ import type { ChannelBook } from '../grants/channels.js'
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
 
+/** Stored events a reconciliation with a hub covers at most (the hub's own limit is 500,000). */
+const maxReconcileKeys = 500_000
+
 /** Kinds a node follows: chat, permission requests/decisions, agent control. */
 const followedKinds = [
   Kind.ChatMessage,
@@ -259,6 +262,8 @@ export class KithNode {
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
         deliver: (events) => this.intake(events, url),
+        localKeys: (filter) =>
+          this.store.events.openCursor(filter, maxReconcileKeys, [], undefined),
         onLive: () => {
           this.log(`linked to ${url}`)
           this.pump(link)

@@ -1,0 +1,93 @@
+import { nip77 } from 'nostr-tools'
+import { KithError } from '../errors.js'
+import type { NostrEvent } from '../events/event.js'
+import type { RelayClient } from './relay-client.js'
+
+/** A stored event as reconciliation sees it. */
+export interface EventKey {
+  created_at: number
+  id: string
+}
+
+/** Ids asked for per REQ when fetching what reconciliation found missing (hubs take 1,000). */
+export const fetchIdsPerRequest = 500
+
+/**
+ * NIP-77 set reconciliation with `client` over `filter`: which ids the relay holds that `mine`
+ * lacks (`need`), and which `mine` holds that the relay lacks (`have`). Unlike paging by
+ * `created_at`, it finds an event however late it reached the relay. Rejects with the relay's
+ * NEG-ERR reason (KithError 'restricted', reason 'refused') or on timeout.
+ */
+export function reconcile(
+  client: RelayClient,
+  filter: Record<string, unknown>,
+  mine: Iterable<EventKey>,
+  timeoutMs: number,
+): Promise<{ need: string[]; have: string[]; rounds: number }> {
+  const storage = new nip77.NegentropyStorageVector()
+  for (const k of mine) storage.insert(k.created_at, k.id)
+  storage.seal()
+  const neg = new nip77.Negentropy(storage)
+  const need: string[] = []
+  const have: string[] = []
+  let rounds = 0
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      session.close()
+      reject(
+        new KithError('io', `${client.url} did not finish a reconciliation in ${timeoutMs} ms`, {
+          reason: 'timeout',
+        }),
+      )
+    }, timeoutMs)
+    const session = client.openNeg(filter, neg.initiate(), {
+      onMessage: (message) => {
+        rounds++
+        let next: string | null
+        try {
+          next = neg.reconcile(
+            message,
+            (id) => have.push(id),
+            (id) => need.push(id),
+          )
+        } catch (err) {
+          clearTimeout(timer)
+          session.close()
+          reject(
+            new KithError(
+              'invalid',
+              `${client.url} sent a bad reconciliation message: ${err instanceof Error ? err.message : String(err)}`,
+            ),
+          )
+          return
+        }
+        if (next === null) {
+          clearTimeout(timer)
+          session.close()
+          resolve({ need, have, rounds })
+        } else session.send(next)
+      },
+      onError: (reason) => {
+        clearTimeout(timer)
+        reject(new KithError('restricted', `${client.url}: ${reason}`, { reason: 'refused' }))
+      },
+    })
+  })
+}
+
+/** Fetches `ids` from `client` in slices, each delivered (and processed) before the next. */
+export async function fetchIds(
+  client: RelayClient,
+  ids: readonly string[],
+  deliver: (events: NostrEvent[]) => Promise<void>,
+  timeoutMs: number,
+): Promise<number> {
+  let total = 0
+  for (let i = 0; i < ids.length; i += fetchIdsPerRequest) {
+    const slice = ids.slice(i, i + fetchIdsPerRequest)
+    const events = await client.query([{ ids: slice, limit: slice.length }], { timeoutMs })
+    total += events.length
+    await deliver(events)
+  }
+  return total
+}

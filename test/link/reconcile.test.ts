@@ -1,0 +1,83 @@
+import { describe, expect, it, onTestFinished } from 'vitest'
+import type { NostrEvent } from '../../src/events/event.js'
+import { HubLink } from '../../src/link/hub-link.js'
+import type { EventKey } from '../../src/link/reconcile.js'
+import { startTestHub, type TestHub } from '../helpers/hub.js'
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/** Publishes `events` through an authenticated member connection. */
+async function publish(t: TestHub, events: NostrEvent[]) {
+  const c = await t.member()
+  for (const e of events) {
+    c.send(['EVENT', e])
+    expect((await c.ok(e.id))[2]).toBe(true)
+  }
+}
+
+/**
+ * A node that was live until a minute ago and holds `held`; returns what its link delivers on
+ * connecting again, and its log.
+ */
+async function reconnect(t: TestHub, held: NostrEvent[], localKeys: boolean) {
+  const delivered: NostrEvent[] = []
+  const log: string[] = []
+  const mine: EventKey[] = held.map((e) => ({ created_at: e.created_at, id: e.id }))
+  const link = new HubLink({
+    url: t.url,
+    deviceSecret: t.ownerSk,
+    chain: () => [],
+    kinds: [9],
+    fullKinds: [],
+    cursor: () => now() - 60,
+    saveCursor: () => undefined,
+    deliver: (events) => {
+      delivered.push(...events)
+      return Promise.resolve()
+    },
+    log: (l) => log.push(l),
+    ...(localKeys ? { localKeys: () => mine } : {}),
+  })
+  onTestFinished(() => link.stop())
+  link.start()
+  await expect.poll(() => link.state, { timeout: 15_000 }).toBe('live')
+  return { delivered, log }
+}
+
+describe('catch-up by NIP-77 reconciliation', () => {
+  it('catches up an event that reached the hub two hours late, which paging misses', async () => {
+    const t = await startTestHub()
+    const old = Array.from({ length: 5 }, (_, i) =>
+      t.sign({ kind: 9, created_at: now() - 3 * 3600 + i, tags: [['h', 'ops']], content: `${i}` }),
+    )
+    // Written two hours ago on a machine that was offline, it reaches the hub only now, while
+    // the node is away: its created_at is before the node's cursor and the paging overlap.
+    const late = t.sign({
+      kind: 9,
+      created_at: now() - 2 * 3600,
+      tags: [['h', 'ops']],
+      content: 'late',
+    })
+    await publish(t, [...old, late])
+
+    const paged = await reconnect(t, old, false)
+    expect(paged.delivered.map((e) => e.id)).not.toContain(late.id)
+
+    const reconciled = await reconnect(t, old, true)
+    expect(reconciled.delivered.map((e) => e.id)).toEqual([late.id])
+    expect(reconciled.log.join('\n')).toMatch(/caught up with ws:\S+ by reconciliation: 1 events/)
+  })
+
+  it('pages instead when the hub refuses the reconciliation (a set over its limit)', async () => {
+    const t = await startTestHub({ limits: { negMaxItems: 3 } })
+    const events = Array.from({ length: 5 }, (_, i) =>
+      t.sign({ kind: 9, created_at: now() - 30 + i, tags: [['h', 'ops']], content: `${i}` }),
+    )
+    await publish(t, events)
+    const { delivered, log } = await reconnect(t, [], true)
+    expect(log.join('\n')).toMatch(
+      /refused reconciliation \(.*blocked: the filter matches more than 3 events/,
+    )
+    expect(delivered.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort())
+  })
+})
