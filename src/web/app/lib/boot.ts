@@ -13,7 +13,7 @@ export const boot = signal<Boot>({ state: 'loading' })
 
 /** Starts the session of a paired device: its links, its outbox, its fleet. */
 export async function open(device: Device): Promise<void> {
-  performance.mark('dbg-device')
+  performance.mark('kith-phase-device')
   const session = new Session(device)
   boot.value = { state: 'ready', session }
   await session.start()

@@ -203,9 +203,9 @@ export class BrowserLink {
       if (!r.ok && !r.message.startsWith('duplicate:'))
         this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
     }
-    performance.mark('dbg-challenge')
+    performance.mark('kith-phase-challenge')
     const answer = await client.auth(signAuthEvent(this.url, challenge, this.opts.secret))
-    performance.mark('dbg-authed')
+    performance.mark('kith-phase-authed')
     if (!answer.ok) {
       if (answer.message.startsWith('restricted: revoked')) {
         this.revoked(answer.message)
@@ -220,12 +220,12 @@ export class BrowserLink {
       return Promise.resolve()
     }
     const log = this.opts.log
-    performance.mark('dbg-live-sub')
+    performance.mark('kith-phase-live-sub')
     await pageBackwards(client, { kinds: this.opts.fullKinds }, startedAt, { deliver, log })
-    performance.mark('dbg-full')
+    performance.mark('kith-phase-full')
     const since = catchUpSince(this.cursor, startedAt)
     await pageBackwards(client, { kinds: this.opts.kinds, since }, startedAt, { deliver, log })
-    performance.mark('dbg-caught')
+    performance.mark('kith-phase-caught')
     this.moveCursor(startedAt)
     this.attempt = 0
     this.lastError = undefined

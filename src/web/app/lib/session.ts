@@ -95,20 +95,20 @@ export class Session {
     this.cursors = (await idbGet<Record<string, number>>('prefs', 'cursors')) ?? {}
     // What this page verified and admitted before: shown at once, admitted again (a grant may
     // have been revoked since), never verified twice.
-    performance.mark('dbg-prefs')
+    performance.mark('kith-phase-prefs')
     const { keep, drop } = prune(await idbAll<NostrEvent>('events'))
-    performance.mark('dbg-idb-events')
+    performance.mark('kith-phase-idb-events')
     await idbWriteMany(
       'events',
       drop.map((id) => [id, undefined]),
     )
     this.model.intake(keep, { trusted: true })
-    performance.mark('dbg-intake')
+    performance.mark('kith-phase-intake')
     const pending = await idbAll<Outgoing>('outbox')
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
     const allowed = await allowedByPolicy()
-    performance.mark('dbg-policy')
+    performance.mark('kith-phase-policy')
     const r = this.device.record
     const views: LinkView[] = []
     for (const url of r.hubs) {
