@@ -53,7 +53,12 @@ store.close()
 
 // The node lacks every (N/M)th event: gaps all through its history, as late arrivals leave.
 const step = Math.floor(N / M)
-const missing = new Set(keys.filter((_, i) => i % step === 0).slice(0, M).map((k) => k.id))
+const missing = new Set(
+  keys
+    .filter((_, i) => i % step === 0)
+    .slice(0, M)
+    .map((k) => k.id),
+)
 const mine = keys.filter((k) => !missing.has(k.id))
 
 const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', owner, '--rate', '0'], {
