@@ -160,7 +160,7 @@ describe('the web app at a hub origin (kith hub)', () => {
     expect((await get(port, '/', { host: `evil.example:${port}` })).status).toBe(421)
     const info = await get(port, '/', { accept: 'application/nostr+json' })
     expect(info.headers['content-type']).toBe('application/nostr+json')
-    expect(JSON.parse(info.body.toString())).toMatchObject({ supported_nips: [1, 11, 42] })
+    expect(JSON.parse(info.body.toString())).toMatchObject({ supported_nips: [1, 11, 42, 77] })
   })
 
   it('kith hub prints where the app is; --no-web serves the plain page', async () => {
