@@ -14,6 +14,7 @@ Commands:
   fleet           share this fleet with other people: invite, join, members, remove
   hub             run a standalone hub (Nostr relay with NIP-42 auth)
   hub add URL     use a hub; hub list, hub rm URL
+  hub key, hub grant REQUEST   a hub's own key, and the founder's grant that lets it peer
   device          list or revoke this fleet's devices
   agent           add, list or revoke agent keys hosted on this node
   channel         create a private channel (--private --members), list channels
@@ -47,6 +48,11 @@ async function dispatch(command: string, rest: string[], out: Out): Promise<numb
       const sub = rest[0]
       if (sub === 'add' || sub === 'list' || sub === 'rm') {
         return (await import('./commands/hub-config.js')).runHubConfig(sub, rest.slice(1), out)
+      }
+      if (sub === 'key')
+        return (await import('./commands/hub-peer.js')).runHubKey(rest.slice(1), out)
+      if (sub === 'grant') {
+        return (await import('./commands/hub-peer.js')).runHubGrant(rest.slice(1), out)
       }
       return (await import('./commands/hub-serve.js')).runHubServe(rest, out)
     }

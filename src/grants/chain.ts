@@ -106,6 +106,9 @@ export function extendChain(
 function mayIssue(issuer: Role | 'founder', deleg: boolean, role: Role): string | undefined {
   if (issuer === 'founder') return undefined
   if (issuer === 'agent') return 'agents never issue grants'
+  if (issuer === 'hub') return 'hubs never issue grants'
+  // A hub key reads every channel, private ones included: only the founder may admit one.
+  if (role === 'hub') return 'only the founder may admit a hub'
   if (issuer === 'owner') {
     if (role === 'owner' && !deleg) return 'only an admin owner (deleg) may admit owners'
     return undefined

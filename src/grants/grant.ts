@@ -7,8 +7,12 @@ import { isHex64, publicKeyOf, signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { GrantCode } from './codes.js'
 
-export type Role = 'owner' | 'device' | 'agent'
-export const roles: readonly Role[] = ['owner', 'device', 'agent']
+/**
+ * `hub`: a hub's own key, admitted by the founder alone so that the hub may replicate with its
+ * peers (kith-grants, "Hub keys"): it reads everything, signs nothing but AUTH, grants nothing.
+ */
+export type Role = 'owner' | 'device' | 'agent' | 'hub'
+export const roles: readonly Role[] = ['owner', 'device', 'agent', 'hub']
 
 /** A parsed kind-4140 grant: `issuer` (the event's pubkey) authorizes `subject` as `role`. */
 export interface Grant {
@@ -153,7 +157,7 @@ export function parseGrant(event: NostrEvent): Grant {
   const subject = single(tags, 'p')
   if (!isHex64(subject)) throw malformed('p (subject) must be a 64-hex pubkey')
   const role = single(tags, 'role')
-  if (!roles.includes(role as Role)) throw malformed('role must be owner, device or agent')
+  if (!roles.includes(role as Role)) throw malformed('role must be owner, device, agent or hub')
   const fleet = single(tags, 'fleet')
   if (!isHex64(fleet)) throw malformed('fleet must be the founder 64-hex pubkey')
   const parent = single(tags, 'e')
@@ -205,5 +209,6 @@ export function parseGrant(event: NostrEvent): Grant {
   const name = names[0]?.[1]
   if (name !== undefined && name !== '') grant.name = name
   if (grant.role === 'agent' && grant.deleg) throw malformed('agents never delegate')
+  if (grant.role === 'hub' && grant.deleg) throw malformed('hubs never delegate')
   return grant
 }

@@ -331,6 +331,10 @@ export class GrantVerifier {
     if (eff.exp !== undefined && now > eff.exp + this.skew) {
       return refuse('expired', 'the grant has expired')
     }
+    // A hub key replicates what others signed; AUTH is not published, so no kind is its own.
+    if (kind !== undefined && eff.grant.role === 'hub') {
+      return refuse('kind-not-allowed', 'a hub key signs nothing but AUTH')
+    }
     if (kind !== undefined && eff.kinds !== undefined && !eff.kinds.has(kind)) {
       return refuse('kind-not-allowed', `kind ${kind} is not allowed for this key`)
     }

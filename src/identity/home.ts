@@ -26,6 +26,8 @@ export const homeFiles = {
   deviceKey: 'device.key',
   config: 'config.json',
   hubDb: 'hub.db',
+  /** A standalone hub's own key (0600), for replicating with its peers (kith hub --peer). */
+  hubKey: 'hub.key',
   /** The running node's control socket (0600): CLI commands talk to `kith up` through it. */
   controlSocket: 'node.sock',
 } as const

@@ -30,10 +30,16 @@ export interface TestHub {
 }
 
 /** A real hub on 127.0.0.1, port 0, with a real sqlite file in a temp dir; closed after the test. */
-export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<TestHub> {
+export async function startTestHub(
+  opts: Partial<HubOptions> & {
+    /** One founder for several hubs of a fleet. */ ownerSk?: Uint8Array
+  } = {},
+): Promise<TestHub> {
   const dir = tempDir('kith-hub-')
-  const ownerSk = generateSecretKey()
+  const ownerSk = opts.ownerSk ?? generateSecretKey()
   const owner = publicKeyOf(ownerSk)
+  const hubOpts: Partial<HubOptions> & { ownerSk?: Uint8Array } = { ...opts }
+  delete hubOpts.ownerSk
   const logs: string[] = []
   let waiters: { match: RegExp; resolve: (line: string) => void }[] = []
   const hub = await startHub({
@@ -41,7 +47,7 @@ export async function startTestHub(opts: Partial<HubOptions> = {}): Promise<Test
     dbPath: join(dir, 'hub.db'),
     founder: owner,
     verifyWorkers: 0,
-    ...opts,
+    ...hubOpts,
     log: (line) => {
       logs.push(line)
       opts.log?.(line)

@@ -6,6 +6,8 @@ import { NostrRelay } from '@nostr-relay/core'
 import { EventRepository, type Event, type Filter, type IncomingMessage } from '@nostr-relay/common'
 import { parseFilter } from '../../src/events/filter.js'
 import { EventStore } from '../../src/store/event-store.js'
+import { defaultHubLimits } from '../../src/hub/limits.js'
+import { NegSessions } from '../../src/hub/negentropy.js'
 import { tempDir } from './tmp.js'
 
 /** Storage for the third-party relay engine: a plain sqlite event store. */
@@ -41,16 +43,38 @@ class SqliteRepository extends EventRepository {
  * A standard NIP-01 relay that knows nothing of Kith (no NIP-42, no grants): the @nostr-relay/core
  * engine on a ws server, 127.0.0.1 port 0. Stopped after the test.
  */
-export async function startStandardRelay(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const relay = new NostrRelay(new SqliteRepository(new EventStore(join(tempDir(), 'relay.db'))))
+export async function startStandardRelay(
+  opts: {
+    /** Also answer NIP-77 (as strfry does), with nostr-tools' Negentropy over the same store. */
+    nip77?: boolean
+  } = {},
+): Promise<{ url: string; store: EventStore; stop: () => Promise<void> }> {
+  const store = new EventStore(join(tempDir(), 'relay.db'))
+  const relay = new NostrRelay(new SqliteRepository(store))
   const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+  const wide = { maxValues: 5000, maxTagConditions: 26, maxTagValueLength: 4096 }
   wss.on('connection', (ws) => {
     relay.handleConnection(ws)
+    const neg = opts.nip77
+      ? new NegSessions(store, defaultHubLimits, {
+          send: (frame) => ws.send(JSON.stringify(frame)),
+          hidden: () => [],
+        })
+      : undefined
+    ws.on('close', () => neg?.closeAll())
     ws.on('message', (data: Buffer) => {
       let message: IncomingMessage
       try {
         message = JSON.parse(data.toString('utf8')) as IncomingMessage
       } catch {
+        return
+      }
+      const frame = message as unknown[]
+      if (neg !== undefined && typeof frame[0] === 'string' && frame[0].startsWith('NEG-')) {
+        const subId = String(frame[1])
+        if (frame[0] === 'NEG-OPEN') neg.open(subId, parseFilter(frame[2], wide), String(frame[3]))
+        else if (frame[0] === 'NEG-MSG') neg.message(subId, String(frame[2]))
+        else neg.close(subId)
         return
       }
       void relay.handleMessage(ws, message)
@@ -68,5 +92,5 @@ export async function startStandardRelay(): Promise<{ url: string; stop: () => P
     await relay.destroy()
   }
   onTestFinished(stop)
-  return { url, stop }
+  return { url, store, stop }
 }

@@ -4,7 +4,10 @@ import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { defaultHubLimits } from '../../hub/limits.js'
-import { startHub } from '../../hub/server.js'
+import { startHub, type Hub } from '../../hub/server.js'
+import { publicKeyOf } from '../../events/event.js'
+import { PeerSync } from '../../link/peer-sync.js'
+import { hubGrantRequest, loadOrCreateHubKey } from './hub-peer.js'
 import { hubWebHandler, loadWebFiles } from '../../web/serve.js'
 import { parseCommandArgs, parseCount, parsePort } from '../args.js'
 import type { Out } from '../io.js'
@@ -36,6 +39,9 @@ Options:
   --quota-mb N       stored megabytes per person (default 512)
   --workers N        signature-verification threads (default: one per core)
   --sync MODE        full (default: OK after fsync) or normal (OK survives a crash, not power loss)
+  --peer URL         replicate with another hub or NIP-77 relay, both ways (repeatable): a
+                     reconciliation on connect and each minute, live in between. Needs this
+                     hub's key granted by the founder: see kith hub key
   --no-web           do not serve the web app at this hub's origin
   --json             print the listening line as JSON
   -h, --help         show this help
@@ -62,6 +68,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
       workers: { type: 'string' },
       sync: { type: 'string' },
       'no-web': { type: 'boolean' },
+      peer: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -156,8 +163,12 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
         'of them, which leaves members little. Raise it (ulimit -n 4096, or LimitNOFILE= under systemd).',
     )
   }
+  const peers = startPeers(values.peer ?? [], hub, home, owner, out)
   // Handlers first: the ready line can reach a supervisor that signals at once.
-  const stopped = runUntilSignal(out, 'kith hub', () => hub.close())
+  const stopped = runUntilSignal(out, 'kith hub', async () => {
+    await Promise.all(peers.map((p) => p.close()))
+    await hub.close()
+  })
   if (values.json) {
     process.stdout.write(
       `${JSON.stringify({ event: 'listening', url: hub.url, port: hub.port, urls: hub.relayUrls, db: dbPath, owner: npub(owner) })}\n`,
@@ -168,9 +179,40 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     out.line(`  db    ${dbPath}`)
     out.line(`  AUTH accepted for: ${hub.relayUrls.join(' ')}`)
     if (web !== undefined) out.line(`  web app at ${hub.url.replace(/^ws/, 'http')}/`)
+    for (const p of peers) out.line(`  peer  ${p.stats().url}`)
   }
   await stopped
   return 0
+}
+
+/** One bridge per --peer, as this hub's key; says what the founder must do when it is not granted. */
+function startPeers(urls: string[], hub: Hub, home: string, founder: string, out: Out): PeerSync[] {
+  if (urls.length === 0) return []
+  for (const url of urls) {
+    if (!/^wss?:\/\//.test(url))
+      throw new KithError('usage', `--peer takes a ws:// or wss:// URL, got ${url}`)
+  }
+  const secretKey = loadOrCreateHubKey(home)
+  const key = publicKeyOf(secretKey)
+  const d = hub.grants.isMember(key, Math.floor(Date.now() / 1000))
+  if (!d.ok || d.role !== 'hub') {
+    out.err(
+      `kith hub: this hub's key is ${npub(key)}; it holds no hub grant for it yet. It fetches the ` +
+        "grant from its peers once the founder has made it; if not yet, on the founder's machine " +
+        `run:\n  kith hub grant ${hubGrantRequest(secretKey, founder)}`,
+    )
+  }
+  return urls.map((peerUrl) => {
+    const sync = new PeerSync({
+      peerUrl,
+      localUrl: hub.url,
+      secretKey,
+      store: hub.store,
+      log: (line) => out.err(`kith hub: ${line}`),
+    })
+    sync.start()
+    return sync
+  })
 }
 
 /** The process's soft limit on open files (Linux), or undefined where it cannot be read. */

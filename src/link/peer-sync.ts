@@ -1,0 +1,318 @@
+import WebSocket from 'ws'
+import { KithError } from '../errors.js'
+import { publicKeyOf, type NostrEvent } from '../events/event.js'
+import type { Filter } from '../events/filter.js'
+import { Kind, isEphemeralKind } from '../events/kinds.js'
+import { signAuthEvent } from '../events/nip42.js'
+import type { EventStore } from '../store/event-store.js'
+import { fetchIds, reconcile } from './reconcile.js'
+import { RelayClient, type OkAnswer } from './relay-client.js'
+
+/**
+ * Hub-to-hub replication (kith-hub, "Peers"): a bridge between this hub and one peer relay, each
+ * side a plain NIP-01 client. The bridge speaks to its own hub over a loopback WebSocket, so
+ * every event from the peer goes through the hub's admission exactly as a member's would
+ * (grants, channels, limits; a revocation closes the revoked key's connections at once), and it
+ * reads the peer as any relay: a Kith hub (AUTH as this hub's founder-granted key) or a plain
+ * NIP-77 relay such as strfry (no AUTH).
+ *
+ * On connect, and every `roundMs`, a reconciliation in three phases (authority, channel
+ * definitions, everything) finds what either side lacks; in between, both sides are subscribed
+ * live. Each id crosses at most once per bridge, so two hubs peered both ways, or a ring, do not
+ * echo; ephemeral events are not replicated (they would have no store to stop an echo).
+ */
+export interface PeerSyncOptions {
+  peerUrl: string
+  /** This hub's own URL (loopback). */
+  localUrl: string
+  /** The hub's key: its founder-granted `hub` role lets it read and relay everything. */
+  secretKey: Uint8Array
+  /** This hub's store: the keys it reconciles and the events it offers. */
+  store: EventStore
+  log: (line: string) => void
+  roundMs?: number
+  /** Called after every reconciliation round (tests, status). */
+  onRound?: (round: PeerRound) => void
+}
+
+export interface PeerRound {
+  /** Ids the peer had that this hub lacked, and the reverse. */
+  need: number
+  have: number
+  /** Of those, how many the receiving side refused (retried next round). */
+  refused: number
+  ms: number
+}
+
+export type PeerState = 'connecting' | 'syncing' | 'live' | 'waiting' | 'stopped'
+
+export interface PeerStats {
+  url: string
+  state: PeerState
+  rounds: number
+  /** Events taken from the peer, and given to it, since start. */
+  received: number
+  sent: number
+  lastRound?: PeerRound
+  lastError?: string
+}
+
+/** A full round each minute catches whatever the live streams missed (a refusal, a gap). */
+export const defaultPeerRoundMs = 60_000
+/** Wait this long for a peer's AUTH challenge before treating it as a relay without NIP-42. */
+const challengeWaitMs = 1_500
+const requestTimeoutMs = 30_000
+/** Events published at once to either side while catching up. */
+const publishWindow = 64
+/** Ids remembered as already crossed (either way), so nothing echoes back. */
+const seenCapacity = 200_000
+/** Live subscriptions start a little in the past, so nothing falls between them and a round. */
+const liveOverlapSeconds = 60
+const maxRetryMs = 30_000
+const frameBytes = 16 * 1024 * 1024
+
+const phases: Filter[] = [
+  { kinds: [Kind.Grant, Kind.Revocation] },
+  { kinds: [Kind.ChannelDefinition] },
+  {},
+]
+
+export class PeerSync {
+  private state: PeerState = 'connecting'
+  private rounds = 0
+  private received = 0
+  private sent = 0
+  private lastRound: PeerRound | undefined
+  private lastError: string | undefined
+  private stopped = false
+  private attempt = 0
+  private retryTimer: ReturnType<typeof setTimeout> | undefined
+  private roundTimer: ReturnType<typeof setInterval> | undefined
+  private clients: RelayClient[] = []
+  private readonly seen = new Set<string>()
+  private running: Promise<void> | undefined
+
+  constructor(private readonly opts: PeerSyncOptions) {}
+
+  start(): void {
+    this.connect()
+  }
+
+  stats(): PeerStats {
+    return {
+      url: this.opts.peerUrl,
+      state: this.state,
+      rounds: this.rounds,
+      received: this.received,
+      sent: this.sent,
+      ...(this.lastRound ? { lastRound: this.lastRound } : {}),
+      ...(this.lastError ? { lastError: this.lastError } : {}),
+    }
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true
+    this.state = 'stopped'
+    clearTimeout(this.retryTimer)
+    clearInterval(this.roundTimer)
+    for (const c of this.clients) c.close()
+    await this.running?.catch(() => undefined)
+  }
+
+  private connect(): void {
+    if (this.stopped) return
+    this.state = 'connecting'
+    this.running = this.session().then(
+      () => this.retry(),
+      (err: unknown) => {
+        this.lastError = err instanceof Error ? err.message : String(err)
+        if (!this.stopped) this.opts.log(`peer ${this.opts.peerUrl}: ${this.lastError}`)
+        this.retry()
+      },
+    )
+  }
+
+  private retry(): void {
+    clearInterval(this.roundTimer)
+    for (const c of this.clients) c.close()
+    this.clients = []
+    if (this.stopped) return
+    this.state = 'waiting'
+    const delay = Math.min(maxRetryMs, 500 * 2 ** this.attempt)
+    this.attempt = Math.min(this.attempt + 1, 10)
+    this.retryTimer = setTimeout(() => this.connect(), delay)
+  }
+
+  /** One connection to both sides, until either closes. */
+  private async session(): Promise<void> {
+    const local = await this.open(this.opts.localUrl)
+    const peer = await this.open(this.opts.peerUrl)
+    // The founder published this hub's grant to one side or the other: each learns it from the
+    // other before AUTH (grants carry their own authority, so a Kith hub takes them unannounced).
+    await this.offerOwnGrants(peer)
+    await this.authenticate(peer, false)
+    await this.publishAll(
+      local,
+      await peer.query([{ kinds: [Kind.Grant], '#p': [publicKeyOf(this.opts.secretKey)] }]),
+    )
+    await this.authenticate(local, true)
+    const closed = new Promise<void>((resolve) => {
+      this.onClosed = resolve
+    })
+    const since = Math.floor(Date.now() / 1000) - liveOverlapSeconds
+    peer.subscribe([{ since }], { onEvent: (e) => void this.cross(e, local, 'in') })
+    local.subscribe([{ since }], { onEvent: (e) => void this.cross(e, peer, 'out') })
+    this.state = 'syncing'
+    await this.round(local, peer)
+    this.attempt = 0
+    this.state = 'live'
+    this.roundTimer = setInterval(() => {
+      this.round(local, peer).catch((err: unknown) => {
+        this.lastError = err instanceof Error ? err.message : String(err)
+        this.opts.log(`peer ${this.opts.peerUrl}: round failed: ${this.lastError}`)
+      })
+    }, this.opts.roundMs ?? defaultPeerRoundMs)
+    await closed
+  }
+
+  private onClosed: (() => void) | undefined
+
+  private open(url: string): Promise<RelayClient> {
+    const ws = new WebSocket(url, { handshakeTimeout: requestTimeoutMs, maxPayload: frameBytes })
+    ws.on('error', (err) => {
+      this.lastError = `${url}: ${err.message}`
+    })
+    return RelayClient.connect(ws, {
+      url,
+      timeoutMs: requestTimeoutMs,
+      onNotice: (m) => this.opts.log(`peer ${url} says: ${m}`),
+      onClose: () => this.onClosed?.(),
+    }).then((client) => {
+      this.clients.push(client)
+      if (this.stopped) client.close()
+      return client
+    })
+  }
+
+  private async authenticate(client: RelayClient, required: boolean): Promise<void> {
+    const challenge = await client.challenge(required ? requestTimeoutMs : challengeWaitMs)
+    if (challenge === undefined) {
+      if (required) throw new KithError('io', `${client.url} sent no AUTH challenge`)
+      return
+    }
+    const answer = await client.auth(signAuthEvent(client.url, challenge, this.opts.secretKey))
+    if (!answer.ok) {
+      throw new KithError(
+        'restricted',
+        `${client.url} refused this hub's key (${answer.message}); the founder grants it with ` +
+          '`kith hub grant`',
+        { reason: 'refused' },
+      )
+    }
+  }
+
+  private async offerOwnGrants(peer: RelayClient): Promise<void> {
+    const pubkey = publicKeyOf(this.opts.secretKey)
+    const grants = this.opts.store
+      .query([{ kinds: [Kind.Grant], tags: { p: [pubkey] } }], { defaultLimit: 100, maxLimit: 100 })
+      .map((row) => this.opts.store.getEvent(row.id))
+      .filter((e): e is NostrEvent => e !== undefined)
+      .sort((a, b) => a.created_at - b.created_at)
+    await this.publishAll(peer, grants)
+  }
+
+  /** One reconciliation in three phases, so authority reaches each side before what it admits. */
+  private async round(local: RelayClient, peer: RelayClient): Promise<void> {
+    const started = Date.now()
+    let need = 0
+    let have = 0
+    let refused = 0
+    for (const filter of phases) {
+      const keys = this.opts.store.openCursor(filter, Number.MAX_SAFE_INTEGER, [], undefined)
+      const diff = await reconcile(peer, { ...filter }, keys, requestTimeoutMs)
+      need += diff.need.length
+      have += diff.have.length
+      await fetchIds(
+        peer,
+        diff.need,
+        async (events) => {
+          events.sort((a, b) => a.created_at - b.created_at)
+          for (const e of events) this.seen.add(e.id)
+          const r = await this.publishAll(local, events)
+          this.received += r.accepted
+          refused += r.refused
+        },
+        requestTimeoutMs,
+      )
+      for (let i = 0; i < diff.have.length; i += 500) {
+        const events = diff.have
+          .slice(i, i + 500)
+          .map((id) => this.opts.store.getEvent(id))
+          .filter((e): e is NostrEvent => e !== undefined)
+          .sort((a, b) => a.created_at - b.created_at)
+        for (const e of events) this.seen.add(e.id)
+        const r = await this.publishAll(peer, events)
+        this.sent += r.accepted
+        refused += r.refused
+      }
+    }
+    this.trimSeen()
+    this.rounds++
+    this.lastRound = { need, have, refused, ms: Date.now() - started }
+    if (need + have > 0) {
+      this.opts.log(
+        `peer ${this.opts.peerUrl}: round ${this.rounds}: ${need} in, ${have} out` +
+          (refused > 0 ? `, ${refused} refused (retried next round)` : '') +
+          ` in ${this.lastRound.ms} ms`,
+      )
+    }
+    this.opts.onRound?.(this.lastRound)
+  }
+
+  /** A live event crossing the bridge: once per id, never back the way it came. */
+  private async cross(event: NostrEvent, to: RelayClient, way: 'in' | 'out'): Promise<void> {
+    if (isEphemeralKind(event.kind) || this.seen.has(event.id)) return
+    this.seen.add(event.id)
+    this.trimSeen()
+    let answer: OkAnswer
+    try {
+      answer = await to.publish(event)
+    } catch (err) {
+      // The round after the reconnect finds it again.
+      this.lastError = err instanceof Error ? err.message : String(err)
+      return
+    }
+    if (answer.ok) {
+      if (way === 'in') this.received++
+      else this.sent++
+    }
+  }
+
+  private async publishAll(
+    to: RelayClient,
+    events: readonly NostrEvent[],
+  ): Promise<{ accepted: number; refused: number }> {
+    let accepted = 0
+    let refused = 0
+    let next = 0
+    const worker = async () => {
+      while (next < events.length) {
+        const answer = await to.publish(events[next++]!)
+        if (answer.ok) accepted++
+        else refused++
+      }
+    }
+    await Promise.all(Array.from({ length: Math.min(publishWindow, events.length) }, worker))
+    return { accepted, refused }
+  }
+
+  private trimSeen(): void {
+    if (this.seen.size <= seenCapacity) return
+    const drop = this.seen.size - seenCapacity
+    let i = 0
+    for (const id of this.seen) {
+      if (i++ >= drop) break
+      this.seen.delete(id)
+    }
+  }
+}
