@@ -84,6 +84,8 @@ const challengeWaitMs = 3_000
 const pingIntervalMs = 15_000
 /** The cursor moves along this often while live. */
 const cursorSaveMs = 30_000
+/** A catch-up that takes longer than this prints how far it has got, this often. */
+const progressEveryMs = 2_000
 /** Largest frame taken from a hub: a page of events. */
 const maxFrameBytes = 16 * 1024 * 1024
 
@@ -98,6 +100,9 @@ export class HubLink {
   lastError: string | undefined
   /** Round trip of the last ping, in ms: the link's lag. */
   rttMs: number | undefined
+  /** How the last catch-up went (method, rounds, events, time, rate), for kith status. */
+  lastSync: string | undefined
+  private lastRounds = 0
   connectedAt: number | undefined
   private ws: WebSocket | undefined
   private client: RelayClient | undefined
@@ -268,9 +273,12 @@ export class HubLink {
     const caught =
       reconciled ?? (await this.page(client, { kinds: this.opts.kinds, since }, startedAt))
     this.opts.saveCursor(startedAt)
-    this.opts.log(
-      `caught up with ${this.url}${reconciled === undefined ? '' : ' by reconciliation'}: ${caught} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
-    )
+    const seconds = (Date.now() - t0) / 1000
+    this.lastSync =
+      `${reconciled === undefined ? 'paged' : `reconciled in ${this.lastRounds} rounds`}: ` +
+      `${caught} events in ${seconds.toFixed(1)} s` +
+      (caught > 0 && seconds > 0 ? ` (${Math.round(caught / seconds)}/s)` : '')
+    this.opts.log(`caught up with ${this.url}: ${this.lastSync}`)
     this.setState('live')
     this.attempt = 0
     this.lastError = undefined
@@ -331,12 +339,34 @@ export class HubLink {
       }
       throw err
     }
-    if (result.need.length > 0) {
+    this.lastRounds = result.rounds
+    const total = result.need.length
+    if (total > 0) {
       this.opts.log(
-        `reconciled with ${this.url} in ${result.rounds} rounds: ${result.need.length} events to fetch`,
+        `reconciled with ${this.url} in ${result.rounds} rounds: ${total} events to fetch`,
       )
     }
-    return fetchIds(client, result.need, this.opts.deliver, pageTimeoutMs)
+    // A long catch-up says how far it has got, every few seconds.
+    const t0 = Date.now()
+    let fetched = 0
+    let reported = t0
+    return fetchIds(
+      client,
+      result.need,
+      async (events) => {
+        await this.opts.deliver(events)
+        fetched += events.length
+        const at = Date.now()
+        if (at - reported >= progressEveryMs && fetched < total) {
+          reported = at
+          this.opts.log(
+            `catching up with ${this.url}: ${fetched} of ${total} events ` +
+              `(${Math.round((fetched * 1000) / (at - t0))}/s)`,
+          )
+        }
+      },
+      pageTimeoutMs,
+    )
   }
 
   /** Pages backwards from `until` through everything matching `filter` (catch-up.ts). */

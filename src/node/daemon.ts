@@ -79,6 +79,8 @@ export interface LinkStatus {
   cursor: number | null
   outbox: number
   lastError: string | null
+  /** The last catch-up: how (reconciled or paged), events, time and rate. */
+  lastSync?: string | null
 }
 
 /**
@@ -583,6 +585,7 @@ export class KithNode {
         cursor: this.store.cursor(l.url) ?? null,
         outbox: this.store.pendingFor(l.url).length,
         lastError: l.lastError ?? null,
+        lastSync: l.lastSync ?? null,
       })),
       outbox: this.store.outboxDepth(this.links.map((l) => l.url)),
       agents: [...this.agents.values()].map((a) => ({

@@ -139,6 +139,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     out.line(
       `  ${h.url}  ${h.state}${lag}, cursor ${cursor}, outbox ${h.outbox}${h.lastError ? `, last error: ${h.lastError}` : ''}`,
     )
+    if (h.lastSync) out.line(`    last catch-up ${h.lastSync}`)
   }
   out.line(`outbox  ${status.outbox} waiting`)
   for (const a of status.agents ?? []) {
