@@ -28,7 +28,7 @@ export const hubGrantHelp = `Usage: kith hub grant REQUEST [--name NAME] [--json
 Admits a hub's key to the fleet with the hub role (only the founder may): the hub may then
 authenticate to its peers and replicate every event, private channels included. It signs
 nothing itself. REQUEST is what \`kith hub key\` printed on the hub's machine. Revoke it as any
-key: kith fleet remove NPUB.
+key: kith revoke NPUB.
 
 Options:
   --name NAME    a display name for the hub
