@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { computeEventId, signEvent, type NostrEvent } from '../../src/events/event.js'
-import { loadWasmVerifier, verifyWithWasm } from '../../src/events/verify-wasm.js'
+import { loadWasmVerifier, verifyWithWasm } from '../../src/verify/wasm.js'
 import { loadNativeVerifier } from '../../src/verify/native.js'
 
 /** Valid events whose serialization exercises NIP-01's escaping, and broken copies of them. */

@@ -2,7 +2,8 @@ import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { loadWasmVerifier, verifyWithWasm, type VerifyResult } from '../events/verify-wasm.js'
+import type { VerifyResult } from './result.js'
+import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
 
 /**
  * Whose work it is. Members' events go first; work for connections that have not authenticated
@@ -257,7 +258,7 @@ export class VerifyPool {
   }
 
   private spawn(): void {
-    const worker = new Worker(new URL('./verify-worker.js', import.meta.url), {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), {
       // A batch is at most maxBatchBytes of JSON, so a small heap is plenty; each MB the heap
       // may grow is resident memory under load (docs/performance.md).
       resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },

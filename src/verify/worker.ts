@@ -1,6 +1,6 @@
 import { parentPort } from 'node:worker_threads'
 import type { NostrEvent } from '../events/event.js'
-import { loadWasmVerifier, verifyWithWasm } from '../events/verify-wasm.js'
+import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
 
 /** Verifies batches of events off the hub's main thread. */
 interface Batch {
@@ -9,7 +9,7 @@ interface Batch {
   events: string[]
 }
 
-if (parentPort === null) throw new Error('verify-worker must run as a worker thread')
+if (parentPort === null) throw new Error('src/verify/worker.ts must run as a worker thread')
 const port = parentPort
 await loadWasmVerifier()
 port.on('message', (msg: Batch) => {

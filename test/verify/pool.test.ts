@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
 // The worker file only exists compiled, so this test drives the built pool (npm test builds).
-const distPool = '../../dist/hub/verify-pool.js'
-const { VerifyPool } = (await import(distPool)) as typeof import('../../src/hub/verify-pool.js')
+const distPool = '../../dist/verify/pool.js'
+const { VerifyPool } = (await import(distPool)) as typeof import('../../src/verify/pool.js')
 
 const sk = generateSecretKey()
 
