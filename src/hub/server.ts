@@ -120,6 +120,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     throw err
   }
   const ownVerifier = opts.verifier === undefined
+  // A shared pool is its owner's to announce (the node logs it once for itself and its hub).
+  if (ownVerifier) log(`verifier: ${verifier.description}`)
   const info = JSON.stringify(
     relayInformation({
       limits,

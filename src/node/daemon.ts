@@ -231,6 +231,7 @@ export class KithNode {
       },
     })
     this.pool = await VerifyPool.create(this.opts.verifyWorkers, { helpInline: true })
+    this.log(`verifier: ${this.pool.description}`)
     let hubs = id.config.hubs
     if (hubs.length === 0) {
       this.embedded = await startHub({

@@ -1,5 +1,7 @@
-import { parentPort } from 'node:worker_threads'
+import { parentPort, workerData } from 'node:worker_threads'
 import type { NostrEvent } from '../events/event.js'
+import { loadNativeVerifier } from './native.js'
+import type { VerifyResult } from './result.js'
 import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
 
 /** Verifies batches of events off the hub's main thread. */
@@ -11,11 +13,15 @@ interface Batch {
 
 if (parentPort === null) throw new Error('src/verify/worker.ts must run as a worker thread')
 const port = parentPort
-await loadWasmVerifier()
+const backend = (workerData as { backend?: 'native' | 'wasm' } | null)?.backend ?? 'wasm'
+let check: (event: NostrEvent) => VerifyResult = verifyWithWasm
+const native = backend === 'native' ? loadNativeVerifier() : undefined
+if (native === undefined) await loadWasmVerifier()
+else check = (event) => native.verify(event)
 port.on('message', (msg: Batch) => {
   port.postMessage({
     batch: msg.batch,
-    results: msg.events.map((raw) => verifyWithWasm(JSON.parse(raw) as NostrEvent)),
+    results: msg.events.map((raw) => check(JSON.parse(raw) as NostrEvent)),
   })
 })
 port.postMessage({ ready: true })

@@ -125,7 +125,8 @@ export async function workerPool(workers = 1): Promise<VerifyPool> {
   const { VerifyPool: Built } = (await import(
     distPool
   )) as typeof import('../../src/verify/pool.js')
-  const pool = await Built.create(workers)
+  // Worker threads run only with the wasm verifier (native verifies inline).
+  const pool = await Built.create(workers, { verifier: { kind: 'wasm', reason: 'test' } })
   onTestFinished(() => pool.close())
   return pool
 }
