@@ -130,7 +130,7 @@ describe('hub NIP-01 semantics', () => {
       supported_nips: number[]
       limitation: Record<string, unknown>
     }
-    expect(info.supported_nips).toEqual([1, 11, 42])
+    expect(info.supported_nips).toEqual([1, 11, 42, 77])
     expect(info.limitation).toMatchObject({
       auth_required: true,
       max_message_length: 131072,
