@@ -5,7 +5,7 @@
  */
 export * from './errors.js'
 export * from './events/index.js'
-export * from './events/verify-wasm.js'
+export * from './verify/wasm.js'
 export * from './grants/index.js'
 export { FleetState } from './grants/fleet-state.js'
 export { ChannelBook } from './grants/channels.js'

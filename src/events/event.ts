@@ -96,7 +96,7 @@ export function publicKeyOf(secretKey: Uint8Array): string {
   return getPublicKey(secretKey)
 }
 
-/** Pure-JS verification (id and BIP-340 signature); fails closed. Hot paths use verify-wasm. */
+/** Pure-JS verification (id and BIP-340 signature); fails closed. Hot paths use src/verify. */
 export function verifyEventSignature(event: NostrEvent): boolean {
   try {
     return verifyEvent({ ...event, tags: event.tags })

@@ -7,7 +7,7 @@ import type { FleetState } from '../grants/fleet-state.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { ReqScheduler, Streaming, WorkBudget } from './req-scheduler.js'
 import type { SubscriptionIndex } from './subscriptions.js'
-import type { VerifyPool } from './verify-pool.js'
+import type { VerifyPool } from '../verify/pool.js'
 import type { EventStore } from '../store/event-store.js'
 
 /** What every connection of one hub shares. */

@@ -20,7 +20,7 @@ import { EventLimits } from './event-limits.js'
 import { ReqScheduler, WorkBudget } from './req-scheduler.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
-import { VerifyPool } from './verify-pool.js'
+import { VerifyPool } from '../verify/pool.js'
 import { PairingLane } from './pairing-lane.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
@@ -120,6 +120,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     throw err
   }
   const ownVerifier = opts.verifier === undefined
+  // A shared pool is its owner's to announce (the node logs it once for itself and its hub).
+  if (ownVerifier) log(`verifier: ${verifier.description}`)
   const info = JSON.stringify(
     relayInformation({
       limits,

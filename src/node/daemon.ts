@@ -3,7 +3,7 @@ import { KithError } from '../errors.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
-import { VerifyPool } from '../hub/verify-pool.js'
+import { VerifyPool } from '../verify/pool.js'
 import { homeFiles } from '../identity/home.js'
 import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
@@ -233,6 +233,7 @@ export class KithNode {
       },
     })
     this.pool = await VerifyPool.create(this.opts.verifyWorkers, { helpInline: true })
+    this.log(`verifier: ${this.pool.description}`)
     let hubs = id.config.hubs
     if (hubs.length === 0) {
       this.embedded = await startHub({

@@ -3,7 +3,7 @@ import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event
 import type { Filter } from '../events/filter.js'
 import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
-import { eventStoreMigrations } from './event-schema.js'
+import { eventStoreMigrations, orderedIndexName } from './event-schema.js'
 
 /** What happened to one event of a batch. */
 export type StoreOutcome = 'stored' | 'duplicate' | 'superseded'
@@ -99,6 +99,12 @@ export class EventStore {
   /** Usage changes of the batch being written; applied to `usage` once it commits. */
   private batchUsage = new Map<string, Usage>()
   private readonly addUsage: Statement<[string, number, number]> | undefined
+  /**
+   * The schema has the ordered indexes and one tag row per (event, name, value)
+   * (`orderedIndexesMigration`): a one-value tag filter then walks the tag index by join, newest
+   * first, instead of collecting every tagged event and sorting them.
+   */
+  private readonly tagJoin: boolean
 
   /**
    * Opens `path`, or wraps an already open database whose schema includes the event tables
@@ -136,6 +142,10 @@ export class EventStore {
         .all()
       for (const r of rows) this.usage.set(r.pubkey, { events: r.events, bytes: r.bytes })
     }
+    this.tagJoin =
+      this.db
+        .prepare("SELECT 1 AS one FROM sqlite_master WHERE type = 'index' AND name = ?")
+        .get(orderedIndexName) !== undefined
     this.keepVersion = this.db.prepare(
       'INSERT OR IGNORE INTO kept_versions (id, kind, created_at, raw) VALUES (?, ?, ?, ?)',
     )
@@ -220,9 +230,17 @@ export class EventStore {
     )
     if (info.changes === 0) return 'duplicate'
     if (this.usageExempt !== undefined) this.countUsage(event, 1, Buffer.byteLength(raw, 'utf8'))
+    // One row per (name, value): a repeated tag would make a tag join return the event twice.
+    let indexed: Set<string> | undefined
     for (const tag of event.tags) {
       const [name, value] = tag
       if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
+        if (event.tags.length > 1) {
+          indexed ??= new Set()
+          const key = `${name}\u0000${value}`
+          if (indexed.has(key)) continue
+          indexed.add(key)
+        }
         this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
       }
     }
@@ -269,7 +287,7 @@ export class EventStore {
     hide: readonly HideRule[],
     after: QueryCursor | undefined,
   ): IterableIterator<StoredKey> {
-    const q = this.buildQuery(filter, limit, hide, after, 'seq, created_at, id')
+    const q = this.buildQuery(filter, limit, hide, after, ['seq', 'created_at', 'id'])
     if (q === undefined) return [][Symbol.iterator]()
     let stmt = this.statement(q.sql)
     // Two filters of one REQ can share a shape; a statement iterates once at a time.
@@ -287,56 +305,74 @@ export class EventStore {
     limit: number,
     hide: readonly HideRule[],
     after: QueryCursor | undefined,
-    columns = 'id, created_at, raw, seq',
+    columns: readonly string[] = ['id', 'created_at', 'raw', 'seq'],
   ): { sql: string; params: unknown[] } | undefined {
     if (limit <= 0) return undefined
     for (const list of [filter.ids, filter.authors, filter.kinds]) {
       if (list?.length === 0) return undefined
     }
+    const tagEntries = Object.entries(filter.tags ?? {})
+    if (tagEntries.some(([, values]) => values.length === 0)) return undefined
+    // One tag with one value (`#h: [channel]`, the common REQ): walk tags_lookup
+    // (name, value, created_at DESC) newest first and join each row to its event, so LIMIT stops
+    // the walk; sqlite only orders ties of created_at by id. With ids the id index is quicker.
+    const driver =
+      this.tagJoin && filter.ids === undefined
+        ? tagEntries.find(([, values]) => values.length === 1)
+        : undefined
+    // Column names as the query must spell them: qualified when tags are joined.
+    const e = driver === undefined ? '' : 'e.'
+    const time = driver === undefined ? 'created_at' : 't.created_at'
     const where: string[] = []
     const params: unknown[] = []
     const inList = (column: string, values: readonly unknown[]) => {
-      where.push(`${column} IN (${values.map(() => '?').join(',')})`)
+      where.push(`${e}${column} IN (${values.map(() => '?').join(',')})`)
       params.push(...values)
+    }
+    if (driver !== undefined) {
+      where.push('t.name = ? AND t.value = ?')
+      params.push(driver[0], driver[1][0])
     }
     if (filter.ids) inList('id', filter.ids)
     if (filter.authors) inList('pubkey', filter.authors)
     if (filter.kinds) inList('kind', filter.kinds)
     if (filter.since !== undefined) {
-      where.push('created_at >= ?')
+      where.push(`${time} >= ?`)
       params.push(filter.since)
     }
     if (filter.until !== undefined) {
-      where.push('created_at <= ?')
+      where.push(`${time} <= ?`)
       params.push(filter.until)
     }
-    for (const [name, values] of Object.entries(filter.tags ?? {})) {
-      if (values.length === 0) return undefined
+    for (const [name, values] of tagEntries) {
+      if (driver !== undefined && name === driver[0]) continue
       where.push(
-        `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${values.map(() => '?').join(',')}))`,
+        `${e}seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${values.map(() => '?').join(',')}))`,
       )
       params.push(name, ...values)
     }
     for (const rule of hide) {
       if (rule.values.length === 0) continue
-      const tagged = `seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${rule.values.map(() => '?').join(',')}))`
+      const tagged = `${e}seq IN (SELECT seq FROM tags WHERE name = ? AND value IN (${rule.values.map(() => '?').join(',')}))`
       if (rule.kind === undefined) {
         where.push(`NOT ${tagged}`)
       } else {
-        where.push(`NOT (kind = ? AND ${tagged})`)
+        where.push(`NOT (${e}kind = ? AND ${tagged})`)
         params.push(rule.kind)
       }
       params.push(rule.tag, ...rule.values)
     }
     if (after !== undefined) {
       // NIP-01 order is created_at descending, then id ascending: resume strictly after `after`.
-      where.push('created_at <= ? AND (created_at < ? OR id > ?)')
+      where.push(`${time} <= ? AND (${time} < ? OR ${e}id > ?)`)
       params.push(after.created_at, after.created_at, after.id)
     }
+    const select = columns.map((c) => (driver === undefined ? c : `e.${c} AS ${c}`)).join(', ')
+    const from = driver === undefined ? 'events' : 'tags t JOIN events e ON e.seq = t.seq'
     const sql =
-      `SELECT ${columns} FROM events` +
+      `SELECT ${select} FROM ${from}` +
       (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
-      ' ORDER BY created_at DESC, id ASC LIMIT ?'
+      ` ORDER BY ${time} DESC, ${e}id ASC LIMIT ?`
     params.push(limit)
     return { sql, params }
   }

@@ -1,5 +1,5 @@
 import type { Migration } from './db.js'
-import { eventStoreMigrations } from './event-schema.js'
+import { eventStoreMigrations, orderedIndexesMigration } from './event-schema.js'
 
 /**
  * Kinds a hub stores but does not count toward a person's storage quota: grants (4140),
@@ -13,7 +13,8 @@ export const quotaExemptKinds: ReadonlySet<number> = new Set([4140, 4141, 34140]
 /**
  * hub.db: the event tables, then `key_usage`, what each author key has stored (events and UTF-8
  * bytes of their canonical JSON, exempt kinds left out), kept in the same transaction as the
- * events so quotas survive restarts. The migration counts what an older hub already stored.
+ * events so quotas survive restarts. The migration counts what an older hub already stored. Then
+ * the ordered indexes (event-schema.ts).
  */
 export const hubMigrations: readonly Migration[] = [
   ...eventStoreMigrations,
@@ -29,4 +30,6 @@ export const hubMigrations: readonly Migration[] = [
         WHERE kind NOT IN (4140, 4141, 34140) GROUP BY pubkey;
     `)
   },
+  // Appended last (never reorder): ordered covering indexes and de-duplicated tag rows.
+  orderedIndexesMigration,
 ]

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import koffi, { type LibraryHandle } from 'koffi'
 import type { NostrEvent } from '../events/event.js'
-import type { VerifyResult } from '../events/verify-wasm.js'
+import type { VerifyResult } from './result.js'
 
 /**
  * Event verification with the system's libsecp256k1 (its schnorrsig module), called through

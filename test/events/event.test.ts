@@ -13,7 +13,7 @@ import {
   type NostrEvent,
 } from '../../src/events/event.js'
 import { classifyKind, isEphemeralKind, Kind } from '../../src/events/kinds.js'
-import { loadWasmVerifier, verifyWithWasm } from '../../src/events/verify-wasm.js'
+import { loadWasmVerifier, verifyWithWasm } from '../../src/verify/wasm.js'
 
 const sk = generateSecretKey()
 const template = { kind: 9, created_at: 1_700_000_000, tags: [['h', 'ops']], content: 'hi' }

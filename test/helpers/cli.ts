@@ -37,8 +37,8 @@ export function runKith(
 }
 
 /** `kith hub` as a real subprocess on port 0, stopped after the test. */
-export async function startHubProcess(args: string[], home: string) {
-  const hub = await spawnHub(args, { env: { KITH_HOME: home } })
+export async function startHubProcess(args: string[], home: string, env: NodeJS.ProcessEnv = {}) {
+  const hub = await spawnHub(args, { env: { ...env, KITH_HOME: home } })
   onTestFinished(async () => {
     await hub.stop()
   })

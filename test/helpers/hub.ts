@@ -8,7 +8,7 @@ import {
   type NostrEvent,
 } from '../../src/events/event.js'
 import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
-import type { VerifyPool } from '../../src/hub/verify-pool.js'
+import type { VerifyPool } from '../../src/verify/pool.js'
 import { RawClient } from './raw-client.js'
 import { tempDir } from './tmp.js'
 
@@ -127,11 +127,12 @@ export async function connectRaw(url: string): Promise<RawClient> {
  * exists compiled, so this is the built pool (npm test builds first).
  */
 export async function workerPool(workers = 1): Promise<VerifyPool> {
-  const distPool = '../../dist/hub/verify-pool.js'
+  const distPool = '../../dist/verify/pool.js'
   const { VerifyPool: Built } = (await import(
     distPool
-  )) as typeof import('../../src/hub/verify-pool.js')
-  const pool = await Built.create(workers)
+  )) as typeof import('../../src/verify/pool.js')
+  // Worker threads run only with the wasm verifier (native verifies inline).
+  const pool = await Built.create(workers, { verifier: { kind: 'wasm', reason: 'test' } })
   onTestFinished(() => pool.close())
   return pool
 }

@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { publicKeyOf, signEvent } from '../../src/events/event.js'
+import { loadNativeVerifier } from '../../src/verify/native.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { runKith, startHubProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -58,6 +59,23 @@ describe('kith hub as a process', () => {
     expect(await hub.stop()).toBe(0)
     expect((await c.waitClosed()).code).toBe(1001)
     expect(hub.stderr()).toMatch(/SIGTERM, shutting down/)
+  })
+
+  it('says which verifier runs; KITH_VERIFY=wasm forces the wasm workers', async () => {
+    const { home } = await ownerHome()
+    const wasm = await startHubProcess([], home, { KITH_VERIFY: 'wasm' })
+    await expect
+      .poll(() => wasm.stderr())
+      .toMatch(/kith hub: verifier: wasm \(KITH_VERIFY=wasm\) in up to \d+ worker/)
+    const auto = await startHubProcess([], home, { KITH_VERIFY: 'auto' })
+    const native = loadNativeVerifier() !== undefined
+    await expect
+      .poll(() => auto.stderr())
+      .toMatch(
+        native
+          ? /kith hub: verifier: native libsecp256k1 \(.+\), inline on the main thread/
+          : /kith hub: verifier: wasm \(no libsecp256k1 found\)/,
+      )
   })
 
   it('refuses a non-loopback bind without TLS, and says how to allow it', async () => {

@@ -1,10 +1,17 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { signEvent, type EventTemplate, type NostrEvent } from '../../src/events/event.js'
+import {
+  publicKeyOf,
+  signEvent,
+  type EventTemplate,
+  type NostrEvent,
+} from '../../src/events/event.js'
+import type { Filter } from '../../src/events/filter.js'
 import { openDatabase } from '../../src/store/db.js'
 import { eventStoreMigrations } from '../../src/store/event-schema.js'
 import { EventStore } from '../../src/store/event-store.js'
+import { hubMigrations } from '../../src/store/hub-schema.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const sk = generateSecretKey()
@@ -198,5 +205,100 @@ describe('EventStore', () => {
     expect(() => store.insertBatch([a, broken])).toThrow()
     expect(store.count()).toBe(0)
     store.close()
+  })
+})
+
+describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", () => {
+  // The same events in a store without the migration (plain IN subqueries, a sort per query) and
+  // in a hub store with it (tag join, covering indexes): every query must answer the same.
+  function pair() {
+    const plain = new EventStore(join(tempDir(), 'plain.db'))
+    const hub = new EventStore(join(tempDir(), 'hub.db'), { migrations: hubMigrations })
+    const events: NostrEvent[] = []
+    for (let i = 0; i < 120; i++) {
+      events.push(
+        ev(
+          {
+            kind: i % 3 === 0 ? 7 : 9,
+            // Many ties of created_at, so the order by id is exercised.
+            created_at: 1000 + Math.floor(i / 4),
+            tags: [
+              ['h', `c${i % 3}`],
+              ['t', `t${i % 5}`],
+              // A repeated tag must not return the event twice.
+              ...(i % 7 === 0 ? [['h', `c${i % 3}`]] : []),
+            ],
+            content: `${i}`,
+          },
+          i % 2 === 0 ? sk : sk2,
+        ),
+      )
+    }
+    plain.insertBatch(events)
+    hub.insertBatch(events)
+    return { plain, hub }
+  }
+
+  const filters: Filter[] = [
+    { tags: { h: ['c1'] }, limit: 10 },
+    { tags: { h: ['c0'] }, since: 1005, until: 1020, limit: 100 },
+    { tags: { h: ['c2'], t: ['t1', 't3'] }, limit: 50 },
+    { tags: { h: ['c0', 'c1'] }, limit: 30 },
+    { tags: { h: ['c1'] }, kinds: [7], limit: 100 },
+    { since: 1003, until: 1011, limit: 25 },
+    { kinds: [9], limit: 40 },
+    { authors: [publicKeyOf(sk2)], limit: 15 },
+  ]
+
+  it('answers every filter as the plain schema does, each event once', () => {
+    const { plain, hub } = pair()
+    for (const f of filters) {
+      const want = ids(plain.query([f], limits))
+      const got = ids(hub.query([f], limits))
+      expect({ f, got }).toEqual({ f, got: want })
+      expect(new Set(got).size).toBe(got.length)
+    }
+  })
+
+  it('pages a tag query by cursor in NIP-01 order, hiding what it must', () => {
+    const { plain, hub } = pair()
+    const hide = [{ tag: 't', values: ['t2'] }]
+    for (const store of [plain, hub]) {
+      const pages: string[] = []
+      let after: { created_at: number; id: string } | undefined
+      for (;;) {
+        const page = [...store.openCursor({ tags: { h: ['c1'] } }, 7, hide, after)]
+        if (page.length === 0) break
+        pages.push(...page.map((r) => r.id))
+        after = page[page.length - 1]
+      }
+      expect(pages).toEqual(ids(plain.query([{ tags: { h: ['c1'] } }], limits, hide)))
+    }
+  })
+
+  it('upgrades an older hub.db: ordered indexes, repeated tag rows removed', () => {
+    const path = join(tempDir(), 'hub.db')
+    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -1) })
+    const e = ev({
+      tags: [
+        ['h', 'x'],
+        ['h', 'x'],
+      ],
+    })
+    old.insertBatch([e])
+    // An older kith stored one row per tag, repeats included.
+    old.db.prepare('INSERT INTO tags SELECT * FROM tags').run()
+    expect(old.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 2 })
+    old.close()
+    const upgraded = new EventStore(path, { migrations: hubMigrations })
+    expect(upgraded.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 1 })
+    expect(ids(upgraded.query([{ tags: { h: ['x'] } }], limits))).toEqual([e.id])
+    const plan = upgraded.db
+      .prepare(
+        'EXPLAIN QUERY PLAN SELECT seq, created_at, id FROM events WHERE created_at >= 0 ORDER BY created_at DESC, id ASC LIMIT 5',
+      )
+      .all() as { detail: string }[]
+    expect(plan.map((p) => p.detail).join(' ')).not.toMatch(/TEMP B-TREE/)
+    upgraded.close()
   })
 })

@@ -2,7 +2,10 @@ import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { loadWasmVerifier, verifyWithWasm, type VerifyResult } from '../events/verify-wasm.js'
+import { chooseVerifier, type ChosenVerifier } from './choose.js'
+import type { NativeVerifier } from './native.js'
+import type { VerifyResult } from './result.js'
+import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
 
 /**
  * Whose work it is. Members' events go first; work for connections that have not authenticated
@@ -40,6 +43,13 @@ export interface VerifyPoolOptions {
   helpInline?: boolean
   /** Stranger events with the workers at once; the rest wait behind members' work. */
   strangerInFlight?: number
+  /** Which verifier runs; by default `chooseVerifier()` (KITH_VERIFY, else native where present). */
+  verifier?: ChosenVerifier
+  /**
+   * With the native verifier, verify in worker threads anyway instead of inline (for measuring
+   * the split; see `verifyInline`).
+   */
+  nativeInWorkers?: boolean
 }
 
 /** Idle workers cost ~20 MB each; starting one again costs ~40 ms once, after a quiet spell. */
@@ -56,7 +66,11 @@ const inlineChunk = 8
 const maxBatchBytes = 1024 * 1024
 
 /**
- * Signature verification off the main thread. Requests that arrive in the same turn of the
+ * Signature verification. With the native libsecp256k1 it runs inline on the main thread: at
+ * ~100 µs an event (id hash included) a hand-off to a worker (serialize, post, parse, post back,
+ * resolve) costs a good part of the check itself, and every worker holds ~20 MB (bench:hub
+ * figures for both splits: docs/performance.md, issue 18). With wasm (~250 µs an event) it runs
+ * off the main thread. Requests that arrive in the same turn of the
  * event loop are batched (one postMessage per worker, not per event) and spread over the
  * workers by load. Workers start on demand, one more whenever a backlog builds, up to `size`,
  * and exit after `idleMs` without work, so an idle node holds none. With `workers: 0` it
@@ -78,23 +92,58 @@ export class VerifyPool {
   /** Members' events the main thread checks itself, a chunk per turn. */
   private inline: Pending[] = []
   private inlineScheduled = false
+  /** Set when the native verifier runs: the main thread uses it (and workers, if any, too). */
+  private readonly native: NativeVerifier | undefined
+  /** Checks one event on this thread with whichever verifier runs. */
+  private readonly check: (event: NostrEvent) => VerifyResult
+  /** One line for the start-up log: which verifier runs, and where. */
+  readonly description: string
 
   private constructor(
     private readonly workerCount: number,
     opts: VerifyPoolOptions,
+    chosen: ChosenVerifier,
   ) {
     this.idleMs = opts.idleMs ?? defaultVerifyIdleMs
     this.strangerCap = opts.strangerInFlight ?? defaultStrangerInFlight
     this.helpInline = opts.helpInline ?? false
+    if (chosen.kind === 'native') {
+      const native = chosen.native
+      this.native = native
+      this.check = (event) => native.verify(event)
+      this.description =
+        workerCount === 0
+          ? `native libsecp256k1 (${native.library}), inline on the main thread`
+          : `native libsecp256k1 (${native.library}) in up to ${workerCount} worker thread(s)`
+    } else {
+      this.native = undefined
+      this.check = verifyWithWasm
+      this.description =
+        workerCount === 0
+          ? `wasm (${chosen.reason}), inline on the main thread`
+          : `wasm (${chosen.reason}) in up to ${workerCount} worker thread(s)`
+    }
   }
 
+  /**
+   * `workers` applies to wasm only (and to native with `nativeInWorkers`): the native verifier
+   * runs inline, since a worker costs more than it saves there.
+   */
   static async create(
     workers = defaultWorkerCount(),
     opts: VerifyPoolOptions = {},
   ): Promise<VerifyPool> {
-    const pool = new VerifyPool(workers, opts)
-    if (workers === 0) await loadWasmVerifier()
+    const chosen = opts.verifier ?? chooseVerifier()
+    const inline = chosen.kind === 'native' && opts.nativeInWorkers !== true
+    const pool = new VerifyPool(inline ? 0 : workers, opts, chosen)
+    if (chosen.kind === 'wasm' && (workers === 0 || opts.helpInline === true))
+      await loadWasmVerifier()
     return pool
+  }
+
+  /** Which verifier runs: 'native' or 'wasm'. */
+  get kind(): 'native' | 'wasm' {
+    return this.native === undefined ? 'wasm' : 'native'
   }
 
   get size(): number {
@@ -126,8 +175,10 @@ export class VerifyPool {
   ): Promise<VerifyResult> {
     if (this.closed) return Promise.reject(new KithError('error', 'verifier is closed'))
     if (this.workerCount === 0) {
+      // Inline: strangers' events are checked at once too; at native speed that is ~100 µs each
+      // and admission (hub/admission.ts) already bounds how many strangers may send.
       this.done++
-      return Promise.resolve(verifyWithWasm(event))
+      return Promise.resolve(this.check(event))
     }
     return new Promise((resolve, reject) => {
       const queue = priority === 'member' ? this.members : this.strangers
@@ -189,7 +240,8 @@ export class VerifyPool {
   private scheduleInline(): void {
     if (this.inlineScheduled) return
     this.inlineScheduled = true
-    loadWasmVerifier().then(
+    const ready = this.native === undefined ? loadWasmVerifier() : Promise.resolve()
+    ready.then(
       () => setImmediate(() => this.drainInline()),
       (err: unknown) => {
         // Without wasm here the workers take it all.
@@ -208,7 +260,7 @@ export class VerifyPool {
     const chunk = this.inline.splice(0, inlineChunk)
     for (const p of chunk) {
       this.done++
-      p.resolve(verifyWithWasm(p.event))
+      p.resolve(this.check(p.event))
     }
     if (this.inline.length > 0) {
       this.inlineScheduled = true
@@ -257,7 +309,8 @@ export class VerifyPool {
   }
 
   private spawn(): void {
-    const worker = new Worker(new URL('./verify-worker.js', import.meta.url), {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), {
+      workerData: { backend: this.kind },
       // A batch is at most maxBatchBytes of JSON, so a small heap is plenty; each MB the heap
       // may grow is resident memory under load (docs/performance.md).
       resourceLimits: { maxYoungGenerationSizeMb: 2, maxOldGenerationSizeMb: 32 },

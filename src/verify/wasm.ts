@@ -1,9 +1,9 @@
 import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm, verifyEvent } from 'nostr-tools/wasm'
-import { classifyVerifyFailure, type NostrEvent } from './event.js'
+import { classifyVerifyFailure, type NostrEvent } from '../events/event.js'
+import type { VerifyResult } from './result.js'
 
-/** Outcome of verifying one event: ok, or which check failed. */
-export type VerifyResult = 'ok' | 'bad-id' | 'bad-sig'
+export type { VerifyResult } from './result.js'
 
 let ready: Promise<void> | undefined
 

@@ -2,14 +2,16 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
 // The worker file only exists compiled, so this test drives the built pool (npm test builds).
-const distPool = '../../dist/hub/verify-pool.js'
-const { VerifyPool } = (await import(distPool)) as typeof import('../../src/hub/verify-pool.js')
+const distPool = '../../dist/verify/pool.js'
+const { VerifyPool } = (await import(distPool)) as typeof import('../../src/verify/pool.js')
 
 const sk = generateSecretKey()
+// These cases are about worker threads, which only the wasm verifier uses.
+const wasm = { kind: 'wasm', reason: 'test' } as const
 
 describe('VerifyPool (worker threads)', () => {
   it('verifies batches across workers and reports which check failed', async () => {
-    const pool = await VerifyPool.create(2)
+    const pool = await VerifyPool.create(2, { verifier: wasm })
     try {
       const good = Array.from({ length: 50 }, (_, i) =>
         signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
@@ -26,7 +28,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('rejects what a dead worker held, then keeps serving with a new one', async () => {
-    const pool = await VerifyPool.create(1)
+    const pool = await VerifyPool.create(1, { verifier: wasm })
     try {
       const e = signEvent({ kind: 9, created_at: 1, tags: [], content: 'x' }, sk)
       // Workers start on demand: the first request starts one.
@@ -49,7 +51,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('starts no worker until there is work, and lets an idle one exit', async () => {
-    const pool = await VerifyPool.create(2, { idleMs: 1000 })
+    const pool = await VerifyPool.create(2, { idleMs: 1000, verifier: wasm })
     try {
       expect(pool.running).toBe(0)
       const events = Array.from({ length: 64 }, (_, i) =>
@@ -68,7 +70,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('serves members first: strangers have a few checks with the workers at a time', async () => {
-    const pool = await VerifyPool.create(1, { strangerInFlight: 4 })
+    const pool = await VerifyPool.create(1, { strangerInFlight: 4, verifier: wasm })
     try {
       const events = Array.from({ length: 40 }, (_, i) =>
         signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
@@ -91,7 +93,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('lets the main thread check what one worker has no room for, with the same answers', async () => {
-    const pool = await VerifyPool.create(1, { helpInline: true })
+    const pool = await VerifyPool.create(1, { helpInline: true, verifier: wasm })
     try {
       const good = Array.from({ length: 300 }, (_, i) =>
         signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
@@ -110,7 +112,7 @@ describe('VerifyPool (worker threads)', () => {
   })
 
   it('refuses work after close', async () => {
-    const pool = await VerifyPool.create(1)
+    const pool = await VerifyPool.create(1, { verifier: wasm })
     await pool.close()
     const e = signEvent({ kind: 9, created_at: 1, tags: [], content: 'x' }, sk)
     await expect(pool.verify(e)).rejects.toMatchObject({ code: 'error' })
