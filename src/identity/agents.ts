@@ -1,11 +1,11 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
-import type { PermissionsMode } from '../acp/permission-policy.js'
 import { KithError } from '../errors.js'
 import type { AgentPolicy } from '../grants/policy.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
 import { readKeyFile, writeKeyFile } from './key-file.js'
+import type { PermissionsMode } from './permissions-mode.js'
 
 /** An agent hosted by this node. Its key lives in agents/NAME.key (0600); the agent never sees it. */
 export interface AgentRecord {

@@ -5,7 +5,7 @@ import { reapLeftover } from '../acp/process-group.js'
 import { realPath } from '../acp/real-path.js'
 import { secretTouched, type ToolCallView } from '../acp/secret-paths.js'
 import { readAgentSecret, type AgentRecord } from '../identity/agents.js'
-import type { AgentBridgeOptions } from './agent-bridge.js'
+import type { AgentBridgeOptions } from './agent-options.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 
 /**

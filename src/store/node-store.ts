@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { Statement } from 'better-sqlite3'
-import type { SavedSession } from '../acp/session-open.js'
+import type { SavedSession } from './saved-session.js'
 import type { NostrEvent } from '../events/event.js'
 import { openDatabase, type Db } from './db.js'
 import { EventStore } from './event-store.js'
