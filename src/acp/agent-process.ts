@@ -185,7 +185,9 @@ export class AgentProcess {
     if (!existsSync(this.spec.cwd)) {
       const why = `its working directory ${this.spec.cwd} does not exist (kith agent add --cwd)`
       logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-      throw new KithError('error', `cannot start ${command}: ${why}`)
+      throw new KithError('error', `cannot start ${command}: ${why}`, {
+        reason: 'cannot-start',
+      })
     }
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
@@ -227,7 +229,9 @@ export class AgentProcess {
               ? `${command} is not executable`
               : err.message
         logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-        reject(new KithError('error', `cannot start ${command}: ${why}`))
+        reject(
+          new KithError('error', `cannot start ${command}: ${why}`, { reason: 'cannot-start' }),
+        )
       })
     })
     child.stderr.pipe(this.log, { end: false })
@@ -320,7 +324,9 @@ export class AgentProcess {
   /** Runs an SDK call, turning the agent's death into a clear error. */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     const died = this.exited.then((code) => {
-      throw new KithError('error', `agent crashed (exit ${code ?? 'signal'})`)
+      throw new KithError('error', `agent crashed (exit ${code ?? 'signal'})`, {
+        reason: 'crashed',
+      })
     })
     try {
       return await Promise.race([fn(), died])
@@ -333,7 +339,7 @@ export class AgentProcess {
         // The stream can end before the exit event: wait for it (briefly) so that whoever
         // watches the process has counted the crash before the caller hears of it.
         await Promise.race([this.exited, new Promise((r) => setTimeout(r, 2000).unref())])
-        throw new KithError('error', 'agent crashed', { cause: err })
+        throw new KithError('error', 'agent crashed', { cause: err, reason: 'crashed' })
       }
       // The agent's own explanation often sits in data (details or message), not in message.
       const detail = err instanceof sdk().RequestError ? errorDetail(err) : ''

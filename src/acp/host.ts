@@ -40,9 +40,48 @@ export interface HostOptions {
   onState?: (state: AgentState) => void
 }
 
+/**
+ * Why a turn gave no answer, a stable code (the message says it in words): `cancelled` by a
+ * person or an interrupt, `timeout` (the watchdog: silent past the idle timeout, or past the
+ * turn cap), `circuit-open` (crashed too often; left stopped for a while), `crashed` (the process
+ * died), `cannot-start` (the command would not start), `stopped` (the host is stopping),
+ * `no-reply` (the turn ended with no text), `dropped` (taken off the queue: its author left the
+ * fleet), `error` (anything else the agent or the SDK reported).
+ */
+export type TurnFailure =
+  | 'cancelled'
+  | 'timeout'
+  | 'circuit-open'
+  | 'crashed'
+  | 'cannot-start'
+  | 'stopped'
+  | 'no-reply'
+  | 'dropped'
+  | 'error'
+
+const turnFailures: ReadonlySet<string> = new Set<TurnFailure>([
+  'cancelled',
+  'timeout',
+  'circuit-open',
+  'crashed',
+  'cannot-start',
+  'stopped',
+  'no-reply',
+  'dropped',
+  'error',
+])
+
+/** The failure code an error thrown during a turn carries (its KithError reason), else `error`. */
+export function turnFailureOf(err: unknown): TurnFailure {
+  return err instanceof KithError && err.reason !== undefined && turnFailures.has(err.reason)
+    ? (err.reason as TurnFailure)
+    : 'error'
+}
+
 /** How a turn ended, as its job is told. `partial`: what the agent had said before it failed. */
 export type TurnOutcome =
-  { ok: true; text: string; steered?: true } | { ok: false; message: string; partial?: string }
+  | { ok: true; text: string; steered?: true }
+  | { ok: false; reason: TurnFailure; message: string; partial?: string }
 
 export interface PromptJob {
   channel: string
@@ -200,6 +239,7 @@ export class AgentHost {
     void this.run(job)
       .catch((err: unknown): TurnOutcome => ({
         ok: false,
+        reason: turnFailureOf(err),
         message: err instanceof Error ? err.message : String(err),
       }))
       .then((outcome) => this.finish(job, outcome))
@@ -232,6 +272,7 @@ export class AgentHost {
       throw new KithError(
         'error',
         `circuit open: it crashed ${this.crashTimes.length} times in a minute; it is left stopped until ${new Date(this.openUntil).toISOString().slice(11, 19)} UTC`,
+        { reason: 'circuit-open' },
       )
     }
     this.starting ??= (async () => {
@@ -263,7 +304,7 @@ export class AgentHost {
       // Stopped while it started (a revocation, the node stopping): it must not outlive us.
       if (this.stopped) {
         await proc.stop()
-        throw new KithError('error', 'the agent was stopped')
+        throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
       }
       this.proc = proc
       this.state = 'idle'
@@ -317,7 +358,7 @@ export class AgentHost {
       )
       this.sessions.set(job.channel, sessionId)
     }
-    if (this.stopped) throw new KithError('error', 'the agent was stopped')
+    if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'
     this.running.set(sessionId, job)
     const started = Date.now()
@@ -341,9 +382,9 @@ export class AgentHost {
       Math.max(10, Math.min(1000, Math.min(idle, cap) / 4)),
     )
     watchdog.unref()
-    const failed = (message: string): TurnOutcome => {
+    const failed = (reason: TurnFailure, message: string): TurnOutcome => {
       const partial = proc.partialReply(sessionId)
-      return { ok: false, message, ...(partial.trim() === '' ? {} : { partial }) }
+      return { ok: false, reason, message, ...(partial.trim() === '' ? {} : { partial }) }
     }
     let r
     try {
@@ -351,18 +392,19 @@ export class AgentHost {
       r = await proc.prompt(sessionId, job.text)
       if (job.timing) job.timing.stopAt = performance.now()
     } catch (err) {
-      if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
-      if (this.cancelled.has(sessionId)) return failed('turn cancelled (the agent was stopped)')
-      return failed(err instanceof Error ? err.message : String(err))
+      if (timedOut !== undefined) return failed('timeout', `timed out: ${timedOut}`)
+      if (this.cancelled.has(sessionId))
+        return failed('cancelled', 'turn cancelled (the agent was stopped)')
+      return failed(turnFailureOf(err), err instanceof Error ? err.message : String(err))
     } finally {
       clearInterval(watchdog)
       this.running.delete(sessionId)
       this.cancelled.delete(sessionId)
     }
-    if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
-    if (r.stopReason === 'cancelled') return failed('turn cancelled')
+    if (timedOut !== undefined) return failed('timeout', `timed out: ${timedOut}`)
+    if (r.stopReason === 'cancelled') return failed('cancelled', 'turn cancelled')
     if (r.text.trim() === '') {
-      return failed(`the agent ended its turn (${r.stopReason}) without a reply`)
+      return failed('no-reply', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return { ok: true, text: r.text }
   }

@@ -1,4 +1,5 @@
 import { isIPv6, type Socket } from 'node:net'
+import { laneRefusals } from '../pairing/protocol/lane-refusals.js'
 import type { HubLimits } from './limits.js'
 
 type AdmissionLimits = Pick<
@@ -88,7 +89,7 @@ export class Admission {
     entry.lane = true
     clearTimeout(entry.timer)
     entry.timer = setTimeout(
-      () => this.expel(key, 1008, 'restricted: pairing: this code expired'),
+      () => this.expel(key, 1008, `restricted: ${laneRefusals.expired}`),
       Math.max(0, untilMs - Date.now()),
     )
     entry.timer.unref()

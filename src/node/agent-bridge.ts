@@ -32,7 +32,7 @@ export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
  */
 export function replyText(name: string, outcome: TurnOutcome): string {
   if (outcome.ok) return outcome.text
-  const cancelled = outcome.message.startsWith('turn cancelled')
+  const cancelled = outcome.reason === 'cancelled'
   if (outcome.partial === undefined)
     return cancelled
       ? `⏹ ${name}: ${outcome.message}`
@@ -162,7 +162,11 @@ export class AgentBridge {
     }
     for (const agent of this.agents.values()) {
       for (const job of agent.host.dropQueued(gone)) {
-        job.done({ ok: false, message: 'dropped: its author is no longer a member of this fleet' })
+        job.done({
+          ok: false,
+          reason: 'dropped',
+          message: 'dropped: its author is no longer a member of this fleet',
+        })
       }
       for (const job of agent.host.runningJobs()) {
         if (!gone(job)) continue
@@ -335,7 +339,7 @@ export class AgentBridge {
             state: 'ended',
             outcome: outcome.ok
               ? 'answered'
-              : outcome.message.startsWith('turn cancelled')
+              : outcome.reason === 'cancelled'
                 ? 'cancelled'
                 : 'failed',
           })
