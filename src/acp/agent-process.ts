@@ -5,6 +5,7 @@ import type * as Acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 import { removePidFile, signalGroup, writePidFile } from './process-group.js'
 import { ReplyText } from './reply-text.js'
+import { crashSettleMs, killGraceMs, loadQuietMaxMs, loadQuietMs } from './timings.js'
 
 /**
  * The ACP SDK (with the schemas under it, ~10 MB resident) is loaded when the first agent starts,
@@ -338,7 +339,7 @@ export class AgentProcess {
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
         // The stream can end before the exit event: wait for it (briefly) so that whoever
         // watches the process has counted the crash before the caller hears of it.
-        await Promise.race([this.exited, new Promise((r) => setTimeout(r, 2000).unref())])
+        await Promise.race([this.exited, new Promise((r) => setTimeout(r, crashSettleMs).unref())])
         throw new KithError('error', 'agent crashed', { cause: err, reason: 'crashed' })
       }
       // The agent's own explanation often sits in data (details or message), not in message.
@@ -381,8 +382,8 @@ export class AgentProcess {
     // ACP sends the replay before the load's answer, but gemini-cli 0.61 goes on replaying after
     // it: let the session fall quiet first, or the tail of the old conversation would be taken
     // for the next turn's reply. Bounded, and instant for an agent that replays nothing late.
-    const quietMs = 150
-    const deadline = Date.now() + 3000
+    const quietMs = loadQuietMs
+    const deadline = Date.now() + loadQuietMaxMs
     for (;;) {
       const since = Date.now() - (this.lastUpdateAt.get(sessionId) ?? 0)
       if (since >= quietMs || Date.now() >= deadline) return
@@ -461,7 +462,7 @@ export class AgentProcess {
         if (pid === undefined || !signalGroup(pid, signal)) this.child?.kill(signal)
       }
       kill('SIGTERM')
-      const timer = setTimeout(() => kill('SIGKILL'), 2000)
+      const timer = setTimeout(() => kill('SIGKILL'), killGraceMs)
       await this.exited
       clearTimeout(timer)
     }

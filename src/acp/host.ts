@@ -7,6 +7,20 @@ import {
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
 import { steer } from './session-calls.js'
+import {
+  defaultBreakerCrashes,
+  defaultBreakerOpenMs,
+  defaultBreakerWindowMs,
+  defaultCancelGraceMs,
+  defaultIdleTimeoutMs,
+  defaultRespawnBaseMs,
+  defaultTurnCapMs,
+  respawnMaxMs,
+  respawnRecentMs,
+  watchdogCancelGraceMs,
+  watchdogTickMaxMs,
+  watchdogTickMinMs,
+} from './timings.js'
 import { openSession, type SessionStore } from './session-open.js'
 
 export type { SavedSession, SessionStore } from './session-open.js'
@@ -151,11 +165,13 @@ export class AgentHost {
     const now = Date.now()
     this.crashes++
     this.crashTimes = [
-      ...this.crashTimes.filter((t) => t > now - (this.opts.breakerWindowMs ?? 60_000)),
+      ...this.crashTimes.filter(
+        (t) => t > now - (this.opts.breakerWindowMs ?? defaultBreakerWindowMs),
+      ),
       now,
     ]
-    if (this.crashTimes.length >= (this.opts.breakerCrashes ?? 3)) {
-      this.openUntil = now + (this.opts.breakerOpenMs ?? 5 * 60_000)
+    if (this.crashTimes.length >= (this.opts.breakerCrashes ?? defaultBreakerCrashes)) {
+      this.openUntil = now + (this.opts.breakerOpenMs ?? defaultBreakerOpenMs)
       this.state = 'circuit-open'
       this.log(
         `agent ${this.name} crashed ${this.crashTimes.length} times in a minute: not restarted until ${new Date(this.openUntil).toISOString()}`,
@@ -277,9 +293,12 @@ export class AgentHost {
     }
     this.starting ??= (async () => {
       // Back off after recent crashes (jittered exponential, 1 s to 30 s by default).
-      const recent = this.crashTimes.filter((t) => t > Date.now() - 60_000).length
+      const recent = this.crashTimes.filter((t) => t > Date.now() - respawnRecentMs).length
       if (recent > 0) {
-        const base = Math.min(30_000, (this.opts.respawnBaseMs ?? 1000) * 2 ** (recent - 1))
+        const base = Math.min(
+          respawnMaxMs,
+          (this.opts.respawnBaseMs ?? defaultRespawnBaseMs) * 2 ** (recent - 1),
+        )
         await new Promise((r) => setTimeout(r, Math.round(base * (0.5 + Math.random() / 2))))
       }
       this.state = 'starting'
@@ -363,8 +382,8 @@ export class AgentHost {
     this.running.set(sessionId, job)
     const started = Date.now()
     proc.lastOutputAt = started
-    const idle = this.opts.idleTimeoutMs ?? 15 * 60_000
-    const cap = this.opts.turnCapMs ?? 2 * 3600_000
+    const idle = this.opts.idleTimeoutMs ?? defaultIdleTimeoutMs
+    const cap = this.opts.turnCapMs ?? defaultTurnCapMs
     let timedOut: string | undefined
     // The watchdog ends a silent or endless turn the way a person's cancel would.
     const watchdog = setInterval(
@@ -377,9 +396,9 @@ export class AgentHost {
           timedOut = `the turn ran past its ${Math.round(cap / 1000)} s cap`
         if (timedOut === undefined) return
         this.log(`agent ${this.name}: ${timedOut}; ending the turn`)
-        this.cancel(job.channel, 2000)
+        this.cancel(job.channel, watchdogCancelGraceMs)
       },
-      Math.max(10, Math.min(1000, Math.min(idle, cap) / 4)),
+      Math.max(watchdogTickMinMs, Math.min(watchdogTickMaxMs, Math.min(idle, cap) / 4)),
     )
     watchdog.unref()
     const failed = (reason: TurnFailure, message: string): TurnOutcome => {
@@ -414,7 +433,7 @@ export class AgentHost {
    * ended the turn within the grace window, the process is killed (and restarted on the next
    * prompt). Returns false when nothing was running there.
    */
-  cancel(channel: string, graceMs = 5000): boolean {
+  cancel(channel: string, graceMs = defaultCancelGraceMs): boolean {
     const sessionId = this.sessions.get(channel)
     if (sessionId === undefined || !this.running.has(sessionId) || this.proc === undefined)
       return false

@@ -1,6 +1,6 @@
 import { isIPv6, type Socket } from 'node:net'
 import { laneRefusals } from '../pairing/protocol/lane-refusals.js'
-import type { HubLimits } from './limits.js'
+import { admissionLogEveryMs, type HubLimits } from './limits.js'
 
 type AdmissionLimits = Pick<
   HubLimits,
@@ -133,11 +133,11 @@ export class Admission {
     else this.perAddress.set(entry.address, n)
   }
 
-  /** One log line per 10 s at most: a flood of strangers must not flood the log as well. */
+  /** One log line per admissionLogEveryMs at most: a flood of strangers must not flood the log as well. */
   private refused(what: string): void {
     this.refusedSinceLog++
     const now = Date.now()
-    if (now - this.lastLogAt < 10_000) return
+    if (now - this.lastLogAt < admissionLogEveryMs) return
     this.log(`admission: ${what} (${this.refusedSinceLog} refused or closed since the last line)`)
     this.lastLogAt = now
     this.refusedSinceLog = 0
