@@ -23,9 +23,11 @@ export type KithErrorCode =
   | 'io'
   | 'unsafe-bind'
   | 'not-found'
+  // A kith-pair/1 pairing that stopped; its `reason` says why (pairing/protocol/errors.ts).
+  | 'pairing-failed'
 
 export class KithError extends Error {
-  override readonly name = 'KithError'
+  override readonly name: string = 'KithError'
   readonly code: KithErrorCode
   /**
    * The stable sub-code under `code` (a grant or channel refusal's `revoked`, `no-authority`…),

@@ -5,6 +5,7 @@ import type * as Acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
 import { removePidFile, signalGroup, writePidFile } from './process-group.js'
 import { ReplyText } from './reply-text.js'
+import { crashSettleMs, killGraceMs, loadQuietMaxMs, loadQuietMs } from './timings.js'
 
 /**
  * The ACP SDK (with the schemas under it, ~10 MB resident) is loaded when the first agent starts,
@@ -185,7 +186,9 @@ export class AgentProcess {
     if (!existsSync(this.spec.cwd)) {
       const why = `its working directory ${this.spec.cwd} does not exist (kith agent add --cwd)`
       logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-      throw new KithError('error', `cannot start ${command}: ${why}`)
+      throw new KithError('error', `cannot start ${command}: ${why}`, {
+        reason: 'cannot-start',
+      })
     }
     const env: NodeJS.ProcessEnv = {}
     for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
@@ -227,7 +230,9 @@ export class AgentProcess {
               ? `${command} is not executable`
               : err.message
         logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-        reject(new KithError('error', `cannot start ${command}: ${why}`))
+        reject(
+          new KithError('error', `cannot start ${command}: ${why}`, { reason: 'cannot-start' }),
+        )
       })
     })
     child.stderr.pipe(this.log, { end: false })
@@ -320,7 +325,9 @@ export class AgentProcess {
   /** Runs an SDK call, turning the agent's death into a clear error. */
   private async call<T>(fn: () => Promise<T>): Promise<T> {
     const died = this.exited.then((code) => {
-      throw new KithError('error', `agent crashed (exit ${code ?? 'signal'})`)
+      throw new KithError('error', `agent crashed (exit ${code ?? 'signal'})`, {
+        reason: 'crashed',
+      })
     })
     try {
       return await Promise.race([fn(), died])
@@ -332,8 +339,8 @@ export class AgentProcess {
       if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
         // The stream can end before the exit event: wait for it (briefly) so that whoever
         // watches the process has counted the crash before the caller hears of it.
-        await Promise.race([this.exited, new Promise((r) => setTimeout(r, 2000).unref())])
-        throw new KithError('error', 'agent crashed', { cause: err })
+        await Promise.race([this.exited, new Promise((r) => setTimeout(r, crashSettleMs).unref())])
+        throw new KithError('error', 'agent crashed', { cause: err, reason: 'crashed' })
       }
       // The agent's own explanation often sits in data (details or message), not in message.
       const detail = err instanceof sdk().RequestError ? errorDetail(err) : ''
@@ -375,8 +382,8 @@ export class AgentProcess {
     // ACP sends the replay before the load's answer, but gemini-cli 0.61 goes on replaying after
     // it: let the session fall quiet first, or the tail of the old conversation would be taken
     // for the next turn's reply. Bounded, and instant for an agent that replays nothing late.
-    const quietMs = 150
-    const deadline = Date.now() + 3000
+    const quietMs = loadQuietMs
+    const deadline = Date.now() + loadQuietMaxMs
     for (;;) {
       const since = Date.now() - (this.lastUpdateAt.get(sessionId) ?? 0)
       if (since >= quietMs || Date.now() >= deadline) return
@@ -455,7 +462,7 @@ export class AgentProcess {
         if (pid === undefined || !signalGroup(pid, signal)) this.child?.kill(signal)
       }
       kill('SIGTERM')
-      const timer = setTimeout(() => kill('SIGKILL'), 2000)
+      const timer = setTimeout(() => kill('SIGKILL'), killGraceMs)
       await this.exited
       clearTimeout(timer)
     }

@@ -7,6 +7,20 @@ import {
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
 import { steer } from './session-calls.js'
+import {
+  defaultBreakerCrashes,
+  defaultBreakerOpenMs,
+  defaultBreakerWindowMs,
+  defaultCancelGraceMs,
+  defaultIdleTimeoutMs,
+  defaultRespawnBaseMs,
+  defaultTurnCapMs,
+  respawnMaxMs,
+  respawnRecentMs,
+  watchdogCancelGraceMs,
+  watchdogTickMaxMs,
+  watchdogTickMinMs,
+} from './timings.js'
 import { openSession, type SessionStore } from './session-open.js'
 
 export type { SavedSession, SessionStore } from './session-open.js'
@@ -40,9 +54,48 @@ export interface HostOptions {
   onState?: (state: AgentState) => void
 }
 
+/**
+ * Why a turn gave no answer, a stable code (the message says it in words): `cancelled` by a
+ * person or an interrupt, `timeout` (the watchdog: silent past the idle timeout, or past the
+ * turn cap), `circuit-open` (crashed too often; left stopped for a while), `crashed` (the process
+ * died), `cannot-start` (the command would not start), `stopped` (the host is stopping),
+ * `no-reply` (the turn ended with no text), `dropped` (taken off the queue: its author left the
+ * fleet), `error` (anything else the agent or the SDK reported).
+ */
+export type TurnFailure =
+  | 'cancelled'
+  | 'timeout'
+  | 'circuit-open'
+  | 'crashed'
+  | 'cannot-start'
+  | 'stopped'
+  | 'no-reply'
+  | 'dropped'
+  | 'error'
+
+const turnFailures: ReadonlySet<string> = new Set<TurnFailure>([
+  'cancelled',
+  'timeout',
+  'circuit-open',
+  'crashed',
+  'cannot-start',
+  'stopped',
+  'no-reply',
+  'dropped',
+  'error',
+])
+
+/** The failure code an error thrown during a turn carries (its KithError reason), else `error`. */
+export function turnFailureOf(err: unknown): TurnFailure {
+  return err instanceof KithError && err.reason !== undefined && turnFailures.has(err.reason)
+    ? (err.reason as TurnFailure)
+    : 'error'
+}
+
 /** How a turn ended, as its job is told. `partial`: what the agent had said before it failed. */
 export type TurnOutcome =
-  { ok: true; text: string; steered?: true } | { ok: false; message: string; partial?: string }
+  | { ok: true; text: string; steered?: true }
+  | { ok: false; reason: TurnFailure; message: string; partial?: string }
 
 export interface PromptJob {
   channel: string
@@ -112,11 +165,13 @@ export class AgentHost {
     const now = Date.now()
     this.crashes++
     this.crashTimes = [
-      ...this.crashTimes.filter((t) => t > now - (this.opts.breakerWindowMs ?? 60_000)),
+      ...this.crashTimes.filter(
+        (t) => t > now - (this.opts.breakerWindowMs ?? defaultBreakerWindowMs),
+      ),
       now,
     ]
-    if (this.crashTimes.length >= (this.opts.breakerCrashes ?? 3)) {
-      this.openUntil = now + (this.opts.breakerOpenMs ?? 5 * 60_000)
+    if (this.crashTimes.length >= (this.opts.breakerCrashes ?? defaultBreakerCrashes)) {
+      this.openUntil = now + (this.opts.breakerOpenMs ?? defaultBreakerOpenMs)
       this.state = 'circuit-open'
       this.log(
         `agent ${this.name} crashed ${this.crashTimes.length} times in a minute: not restarted until ${new Date(this.openUntil).toISOString()}`,
@@ -200,6 +255,7 @@ export class AgentHost {
     void this.run(job)
       .catch((err: unknown): TurnOutcome => ({
         ok: false,
+        reason: turnFailureOf(err),
         message: err instanceof Error ? err.message : String(err),
       }))
       .then((outcome) => this.finish(job, outcome))
@@ -232,13 +288,17 @@ export class AgentHost {
       throw new KithError(
         'error',
         `circuit open: it crashed ${this.crashTimes.length} times in a minute; it is left stopped until ${new Date(this.openUntil).toISOString().slice(11, 19)} UTC`,
+        { reason: 'circuit-open' },
       )
     }
     this.starting ??= (async () => {
       // Back off after recent crashes (jittered exponential, 1 s to 30 s by default).
-      const recent = this.crashTimes.filter((t) => t > Date.now() - 60_000).length
+      const recent = this.crashTimes.filter((t) => t > Date.now() - respawnRecentMs).length
       if (recent > 0) {
-        const base = Math.min(30_000, (this.opts.respawnBaseMs ?? 1000) * 2 ** (recent - 1))
+        const base = Math.min(
+          respawnMaxMs,
+          (this.opts.respawnBaseMs ?? defaultRespawnBaseMs) * 2 ** (recent - 1),
+        )
         await new Promise((r) => setTimeout(r, Math.round(base * (0.5 + Math.random() / 2))))
       }
       this.state = 'starting'
@@ -263,7 +323,7 @@ export class AgentHost {
       // Stopped while it started (a revocation, the node stopping): it must not outlive us.
       if (this.stopped) {
         await proc.stop()
-        throw new KithError('error', 'the agent was stopped')
+        throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
       }
       this.proc = proc
       this.state = 'idle'
@@ -317,13 +377,13 @@ export class AgentHost {
       )
       this.sessions.set(job.channel, sessionId)
     }
-    if (this.stopped) throw new KithError('error', 'the agent was stopped')
+    if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'
     this.running.set(sessionId, job)
     const started = Date.now()
     proc.lastOutputAt = started
-    const idle = this.opts.idleTimeoutMs ?? 15 * 60_000
-    const cap = this.opts.turnCapMs ?? 2 * 3600_000
+    const idle = this.opts.idleTimeoutMs ?? defaultIdleTimeoutMs
+    const cap = this.opts.turnCapMs ?? defaultTurnCapMs
     let timedOut: string | undefined
     // The watchdog ends a silent or endless turn the way a person's cancel would.
     const watchdog = setInterval(
@@ -336,14 +396,14 @@ export class AgentHost {
           timedOut = `the turn ran past its ${Math.round(cap / 1000)} s cap`
         if (timedOut === undefined) return
         this.log(`agent ${this.name}: ${timedOut}; ending the turn`)
-        this.cancel(job.channel, 2000)
+        this.cancel(job.channel, watchdogCancelGraceMs)
       },
-      Math.max(10, Math.min(1000, Math.min(idle, cap) / 4)),
+      Math.max(watchdogTickMinMs, Math.min(watchdogTickMaxMs, Math.min(idle, cap) / 4)),
     )
     watchdog.unref()
-    const failed = (message: string): TurnOutcome => {
+    const failed = (reason: TurnFailure, message: string): TurnOutcome => {
       const partial = proc.partialReply(sessionId)
-      return { ok: false, message, ...(partial.trim() === '' ? {} : { partial }) }
+      return { ok: false, reason, message, ...(partial.trim() === '' ? {} : { partial }) }
     }
     let r
     try {
@@ -351,18 +411,19 @@ export class AgentHost {
       r = await proc.prompt(sessionId, job.text)
       if (job.timing) job.timing.stopAt = performance.now()
     } catch (err) {
-      if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
-      if (this.cancelled.has(sessionId)) return failed('turn cancelled (the agent was stopped)')
-      return failed(err instanceof Error ? err.message : String(err))
+      if (timedOut !== undefined) return failed('timeout', `timed out: ${timedOut}`)
+      if (this.cancelled.has(sessionId))
+        return failed('cancelled', 'turn cancelled (the agent was stopped)')
+      return failed(turnFailureOf(err), err instanceof Error ? err.message : String(err))
     } finally {
       clearInterval(watchdog)
       this.running.delete(sessionId)
       this.cancelled.delete(sessionId)
     }
-    if (timedOut !== undefined) return failed(`timed out: ${timedOut}`)
-    if (r.stopReason === 'cancelled') return failed('turn cancelled')
+    if (timedOut !== undefined) return failed('timeout', `timed out: ${timedOut}`)
+    if (r.stopReason === 'cancelled') return failed('cancelled', 'turn cancelled')
     if (r.text.trim() === '') {
-      return failed(`the agent ended its turn (${r.stopReason}) without a reply`)
+      return failed('no-reply', `the agent ended its turn (${r.stopReason}) without a reply`)
     }
     return { ok: true, text: r.text }
   }
@@ -372,7 +433,7 @@ export class AgentHost {
    * ended the turn within the grace window, the process is killed (and restarted on the next
    * prompt). Returns false when nothing was running there.
    */
-  cancel(channel: string, graceMs = 5000): boolean {
+  cancel(channel: string, graceMs = defaultCancelGraceMs): boolean {
     const sessionId = this.sessions.get(channel)
     if (sessionId === undefined || !this.running.has(sessionId) || this.proc === undefined)
       return false

@@ -1,29 +1,15 @@
-import { KithError } from '../errors.js'
+import type { PermissionsMode } from '../identity/permissions-mode.js'
 import type { PermissionAsk } from './agent-process.js'
 
-/**
- * How a hosted agent's tool calls are approved, fixed when the agent is added:
- * - `ask`: every `session/request_permission` goes to a person (kind 4142);
- * - `allow-reads`: calls of a read-only tool kind are allowed by the host at once;
- * - `allow-all`: every call is allowed by the host at once.
- * The agent itself is always pinned to a mode that asks, so the host sees every call.
- */
-export type PermissionsMode = 'ask' | 'allow-reads' | 'allow-all'
-
-export const permissionsModes: readonly PermissionsMode[] = ['ask', 'allow-reads', 'allow-all']
+// The mode itself is part of an agent's record, so it lives in identity/.
+export {
+  parsePermissionsMode,
+  permissionsModes,
+  type PermissionsMode,
+} from '../identity/permissions-mode.js'
 
 /** ACP tool kinds that only look (no edit, delete, move, execute, or other side effect). */
 export const readToolKinds: ReadonlySet<string> = new Set(['read', 'search', 'think', 'fetch'])
-
-export function parsePermissionsMode(text: unknown): PermissionsMode {
-  if (typeof text === 'string' && (permissionsModes as readonly string[]).includes(text)) {
-    return text as PermissionsMode
-  }
-  throw new KithError(
-    'usage',
-    `--permissions is ${permissionsModes.join(', ')}; got ${JSON.stringify(text)}`,
-  )
-}
 
 /**
  * The option the host answers on its own under `mode`, or undefined when a person must be

@@ -1,4 +1,5 @@
 import { basename, isAbsolute, relative, resolve, sep } from 'node:path'
+import { homeFiles } from '../identity/home.js'
 
 /**
  * Which tool calls touch secrets a host must never let run unasked: Kith's own KITH_HOME (keys,
@@ -85,9 +86,10 @@ function relation(root: string, path: string): { inside: string } | 'ancestor' |
 function kithWhat(inside: string): string {
   const parts = inside.split(sep)
   if (inside === '') return "Kith's keys and state"
-  if (parts[0] === 'owner.key' || parts[0] === 'device.key') return "Kith's keys"
-  if (parts[0] === 'agents') return "Kith's agent keys"
-  if (parts[0]?.startsWith('node.db') || parts[0]?.startsWith('hub.db'))
+  if (parts[0] === homeFiles.ownerKey || parts[0] === homeFiles.deviceKey) return "Kith's keys"
+  if (parts[0] === homeFiles.agents) return "Kith's agent keys"
+  // node.db and hub.db with their -wal and -shm files.
+  if (parts[0]?.startsWith(homeFiles.nodeDb) || parts[0]?.startsWith(homeFiles.hubDb))
     return "Kith's database (grants, chat, outbox)"
   return "Kith's state"
 }

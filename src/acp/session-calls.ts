@@ -1,12 +1,8 @@
 import { KithError } from '../errors.js'
+import type { SessionSettings } from '../store/saved-session.js'
 import { acpErrorCode, type AgentProcess, type SessionReport } from './agent-process.js'
 
-/** A session's mode and model as pinned at creation: re-applied after every session/load. */
-export interface SessionSettings {
-  mode?: string
-  /** `configId` set: ACP session/set_config_option; absent: session/set_model. */
-  model?: { value: string; configId?: string }
-}
+export type { SessionSettings } from '../store/saved-session.js'
 
 type ModeState = NonNullable<SessionReport['modes']>
 

@@ -1,13 +1,8 @@
 import type { AgentProcess } from './agent-process.js'
-import { pinNewSession, reapplySettings, type SessionSettings } from './session-calls.js'
+import type { SavedSession } from '../store/saved-session.js'
+import { pinNewSession, reapplySettings } from './session-calls.js'
 
-/** A channel's session as kept for resuming: its id and cwd, the adapter, its mode and model. */
-export interface SavedSession extends SessionSettings {
-  sessionId: string
-  cwd: string
-  adapter?: string
-  version?: string
-}
+export type { SavedSession } from '../store/saved-session.js'
 
 /** Where a host keeps its sessions so a restarted node can resume them. */
 export interface SessionStore {

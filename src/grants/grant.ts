@@ -5,7 +5,8 @@ import { isChannelName } from '../events/channel-def.js'
 import type { EventTemplate, NostrEvent } from '../events/event.js'
 import { isHex64, publicKeyOf, signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import type { GrantCode } from './codes.js'
+import { KithError } from '../errors.js'
+import { grantCodePrefix, type GrantCode } from './codes.js'
 
 /**
  * `hub`: a hub's own key, admitted by the founder alone so that the hub may replicate with its
@@ -38,13 +39,16 @@ export interface Grant {
   createdAt: number
 }
 
-export class GrantError extends Error {
-  override readonly name = 'GrantError'
-  constructor(
-    readonly code: GrantCode,
-    message: string,
-  ) {
-    super(message)
+/**
+ * A grant or revocation refused: a KithError whose `code` is its NIP-01 prefix (`invalid` or
+ * `restricted`, see grantCodePrefix) and whose `reason` is the verifier's stable GrantCode.
+ */
+export class GrantError extends KithError {
+  override readonly name: string = 'GrantError'
+  declare readonly reason: GrantCode
+
+  constructor(reason: GrantCode, message: string) {
+    super(grantCodePrefix(reason), message, { reason })
   }
 }
 

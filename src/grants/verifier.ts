@@ -113,7 +113,7 @@ export class GrantVerifier {
       return { status: 'rejected', code: 'malformed', reason: 'not a grant or revocation' }
     } catch (err) {
       if (err instanceof GrantError)
-        return { status: 'rejected', code: err.code, reason: err.message }
+        return { status: 'rejected', code: err.reason, reason: err.message }
       throw err
     }
   }
@@ -137,8 +137,8 @@ export class GrantVerifier {
   private addGrant(grant: Grant): AddResult {
     const result = this.resolveNew(grant)
     if (result instanceof GrantError) {
-      const status = result.code === 'unknown-parent' ? 'pending' : 'rejected'
-      return { status, code: result.code, reason: result.message }
+      const status = result.reason === 'unknown-parent' ? 'pending' : 'rejected'
+      return { status, code: result.reason, reason: result.message }
     }
     this.grants.set(grant.id, grant)
     this.effective.set(grant.id, result)

@@ -1,5 +1,6 @@
 import { isIPv6, type Socket } from 'node:net'
-import type { HubLimits } from './limits.js'
+import { laneRefusals } from '../pairing/protocol/lane-refusals.js'
+import { admissionLogEveryMs, type HubLimits } from './limits.js'
 
 type AdmissionLimits = Pick<
   HubLimits,
@@ -88,7 +89,7 @@ export class Admission {
     entry.lane = true
     clearTimeout(entry.timer)
     entry.timer = setTimeout(
-      () => this.expel(key, 1008, 'restricted: pairing: this code expired'),
+      () => this.expel(key, 1008, `restricted: ${laneRefusals.expired}`),
       Math.max(0, untilMs - Date.now()),
     )
     entry.timer.unref()
@@ -132,11 +133,11 @@ export class Admission {
     else this.perAddress.set(entry.address, n)
   }
 
-  /** One log line per 10 s at most: a flood of strangers must not flood the log as well. */
+  /** One log line per admissionLogEveryMs at most: a flood of strangers must not flood the log as well. */
   private refused(what: string): void {
     this.refusedSinceLog++
     const now = Date.now()
-    if (now - this.lastLogAt < 10_000) return
+    if (now - this.lastLogAt < admissionLogEveryMs) return
     this.log(`admission: ${what} (${this.refusedSinceLog} refused or closed since the last line)`)
     this.lastLogAt = now
     this.refusedSinceLog = 0

@@ -128,3 +128,15 @@ export const defaultHubLimits: HubLimits = {
   negMaxSessions: 2,
   negIdleMs: 60_000,
 }
+
+// Timings of the hub that are not published limits (NIP-11 lists only the ones above).
+
+/**
+ * A peer that does not answer a close frame is cut after this long, not ws's 30 s: a stranger
+ * closed for its deadline must free its file descriptor quickly.
+ */
+export const wsCloseTimeoutMs = 2000
+/** On stop, clients get this long to finish the close handshake (they see 1001, not 1006). */
+export const stopCloseWaitMs = 1000
+/** Admission refusals are logged in one line per this long at most: a flood must not flood the log. */
+export const admissionLogEveryMs = 10_000

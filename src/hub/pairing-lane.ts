@@ -1,3 +1,4 @@
+import { laneRefusals } from '../pairing/protocol/lane-refusals.js'
 /**
  * The hub's pairing lane (kith-pair/1): rooms keyed by pairing id where two parties exchange
  * kind-24140 events without authenticating. Two parties per room, one lane subscription per
@@ -72,16 +73,16 @@ export class PairingLane<C> {
     }
     if (room.burnt !== undefined) return `restricted: ${room.burnt}`
     if (this.nowMs() - room.createdAt > this.limits.roomTtlMs) {
-      room.burnt = 'pairing: this code expired'
+      room.burnt = laneRefusals.expired
       return `restricted: ${room.burnt}`
     }
     if (room.active.has(conn)) return undefined
     if (room.joined >= 2 && room.active.size === 0) {
-      room.burnt = 'pairing: this code was already used'
+      room.burnt = laneRefusals.reused
       return `restricted: ${room.burnt}`
     }
     if (room.joined >= 2) {
-      room.burnt = 'pairing: another device tried to use this code; cancelled for safety'
+      room.burnt = laneRefusals['third-party']
       for (const [party, subId] of room.subs) onBurn(party, subId, room.burnt)
       return `restricted: ${room.burnt}`
     }

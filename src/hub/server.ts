@@ -13,7 +13,7 @@ import { hubMigrations, quotaExemptKinds } from '../store/hub-schema.js'
 import { Connection } from './connection.js'
 import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
-import { defaultHubLimits, type HubLimits } from './limits.js'
+import { defaultHubLimits, stopCloseWaitMs, wsCloseTimeoutMs, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
 import { Admission } from './admission.js'
 import { EventLimits } from './event-limits.js'
@@ -145,13 +145,12 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     res.end('This is a Kith hub. Connect over WebSocket with a Nostr client (NIP-01, NIP-42).\n')
   }
   const http = opts.tls ? createHttpsServer({ ...opts.tls }, onHttp) : createHttpServer(onHttp)
-  // A peer that does not answer a close frame is cut after 2 s, not ws's 30: a stranger closed for
-  // its deadline must free its file descriptor quickly.
+  // A peer that does not answer a close frame is cut quickly (wsCloseTimeoutMs, in limits.ts).
   // (ws ≥ 8.18 reads closeTimeout; its type definitions do not list it yet.)
   const wsOptions: ServerOptions & { closeTimeout: number } = {
     server: http,
     maxPayload: limits.hardFrameBytes,
-    closeTimeout: 2000,
+    closeTimeout: wsCloseTimeoutMs,
   }
   const wss = new WebSocketServer(wsOptions)
   const admission = new Admission(limits, log)
@@ -290,7 +289,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       ctx.commit.flush()
       // Give clients a moment to complete the close handshake (they see 1001, not 1006); then
       // whoever is left is cut off.
-      await Promise.race([Promise.all(closed), new Promise((r) => setTimeout(r, 1000).unref())])
+      await Promise.race([
+        Promise.all(closed),
+        new Promise((r) => setTimeout(r, stopCloseWaitMs).unref()),
+      ])
       await new Promise<void>((resolve) => {
         wss.close(() => resolve())
         for (const conn of conns) conn.ws.terminate()

@@ -5,7 +5,7 @@ import { matchFilters, type Filter } from '../events/filter.js'
 export class SubscriptionIndex<C> {
   private readonly byConnection = new Map<C, Map<string, Filter[]>>()
 
-  /** Adds or replaces (same id, NIP-01) a subscription; returns the connection's count. */
+  /** Adds or replaces (same id, NIP-01) a subscription; `count` says how many the connection has. */
   set(conn: C, subId: string, filters: Filter[]): void {
     let subs = this.byConnection.get(conn)
     if (subs === undefined) {

@@ -1,11 +1,12 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
-import type { PermissionsMode } from '../acp/permission-policy.js'
 import { KithError } from '../errors.js'
 import type { AgentPolicy } from '../grants/policy.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
+import { agentFile, agentFileSuffixes, homeFiles } from './home.js'
 import { readKeyFile, writeKeyFile } from './key-file.js'
+import type { PermissionsMode } from './permissions-mode.js'
 
 /** An agent hosted by this node. Its key lives in agents/NAME.key (0600); the agent never sees it. */
 export interface AgentRecord {
@@ -47,7 +48,7 @@ export function checkAgentName(name: string): void {
 }
 
 function agentsDir(home: string): string {
-  const dir = join(home, 'agents')
+  const dir = join(home, homeFiles.agents)
   mkdirSync(dir, { recursive: true, mode: 0o700 })
   return dir
 }
@@ -57,7 +58,8 @@ export function createAgentKey(home: string, name: string): { secret: Uint8Array
   checkAgentName(name)
   const secret = generateSecretKey()
   try {
-    writeKeyFile(join(agentsDir(home), `${name}.key`), secret)
+    agentsDir(home)
+    writeKeyFile(agentFile(home, name, 'key'), secret)
   } catch (err) {
     if (err instanceof KithError && err.code === 'key-exists') {
       throw new KithError('key-exists', `an agent named ${name} already exists on this node`, {
@@ -70,11 +72,13 @@ export function createAgentKey(home: string, name: string): { secret: Uint8Array
 }
 
 export function readAgentSecret(home: string, name: string): Uint8Array | undefined {
-  return readKeyFile(join(agentsDir(home), `${name}.key`))
+  agentsDir(home)
+  return readKeyFile(agentFile(home, name, 'key'))
 }
 
 export function writeAgentRecord(home: string, record: AgentRecord): void {
-  const path = join(agentsDir(home), `${record.name}.json`)
+  agentsDir(home)
+  const path = agentFile(home, record.name, 'record')
   writeFileSync(`${path}.tmp`, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 })
   renameSync(`${path}.tmp`, path)
 }
@@ -88,7 +92,7 @@ export function listAgentRecords(home: string): AgentRecord[] {
   const dir = agentsDir(home)
   const records: AgentRecord[] = []
   for (const file of readdirSync(dir).sort()) {
-    if (!file.endsWith('.json')) continue
+    if (!file.endsWith(agentFileSuffixes.record)) continue
     const path = join(dir, file)
     let value: AgentRecord
     try {
@@ -110,7 +114,7 @@ export function listAgentRecords(home: string): AgentRecord[] {
  */
 export function removeAgentFiles(home: string, name: string): void {
   checkAgentName(name)
-  const dir = agentsDir(home)
-  for (const file of [`${name}.json`, `${name}.key`, `${name}.log`, `${name}.pid`])
-    rmSync(join(dir, file), { force: true })
+  agentsDir(home)
+  for (const what of Object.keys(agentFileSuffixes) as (keyof typeof agentFileSuffixes)[])
+    rmSync(agentFile(home, name, what), { force: true })
 }

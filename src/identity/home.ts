@@ -21,13 +21,46 @@ export function ensureKithHome(home: string): void {
   }
 }
 
+/**
+ * The layout of KITH_HOME, declared here only (every other module names its files through this):
+ *
+ *   owner.key, device.key      this person's and this machine's keys (0600)
+ *   config.json                name, owner, fleet, hubs (no secrets)
+ *   node.db                    the node's events, outbox, cursors, sessions, prompt journal
+ *   hub.db                     the embedded hub's events (also `kith hub` without --db)
+ *   node.sock                  the running node's control socket (0600)
+ *   pairing-failures.json      recent failed pairings, for the lockout
+ *   agents/NAME.{json,key,log,pid}   each hosted agent's record, key, log and process id
+ */
 export const homeFiles = {
   ownerKey: 'owner.key',
   deviceKey: 'device.key',
   config: 'config.json',
+  nodeDb: 'node.db',
   hubDb: 'hub.db',
   /** A standalone hub's own key (0600), for replicating with its peers (kith hub --peer). */
   hubKey: 'hub.key',
   /** The running node's control socket (0600): CLI commands talk to `kith up` through it. */
   controlSocket: 'node.sock',
+  /** Failed pairings of the last 15 minutes (pairing/lockout.ts). */
+  pairingFailures: 'pairing-failures.json',
+  /** The folder of hosted agents' files (0700); see agentFile. */
+  agents: 'agents',
 } as const
+
+/** What each of an agent's files in KITH_HOME/agents/ ends with. */
+export const agentFileSuffixes = {
+  record: '.json',
+  key: '.key',
+  log: '.log',
+  pid: '.pid',
+} as const
+
+/** The path of one of agent `name`'s files: KITH_HOME/agents/NAME.{json,key,log,pid}. */
+export function agentFile(
+  home: string,
+  name: string,
+  what: keyof typeof agentFileSuffixes,
+): string {
+  return join(home, homeFiles.agents, `${name}${agentFileSuffixes[what]}`)
+}

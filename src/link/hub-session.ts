@@ -10,8 +10,9 @@ export type { OkAnswer } from './relay-client.js'
 const maxSessionFrameBytes = 4 * 1024 * 1024
 
 /**
- * One short-lived connection to a hub for CLI work (publish, authenticate, query) over the
- * shared relay client: every request has a timeout, and a closed connection rejects every
+ * One short-lived connection to a hub for one-off work (publish, authenticate, query): CLI
+ * commands, and the node's grant and definition syncs (node/fleet.ts, node/channel-sync.ts),
+ * over the shared relay client: every request has a timeout, and a closed connection rejects every
  * pending request.
  */
 export class HubSession {

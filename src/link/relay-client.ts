@@ -29,8 +29,11 @@ export interface SubscriptionHandlers {
   onEvent: (event: NostrEvent) => void
   /** Stored events are all sent; live ones follow. */
   onEose?: () => void
-  /** The relay ended the subscription (`CLOSED`), or the connection closed. */
-  onClosed?: (error: KithError) => void
+  /**
+   * The relay ended the subscription (`CLOSED`, reason `refused`, with the relay's own message as
+   * `said`), or the connection closed.
+   */
+  onClosed?: (error: KithError, said?: string) => void
 }
 
 /** A NIP-77 reconciliation's side of the relay's frames. */
@@ -345,6 +348,7 @@ export class RelayClient {
           new KithError('restricted', `${this.url} closed ${a}: ${String(b)}`, {
             reason: 'refused',
           }),
+          String(b),
         )
         return
       }

@@ -15,6 +15,7 @@ import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
 import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
+import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
 import { signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
@@ -23,10 +24,7 @@ import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import { TurnMetrics } from './turn-metrics.js'
 
-/** How an agent reply is tagged: a `notice` leaves its prompt unanswered (kith-agents/1). */
-export interface ReplyOptions {
-  notice?: boolean
-}
+export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 
 /**
  * The reply that ends a turn: the agent's answer, or a one-line failure; what it had streamed
@@ -34,7 +32,7 @@ export interface ReplyOptions {
  */
 export function replyText(name: string, outcome: TurnOutcome): string {
   if (outcome.ok) return outcome.text
-  const cancelled = outcome.message.startsWith('turn cancelled')
+  const cancelled = outcome.reason === 'cancelled'
   if (outcome.partial === undefined)
     return cancelled
       ? `⏹ ${name}: ${outcome.message}`
@@ -48,17 +46,6 @@ export function replyText(name: string, outcome: TurnOutcome): string {
 /** The message text without its @mentions of `name` (plain or person-qualified). */
 export function withoutMention(content: string, name: string): string {
   return content.replace(new RegExp(`@(?:[\\w-]+/)?${name}(?![\\w-])`, 'gi'), '').trim()
-}
-
-export interface AgentBridgeOptions {
-  /** How long a permission request waits for a person before it is answered cancelled. */
-  permissionTimeoutMs?: number
-  /** After a cancel, how long an agent may take to end its turn before it is killed. */
-  cancelGraceMs?: number
-  /** Agent watchdog: a silent turn ends after this long (default 15 min)… */
-  agentIdleTimeoutMs?: number
-  /** …and no turn runs longer than this (default 2 h). */
-  agentTurnCapMs?: number
 }
 
 /**
@@ -175,7 +162,11 @@ export class AgentBridge {
     }
     for (const agent of this.agents.values()) {
       for (const job of agent.host.dropQueued(gone)) {
-        job.done({ ok: false, message: 'dropped: its author is no longer a member of this fleet' })
+        job.done({
+          ok: false,
+          reason: 'dropped',
+          message: 'dropped: its author is no longer a member of this fleet',
+        })
       }
       for (const job of agent.host.runningJobs()) {
         if (!gone(job)) continue
@@ -348,7 +339,7 @@ export class AgentBridge {
             state: 'ended',
             outcome: outcome.ok
               ? 'answered'
-              : outcome.message.startsWith('turn cancelled')
+              : outcome.reason === 'cancelled'
                 ? 'cancelled'
                 : 'failed',
           })

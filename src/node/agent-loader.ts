@@ -1,11 +1,11 @@
 import { homedir } from 'node:os'
-import { join } from 'node:path'
 import { AgentHost } from '../acp/host.js'
 import { reapLeftover } from '../acp/process-group.js'
 import { realPath } from '../acp/real-path.js'
 import { secretTouched, type ToolCallView } from '../acp/secret-paths.js'
 import { readAgentSecret, type AgentRecord } from '../identity/agents.js'
-import type { AgentBridgeOptions } from './agent-bridge.js'
+import { agentFile } from '../identity/home.js'
+import type { AgentBridgeOptions } from './agent-options.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 
 /**
@@ -24,7 +24,7 @@ export function hostAgent(
     node.log(`agent ${record.name}: key file missing; not started`)
     return undefined
   }
-  const pidPath = join(node.id.home, 'agents', `${record.name}.pid`)
+  const pidPath = agentFile(node.id.home, record.name, 'pid')
   const leftover = reapLeftover(pidPath, record.command[0] ?? '')
   if (leftover !== undefined)
     node.log(`agent ${record.name}: stopped its process left from an earlier run (pid ${leftover})`)
@@ -36,7 +36,7 @@ export function hostAgent(
     {
       argv: record.command,
       cwd,
-      logPath: join(node.id.home, 'agents', `${record.name}.log`),
+      logPath: agentFile(node.id.home, record.name, 'log'),
       pidPath,
       ...(record.env === undefined ? {} : { env: record.env }),
     },

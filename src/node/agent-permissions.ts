@@ -10,10 +10,11 @@ import { personOf } from '../grants/members.js'
 import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
-import type { ReplyOptions } from './agent-bridge.js'
+import type { ReplyOptions } from './agent-options.js'
 import { resolveAgent } from './names.js'
 import { signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
+import { decidedMemoryMs, defaultPermissionTimeoutMs } from './timings.js'
 
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
@@ -60,8 +61,6 @@ export interface OpenCard {
   expires: number | null
 }
 
-/** How long a decided request is remembered, to tell a late answer it changed nothing. */
-const decidedMemoryMs = 10 * 60_000
 /** At most this many decided requests are remembered (the oldest go first). */
 const decidedMemoryMax = 1000
 
@@ -120,7 +119,7 @@ export class PermissionRequests {
    * input hash and a nonce in its content), so two identical calls make two cards.
    */
   ask(agent: AgentKey, question: NostrEvent, ask: PermissionAsk): Promise<PermissionAnswer> {
-    const timeoutMs = this.timeoutMs ?? 5 * 60_000
+    const timeoutMs = this.timeoutMs ?? defaultPermissionTimeoutMs
     const channel = channelOf(question) ?? 'general'
     const content: RequestContent = {
       title: ask.title,

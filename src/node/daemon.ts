@@ -26,6 +26,7 @@ import {
 } from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
+import { offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
 
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
@@ -349,7 +350,7 @@ export class KithNode {
     this.presenceDue = setTimeout(() => {
       this.presenceDue = undefined
       this.broadcastPresence()
-    }, 200)
+    }, presenceSettleMs)
     this.presenceDue.unref()
   }
 
@@ -525,7 +526,7 @@ export class KithNode {
     const sent = this.outbox.send(
       event,
       this.links,
-      typeof params.waitMs === 'number' ? params.waitMs : 5000,
+      typeof params.waitMs === 'number' ? params.waitMs : sendWaitMs,
     )
     this.emit(event)
     this.bridge.dispatch(event)
@@ -670,7 +671,7 @@ export class KithNode {
       Promise.all(
         this.links.filter((l) => l.authenticated).map((l) => this.sendPresence(l, offline)),
       ),
-      new Promise((r) => setTimeout(r, 500).unref()),
+      new Promise((r) => setTimeout(r, offlinePresenceWaitMs).unref()),
     ])
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])

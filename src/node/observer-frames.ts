@@ -10,6 +10,7 @@ import type { ControlClientHandle } from './control.js'
 import { resolveAgent, type Who } from './names.js'
 import { retiredReason } from './agent-signer.js'
 import type { AgentKey, NodeContext } from './node-context.js'
+import { observerFrameMs } from './timings.js'
 
 /** A coalesced slice of an agent turn's session/update stream. */
 export interface WatchFrame {
@@ -40,7 +41,10 @@ export class ObserverFrames {
   observe(agent: AgentKey, question: NostrEvent, update: unknown): void {
     let buf = this.frames.get(question.id)
     if (buf === undefined) {
-      buf = { updates: [], timer: setTimeout(() => this.flushFrame(agent, question), 100) }
+      buf = {
+        updates: [],
+        timer: setTimeout(() => this.flushFrame(agent, question), observerFrameMs),
+      }
       this.frames.set(question.id, buf)
     }
     buf.updates.push(update)

@@ -1,6 +1,7 @@
 import type { NostrEvent } from '../events/event.js'
 import type { HubLink } from '../link/hub-link.js'
 import type { NodeStore } from '../store/node-store.js'
+import { outboxRetryMs } from './timings.js'
 
 export interface Delivery {
   hub: string
@@ -70,7 +71,7 @@ export class OutboxPump {
           link.authenticated &&
           this.store.pendingFor(link.url).length > 0
         ) {
-          setTimeout(() => this.pump(link), 1000).unref()
+          setTimeout(() => this.pump(link), outboxRetryMs).unref()
         }
       })
   }

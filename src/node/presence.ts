@@ -1,5 +1,6 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { presenceIntervalSeconds } from './timings.js'
 
 /**
  * Presence (kind 24141, kith-chat/1): which devices of the fleet are up, and the state of each
@@ -9,19 +10,13 @@ import { Kind } from '../events/kinds.js'
  * once from the devices that answer its own first presence).
  */
 
-/** How often a node says it is up (seconds); published in its presence as `interval`. */
-export const presenceIntervalSeconds = 60
 /**
  * A device is offline once this many of its own intervals passed without a word from it: two
  * and a half, so one lost presence (presence is best effort) never shows a device as down.
  */
 export const offlineAfterIntervals = 2.5
-/**
- * A node answers a device it has not heard from before (or that was offline) with its own
- * presence at once, so a node that just started knows who is up without waiting an interval;
- * at most once per this many ms, so two nodes never answer each other in a loop.
- */
-export const presenceAnswerMs = 5000
+export { presenceAnswerMs, presenceIntervalSeconds } from './timings.js'
+
 /** Agents a presence lists at most (the hub takes 1,000 tags; nobody hosts this many). */
 export const maxPresenceAgents = 200
 

@@ -55,7 +55,7 @@ export async function joinOverLane(
     if (session !== undefined && !(err instanceof PairError && err.remote)) {
       await lane.abort(
         err instanceof PairError
-          ? session.abort(err.code, err.detail)
+          ? session.abort(err.reason, err.detail)
           : session.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }

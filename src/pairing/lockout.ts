@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { homeFiles } from '../identity/home.js'
 
-const file = 'pairing-failures.json'
+const file = homeFiles.pairingFailures
 const windowSeconds = 15 * 60
 const maxFailures = 3
 

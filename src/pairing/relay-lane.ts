@@ -3,6 +3,7 @@ import { signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { RelayClient, Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
+import { laneRefusalCode } from './protocol/lane-refusals.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
 
 /**
@@ -10,12 +11,7 @@ import { parsePairMessage, type PairMessage } from './protocol/session.js'
  * always goes with it: a person must see why (`invalid: pairing frames are at most 4096 bytes`).
  */
 export function laneError(reason: string): PairError {
-  if (/another device/.test(reason)) return new PairError('third-party', reason)
-  if (/already used/.test(reason)) return new PairError('reused', reason)
-  if (/expired/.test(reason)) return new PairError('expired', reason)
-  // A hub that tells a party its peer disconnected (see kith-pair, "Transport").
-  if (/other side left/.test(reason)) return new PairError('interrupted', reason)
-  return new PairError('hub-refused', reason)
+  return new PairError(laneRefusalCode(reason) ?? 'hub-refused', reason)
 }
 
 /**
@@ -62,10 +58,10 @@ export class RelayPairingLane {
             subscribed = true
             resolve(lane)
           },
-          onClosed: (err) => {
+          onClosed: (err, said) => {
             const e =
-              err.reason === 'refused'
-                ? laneError(err.message.replace(/^\S+ closed \S+: /, ''))
+              err.reason === 'refused' && said !== undefined
+                ? laneError(said)
                 : new PairError('interrupted', 'the connection to the hub closed')
             lane.fail(e)
             if (!subscribed) reject(e)

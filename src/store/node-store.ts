@@ -1,13 +1,14 @@
 import { join } from 'node:path'
 import type { Statement } from 'better-sqlite3'
-import type { SavedSession } from '../acp/session-open.js'
 import type { NostrEvent } from '../events/event.js'
+import { homeFiles } from '../identity/home.js'
 import { openDatabase, type Db } from './db.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
 import { PromptJournal } from './prompt-journal.js'
+import type { SavedSession } from './saved-session.js'
 
-export const nodeDbFile = 'node.db'
+export const nodeDbFile = homeFiles.nodeDb
 
 interface SessionRow {
   session_id: string

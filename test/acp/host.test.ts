@@ -18,7 +18,7 @@ function host(opts: HostOptions = {}) {
   return h
 }
 
-type Outcome = { ok: true; text: string } | { ok: false; message: string }
+type Outcome = { ok: true; text: string } | { ok: false; reason: string; message: string }
 
 function prompt(h: AgentHost, text: string, channel = 'ops'): Promise<Outcome> {
   return new Promise((resolve) =>
@@ -44,12 +44,14 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     for (let i = 0; i < 3; i++) {
       expect(await prompt(h, 'crash')).toEqual({
         ok: false,
+        reason: 'crashed',
         message: expect.stringMatching(/^agent crashed/) as string,
       })
     }
     expect(h.state).toBe('circuit-open')
     expect(await prompt(h, 'echo hi')).toEqual({
       ok: false,
+      reason: 'circuit-open',
       message: expect.stringMatching(/^circuit open: it crashed 3 times in a minute/) as string,
     })
     expect(h.crashes).toBe(3)
@@ -64,6 +66,7 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     )
     expect(await prompt(h, 'hello')).toEqual({
       ok: false,
+      reason: 'cannot-start',
       message: expect.stringMatching(/cannot start/) as string,
     })
   })
@@ -74,12 +77,14 @@ describe('AgentHost watchdog', () => {
     const idle = host({ idleTimeoutMs: 300 })
     expect(await prompt(idle, 'hang hard')).toEqual({
       ok: false,
+      reason: 'timeout',
       message: expect.stringMatching(/^timed out: no output from the agent/) as string,
     })
     expect(await prompt(idle, 'echo after')).toEqual({ ok: true, text: 'after' })
     const capped = host({ turnCapMs: 300, idleTimeoutMs: 60_000 })
     expect(await prompt(capped, 'hang')).toEqual({
       ok: false,
+      reason: 'timeout',
       message: expect.stringMatching(/^timed out: the turn ran past its/) as string,
     })
   })
@@ -91,7 +96,7 @@ describe('AgentHost cancel', () => {
     const first = prompt(h, 'hang')
     await expect.poll(() => h.state, { timeout: 15_000 }).toBe('working')
     expect(h.cancel('ops', 300)).toBe(true)
-    expect(await first).toEqual({ ok: false, message: 'turn cancelled' })
+    expect(await first).toEqual({ ok: false, reason: 'cancelled', message: 'turn cancelled' })
     // Started well inside the first cancel's grace window, and still running after it (its
     // permission answer takes 600 ms): the old timer must not kill it.
     const second = new Promise<Outcome>((resolve) =>

@@ -119,7 +119,7 @@ describe('agent policies', () => {
       try {
         parsePolicy(bad, 'allow')
       } catch (err) {
-        expect((err as GrantError).code).toBe('malformed')
+        expect(err).toMatchObject({ code: 'invalid', reason: 'malformed' })
       }
     }
     expect(describePolicy(undefined)).toBe('owner')

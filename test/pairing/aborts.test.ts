@@ -36,12 +36,18 @@ describe('aborts once the keys exist are authenticated', () => {
   it("shows the other side's own reason, and counts a 'no' at the comparison", () => {
     const { inviter, joiner } = honestRun()
     const e = failure(() => inviter.handle(joiner.abort('declined'), now))
-    expect(e).toMatchObject({ code: 'declined', remote: true, counts: true })
+    expect(e).toMatchObject({
+      code: 'pairing-failed',
+      reason: 'declined',
+      remote: true,
+      counts: true,
+    })
     expect(e.message).toMatch(/^Pairing cancelled: the codes were not confirmed on both screens/)
     // Ctrl-C there is "cancelled by the other side" here, and not counted.
     const r2 = honestRun()
     expect(failure(() => r2.joiner.handle(r2.inviter.abort('cancelled'), now))).toMatchObject({
-      code: 'aborted',
+      code: 'pairing-failed',
+      reason: 'aborted',
       remote: true,
       counts: false,
     })
@@ -53,7 +59,7 @@ describe('aborts once the keys exist are authenticated', () => {
         now,
       ),
     )
-    expect(refused).toMatchObject({ code: 'hub-refused', counts: false })
+    expect(refused).toMatchObject({ code: 'pairing-failed', reason: 'hub-refused', counts: false })
     expect(refused.message).toContain(
       'reason: on the other machine: invalid: pairing frames are at most 4096 bytes',
     )
@@ -63,25 +69,30 @@ describe('aborts once the keys exist are authenticated', () => {
     const { inviter, joiner } = honestRun()
     // Injected by the hub, with no MAC (the old wire form): the claimed reason is shown as such.
     const injected = failure(() => inviter.handle({ t: 'abort', reason: 'mac-failed' }, now))
-    expect(injected).toMatchObject({ code: 'interrupted', counts: false, remote: false })
+    expect(injected).toMatchObject({
+      code: 'pairing-failed',
+      reason: 'interrupted',
+      counts: false,
+      remote: false,
+    })
     expect(injected.message).toMatch(/not counted against the lockout/)
     expect(injected.message).toContain('an unverified abort arrived (mac-failed)')
     // A made-up MAC.
     expect(
       failure(() => inviter.handle({ t: 'abort', reason: 'declined', mac: '1'.repeat(64) }, now))
-        .code,
+        .reason,
     ).toBe('interrupted')
     // A real abort with its reason or detail changed on the way.
     const real = joiner.abort('aborted', 'ctrl-c') as Extract<PairMessage, { t: 'abort' }>
-    expect(failure(() => inviter.handle({ ...real, reason: 'mac-failed' }, now)).code).toBe(
+    expect(failure(() => inviter.handle({ ...real, reason: 'mac-failed' }, now)).reason).toBe(
       'interrupted',
     )
-    expect(failure(() => inviter.handle({ ...real, detail: 'other words' }, now)).code).toBe(
+    expect(failure(() => inviter.handle({ ...real, detail: 'other words' }, now)).reason).toBe(
       'interrupted',
     )
     // The inviter's own abort sent back to it.
     const r2 = honestRun()
-    expect(failure(() => r2.inviter.handle(r2.inviter.abort('declined'), now)).code).toBe(
+    expect(failure(() => r2.inviter.handle(r2.inviter.abort('declined'), now)).reason).toBe(
       'interrupted',
     )
   })
@@ -89,7 +100,8 @@ describe('aborts once the keys exist are authenticated', () => {
   it('before the keys exist there is nothing to authenticate with: an interruption', () => {
     const { session: inviter } = newInviter()
     expect(failure(() => inviter.handle({ t: 'abort', reason: 'declined' }, now))).toMatchObject({
-      code: 'interrupted',
+      code: 'pairing-failed',
+      reason: 'interrupted',
       counts: false,
     })
     expect(inviter.abort('timeout')).toEqual({ t: 'abort', reason: 'timeout' })
@@ -167,21 +179,21 @@ describe('the enrollment: only the grant, the chain above it and the hubs', () =
     expect(a.messages.length).toBeGreaterThanOrEqual(3)
     const [first, second, third] = a.messages
     a.joiner.accept(first!, a.device.pubkey, now)
-    expect(failure(() => a.joiner.accept(third!, a.device.pubkey, now)).code).toBe('out-of-order')
+    expect(failure(() => a.joiner.accept(third!, a.device.pubkey, now)).reason).toBe('out-of-order')
     const b = setup()
     b.joiner.accept(b.messages[0]!, b.device.pubkey, now)
     b.joiner.accept(b.messages[1]!, b.device.pubkey, now)
-    expect(failure(() => b.joiner.accept(b.messages[1]!, b.device.pubkey, now)).code).toBe(
+    expect(failure(() => b.joiner.accept(b.messages[1]!, b.device.pubkey, now)).reason).toBe(
       'out-of-order',
     )
     const c = setup()
     c.joiner.accept(c.messages[0]!, c.device.pubkey, now)
-    expect(failure(() => c.joiner.accept(second!, c.device.pubkey, now)).code).toBe(
+    expect(failure(() => c.joiner.accept(second!, c.device.pubkey, now)).reason).toBe(
       'decrypt-failed',
     )
     // A part before CONFIRM_I.
     const d = setup()
-    expect(failure(() => d.joiner.accept(d.messages[1]!, d.device.pubkey, now)).code).toBe(
+    expect(failure(() => d.joiner.accept(d.messages[1]!, d.device.pubkey, now)).reason).toBe(
       'out-of-order',
     )
   })
@@ -200,7 +212,7 @@ describe('the enrollment: only the grant, the chain above it and the hubs', () =
       hubs: Array.from({ length: 1000 }, (_, i) => `wss://hub-${i}.example.org/some/long/path`),
     }
     const tooLarge = failure(() => r2.inviter.finish(huge))
-    expect(tooLarge).toMatchObject({ code: 'too-large', counts: false })
+    expect(tooLarge).toMatchObject({ code: 'pairing-failed', reason: 'too-large', counts: false })
     expect(tooLarge.detail).toMatch(new RegExp(`at most ${maxEnrollmentParts}`))
   })
 })

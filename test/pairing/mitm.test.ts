@@ -20,7 +20,7 @@ const failCode = (fn: () => unknown) => {
   try {
     fn()
   } catch (err) {
-    if (err instanceof PairError) return err.code
+    if (err instanceof PairError) return err.reason
     throw err
   }
   return 'no failure'

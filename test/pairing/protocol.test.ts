@@ -24,7 +24,7 @@ function code(fn: () => unknown): string | undefined {
   try {
     fn()
   } catch (err) {
-    return err instanceof PairError ? err.code : `not a PairError: ${String(err)}`
+    return err instanceof PairError ? err.reason : `not a PairError: ${String(err)}`
   }
   return undefined
 }

@@ -81,7 +81,7 @@ describe(
         },
       }).catch((err: unknown) => err)
       expect(failure).toBeInstanceOf(PairError)
-      expect((failure as PairError).code).toBe('declined')
+      expect(failure).toMatchObject({ code: 'pairing-failed', reason: 'declined' })
       await pair.waitFor(sasLine)
       pair.write('y\n')
       expect(await pair.exit).toBe(1)
@@ -96,9 +96,9 @@ describe(
       // An onlooker who saw the QR joins the same room before the browser commits.
       const thief = await openLane(code.hub, code.pid).catch((err: unknown) => err)
       expect(thief).toBeInstanceOf(PairError)
-      expect((thief as PairError).code).toBe('third-party')
+      expect(thief).toMatchObject({ code: 'pairing-failed', reason: 'third-party' })
       const err = await lane.next(5_000).catch((e: unknown) => e)
-      expect((err as PairError).code).toBe('third-party')
+      expect((err as PairError).reason).toBe('third-party')
       // The same words as the CLI's screen, with the hub's own.
       expect((err as PairError).message).toBe(
         'Another device tried to use this code; cancelled for safety.\n' +

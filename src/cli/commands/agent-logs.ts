@@ -2,7 +2,7 @@ import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { checkAgentName, listAgentRecords } from '../../identity/agents.js'
-import { homeFiles, resolveKithHome } from '../../identity/home.js'
+import { agentFile, homeFiles, resolveKithHome } from '../../identity/home.js'
 import { parseCommandArgs, parseCount } from '../args.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
@@ -24,7 +24,7 @@ export function agentLogPath(home: string, name: string): string {
   if (record === undefined) {
     throw new KithError('not-found', `no agent named ${name} on this node; see kith agent list`)
   }
-  return join(home, 'agents', `${name}.log`)
+  return agentFile(home, name, 'log')
 }
 
 /** Bytes [from, to) of the file at `path`. */

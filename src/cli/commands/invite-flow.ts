@@ -168,7 +168,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     if (channel && session && !(failure?.remote ?? false)) {
       await channel.abort(
         failure
-          ? session.abort(failure.code, failure.detail)
+          ? session.abort(failure.reason, failure.detail)
           : session.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }

@@ -109,7 +109,7 @@ export async function runJoinExchange(
     if (channel && session && !(failure?.remote ?? false)) {
       await channel.abort(
         failure
-          ? session.abort(failure.code, failure.detail)
+          ? session.abort(failure.reason, failure.detail)
           : session.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }

@@ -1,3 +1,5 @@
+import { KithError } from '../../errors.js'
+
 /** Stable codes of kith-pair/1 failures; each maps to the words both screens show. */
 export type PairCode_ =
   | 'bad-code'
@@ -71,20 +73,30 @@ const counted: ReadonlySet<PairCode_> = new Set<PairCode_>([
   'declined',
 ])
 
-export class PairError extends Error {
-  override readonly name = 'PairError'
+/**
+ * A pairing that stopped: a KithError of code `pairing-failed` whose `reason` is the kith-pair/1
+ * code (PairCode_) both screens' words come from.
+ */
+export class PairError extends KithError {
+  override readonly name: string = 'PairError'
+  declare readonly reason: PairCode_
+
   constructor(
-    readonly code: PairCode_,
+    reason: PairCode_,
     /** The specific reason (a hub's refusal text, what the other side reported), shown too. */
     readonly detail = '',
     /** Reported by the other side in an authenticated abort (so it is not echoed back). */
     readonly remote = false,
   ) {
-    super(detail === '' ? pairMessages[code] : `${pairMessages[code]}\n  reason: ${detail}`)
+    super(
+      'pairing-failed',
+      detail === '' ? pairMessages[reason] : `${pairMessages[reason]}\n  reason: ${detail}`,
+      { reason },
+    )
   }
 
   /** Whether this failure counts toward the lockout (see `counted`). */
   get counts(): boolean {
-    return counted.has(this.code)
+    return counted.has(this.reason)
   }
 }

@@ -1,0 +1,19 @@
+/**
+ * A hosted agent's session as the node store keeps it, so a restarted node can resume it. The
+ * shape lives here, beneath acp/, because the store persists it and acp/ fills it in.
+ */
+
+/** A session's mode and model as pinned at creation: re-applied after every session/load. */
+export interface SessionSettings {
+  mode?: string
+  /** `configId` set: ACP session/set_config_option; absent: session/set_model. */
+  model?: { value: string; configId?: string }
+}
+
+/** A channel's session as kept for resuming: its id and cwd, the adapter, its mode and model. */
+export interface SavedSession extends SessionSettings {
+  sessionId: string
+  cwd: string
+  adapter?: string
+  version?: string
+}
