@@ -37,7 +37,12 @@ describe('VerifyPool (worker threads)', () => {
       expect(pool.running).toBe(1)
       const slots = (pool as unknown as { slots: { worker: { terminate(): Promise<number> } }[] })
         .slots
-      const pending = pool.verify(e)
+      // A batch big enough (~1 s of wasm work) that the worker is still at it when killed,
+      // however loaded the machine.
+      const many = Array.from({ length: 4000 }, (_, i) =>
+        signEvent({ kind: 9, created_at: i, tags: [], content: `${i}` }, sk),
+      )
+      const pending = Promise.all(many.map((m) => pool.verify(m)))
       // Let the batch reach the worker, then kill it mid-flight.
       await new Promise((r) => setImmediate(r))
       await slots[0]!.worker.terminate()
