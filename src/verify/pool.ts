@@ -68,9 +68,11 @@ const maxBatchBytes = 1024 * 1024
 /**
  * Signature verification. With the native libsecp256k1 it runs inline on the main thread: at
  * ~100 µs an event (id hash included) a hand-off to a worker (serialize, post, parse, post back,
- * resolve) costs a good part of the check itself, and every worker holds ~20 MB (bench:hub
- * figures for both splits: docs/performance.md, issue 18). With wasm (~250 µs an event) it runs
- * off the main thread. Requests that arrive in the same turn of the
+ * resolve) costs a good part of the check itself, and every worker holds ~20 MB. Measured with
+ * bench:hub on 2 busy cores (issue 18, docs/performance.md), 20,000 events, two alternating
+ * rounds: inline, the hub spent 2.5–2.6 CPU-s in all and ingested 2.0–2.6× the single-core wasm
+ * rate of the same run; with one native worker (the main thread helping) 3.1 CPU-s and 1.6×. With
+ * wasm (~250 µs an event) it runs off the main thread. Requests that arrive in the same turn of the
  * event loop are batched (one postMessage per worker, not per event) and spread over the
  * workers by load. Workers start on demand, one more whenever a backlog builds, up to `size`,
  * and exit after `idleMs` without work, so an idle node holds none. With `workers: 0` it
