@@ -1,19 +1,25 @@
 // npm run bench:hub [-- --events N --connections C --inflight F --queries Q --sync full|normal
-//                      --workers W --only owner|agents --agents A]
+//                      --workers W --only owner|agents --agents A --verify auto|native|wasm
+//                      --against ws://HOST:PORT [--against-pid PID] [--key HEX]]
 // Ingest throughput and query latency of a real `kith hub` subprocess; prints JSON.
 // Two ingest runs, each on a fresh hub: events authored by the founder (owner), and events
 // authored by A agents (default 10) two grants below the founder (founder → device(deleg) → agent), to
 // measure what grant-chain authorization costs. Queries are timed on the owner run's hub.
+// --verify sets the hub's KITH_VERIFY. --against runs the owner load (same events, connections,
+// in-flight and queries) against another relay instead of a kith hub, e.g. strfry, so the two
+// compare in one command; --against-pid names its process for the peak RSS.
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
-import { availableParallelism, tmpdir } from 'node:os'
+import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
 import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm, finalizeEvent, verifyEvent } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
+import { hexToBytes } from '@noble/hashes/utils.js'
 import { signAuthEvent } from '../dist/events/nip42.js'
-import { makeGrant } from '../dist/grants/grant.js'
+import { signGrant } from '../dist/grants/grant.js'
+import { loadNativeVerifier } from '../dist/verify/native.js'
 import { spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({
@@ -26,8 +32,15 @@ const { values } = parseArgs({
     workers: { type: 'string' },
     only: { type: 'string' },
     agents: { type: 'string', default: '10' },
+    verify: { type: 'string' },
+    against: { type: 'string' },
+    'against-pid': { type: 'string' },
+    key: { type: 'string' },
   },
 })
+const against = values.against
+// Another relay knows nothing of kith's grants: only the owner run applies.
+if (against !== undefined) values.only = 'owner'
 const N = Number(values.events)
 const C = Number(values.connections)
 const F = Number(values.inflight)
@@ -43,12 +56,38 @@ const summary = (samples) => {
   return { p50: round(pct(s, 50)), p95: round(pct(s, 95)), p99: round(pct(s, 99)) }
 }
 
-// Single-core verify rate of the library the hub uses, measured in this run.
+// Single-core verify rate of nostr-tools/wasm, measured in this run: the yardstick that makes
+// results from different machines comparable.
 function verifyRate(events) {
   const sample = events.slice(0, 3000).map((e) => ({ ...e }))
   const t0 = performance.now()
   for (const e of sample) if (!verifyEvent(e)) throw new Error('self-signed event failed to verify')
   return sample.length / ((performance.now() - t0) / 1000)
+}
+
+// The same for the native libsecp256k1 the hub uses where it is installed (undefined if not).
+function nativeVerifyRate(events) {
+  const native = loadNativeVerifier()
+  if (native === undefined) return undefined
+  const sample = events.slice(0, 3000)
+  const t0 = performance.now()
+  for (const e of sample)
+    if (native.verify(e) !== 'ok') throw new Error('self-signed event failed to verify')
+  return sample.length / ((performance.now() - t0) / 1000)
+}
+
+// Resident memory of a process now and at its peak, MB (Linux /proc).
+function memoryOf(pid) {
+  if (pid === undefined) return {}
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const mb = (field) =>
+      round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024, 1)
+    return { peak_rss_mb: mb('VmHWM'), rss_mb: mb('VmRSS') }
+  } catch {
+    // Not Linux, or the process is gone: memory is optional in the report.
+    return {}
+  }
 }
 
 // CPU seconds per hub thread (Linux /proc), to show where ingest time goes.
@@ -66,22 +105,25 @@ function threadCpu(pid) {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'kith-bench-'))
-const founderSk = generateSecretKey()
+// --key (hex) signs as that founder: a kith hub started apart (--against) must know its owner.
+const founderSk = values.key === undefined ? generateSecretKey() : hexToBytes(values.key)
 const founder = getPublicKey(founderSk)
 const deviceSk = generateSecretKey()
 const agentSks = Array.from({ length: Number(values.agents) }, () => generateSecretKey())
 const now = Math.floor(Date.now() / 1000)
-const deviceGrant = finalizeEvent(
-  makeGrant({ subject: getPublicKey(deviceSk), role: 'device', fleet: founder, deleg: true }, now),
+// Grants carry the subject's proof now (signGrant makes it, holding both keys).
+const deviceGrant = signGrant(
+  { subject: getPublicKey(deviceSk), role: 'device', fleet: founder, deleg: true },
   founderSk,
+  deviceSk,
+  now,
 )
 const agentGrants = agentSks.map((sk) =>
-  finalizeEvent(
-    makeGrant(
-      { subject: getPublicKey(sk), role: 'agent', fleet: founder, parent: deviceGrant.id },
-      now,
-    ),
+  signGrant(
+    { subject: getPublicKey(sk), role: 'agent', fleet: founder, parent: deviceGrant.id },
     deviceSk,
+    sk,
+    now,
   ),
 )
 const topics = Array.from({ length: 50 }, (_, i) => `topic${i}`)
@@ -112,8 +154,13 @@ function connect(url, sk) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url)
     ws.once('error', reject)
+    // Another relay may not ask for AUTH (strfry does not by default): open and a quiet
+    // quarter second are enough there; one that asks gets the same AUTH as a kith hub.
+    let quiet
+    if (against !== undefined) ws.once('open', () => (quiet = setTimeout(() => resolve(ws), 250)))
     ws.on('message', function first(data) {
       const msg = JSON.parse(data.toString())
+      if (msg[0] === 'AUTH') clearTimeout(quiet)
       if (msg[0] === 'AUTH') ws.send(JSON.stringify(['AUTH', signAuthEvent(url, msg[1], sk)]))
       else if (msg[0] === 'OK') {
         ws.off('message', first)
@@ -150,12 +197,27 @@ async function ingest(label, events) {
     values.sync,
   ]
   if (values.workers !== undefined) hubArgs.push('--workers', values.workers)
-  const hub = await spawnHub(hubArgs, { env: { KITH_HOME: join(dir, 'home') } })
+  const hub =
+    against === undefined
+      ? await spawnHub(hubArgs, {
+          env: {
+            KITH_HOME: join(dir, 'home'),
+            ...(values.verify === undefined ? {} : { KITH_VERIFY: values.verify }),
+          },
+        })
+      : {
+          url: against,
+          child: {
+            pid: values['against-pid'] === undefined ? undefined : Number(values['against-pid']),
+          },
+          stderr: () => '',
+          stop: async () => undefined,
+        }
   const conns = await Promise.all(Array.from({ length: C }, () => connect(hub.url, founderSk)))
   for (const g of [deviceGrant, ...agentGrants]) await publishOne(conns[0], g)
   const frames = events.map((e) => JSON.stringify(['EVENT', e]))
   progress(`${label}: ingesting ${N} events over ${C} connections, ${F} in flight each`)
-  const cpuBefore = threadCpu(hub.child.pid)
+  const cpuBefore = hub.child.pid === undefined ? {} : threadCpu(hub.child.pid)
   const selfBefore = process.cpuUsage()
   const latencies = new Float64Array(N)
   const sentAt = new Map()
@@ -192,7 +254,7 @@ async function ingest(label, events) {
   const seconds = (performance.now() - t0) / 1000
   if (refused > 0)
     throw new Error(`${label}: ${refused} events refused during ingest: ${firstRefusal}`)
-  const cpuAfter = threadCpu(hub.child.pid)
+  const cpuAfter = hub.child.pid === undefined ? {} : threadCpu(hub.child.pid)
   const selfCpu = process.cpuUsage(selfBefore)
   const hubCpu = Object.entries(cpuAfter)
     .map(([t, v]) => round((v - (cpuBefore[t] ?? 0)) / 100, 2))
@@ -203,6 +265,9 @@ async function ingest(label, events) {
     hub,
     conns,
     result: {
+      ...(against === undefined
+        ? { verifier: /verifier: (.*)/.exec(hub.stderr())?.[1] ?? 'unknown' }
+        : { relay: against }),
       events_per_s: Math.round(N / seconds),
       seconds: round(seconds, 2),
       ok_latency_ms: summary(Array.from(latencies)),
@@ -272,25 +337,28 @@ const report = {
   connections: C,
   in_flight_per_connection: F,
   sync: values.sync,
+  load_average_at_start: loadavg().map((l) => round(l, 2)),
 }
 let verifyPerSec
+let verifySample
 let ownerRate
 if (values.only !== 'agents') {
   progress(`signing ${N} owner events`)
   const ownerEvents = signAll(() => founderSk)
   verifyPerSec = verifyRate(ownerEvents)
+  verifySample = ownerEvents
   const run = await ingest('owner', ownerEvents)
   report.ingest = run.result
   ownerRate = run.result.events_per_s
   report.queries = await timeQueries(run.conns[0], ownerEvents)
-  const status = readFileSync(`/proc/${run.hub.child.pid}/status`, 'utf8')
-  report.peak_rss_mb = round(Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024, 1)
+  Object.assign(report, memoryOf(run.hub.child.pid))
   await stop(run)
 }
 if (values.only !== 'owner') {
   progress(`signing ${N} events by ${agentSks.length} agents (founder → device → agent)`)
   const agentEvents = signAll((i) => agentSks[i % agentSks.length])
   verifyPerSec ??= verifyRate(agentEvents)
+  verifySample ??= agentEvents
   const run = await ingest('agents', agentEvents)
   report.ingest_by_agents = {
     ...run.result,
@@ -300,9 +368,14 @@ if (values.only !== 'owner') {
   }
   await stop(run)
 }
+const nativePerSec = nativeVerifyRate(verifySample)
+report.load_average_at_end = loadavg().map((l) => round(l, 2))
 report.baseline = {
   verify_per_s_single_core: Math.round(verifyPerSec),
   verifier: 'nostr-tools/wasm (libsecp256k1)',
+  ...(nativePerSec === undefined
+    ? {}
+    : { native_verify_per_s_single_core: Math.round(nativePerSec) }),
   ingest_over_verify: round(
     (report.ingest?.events_per_s ?? report.ingest_by_agents.events_per_s) / verifyPerSec,
     2,

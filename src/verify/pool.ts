@@ -43,7 +43,7 @@ export interface VerifyPoolOptions {
   helpInline?: boolean
   /** Stranger events with the workers at once; the rest wait behind members' work. */
   strangerInFlight?: number
-  /** Which verifier runs; by default `chooseVerifier()` (KITH_VERIFY, else native where present). */
+  /** Which verifier runs; by default `chooseVerifier()` (KITH_VERIFY, else native if present). */
   verifier?: ChosenVerifier
   /**
    * With the native verifier, verify in worker threads anyway instead of inline (for measuring
@@ -68,13 +68,17 @@ const maxBatchBytes = 1024 * 1024
 /**
  * Signature verification. With the native libsecp256k1 it runs inline on the main thread: at
  * ~100 µs an event (id hash included) a hand-off to a worker (serialize, post, parse, post back,
- * resolve) costs a good part of the check itself, and every worker holds ~20 MB (bench:hub
- * figures for both splits: docs/performance.md, issue 18). With wasm (~250 µs an event) it runs
- * off the main thread. Requests that arrive in the same turn of the
- * event loop are batched (one postMessage per worker, not per event) and spread over the
- * workers by load. Workers start on demand, one more whenever a backlog builds, up to `size`,
- * and exit after `idleMs` without work, so an idle node holds none. With `workers: 0` it
- * verifies inline, for embedded and test use.
+ * resolve) costs a good part of the check itself, and every worker holds ~20 MB. Measured with
+ * bench:hub on 2 busy cores (issue 18, docs/performance.md), 20,000 events, two alternating
+ * rounds: inline, the hub spent 2.4–2.5 CPU-s in all and ingested 2.0–2.6× the single-core
+ * wasm rate of the same run; with one native worker (the main thread helping), 3.1–3.2 CPU-s
+ * and 1.6×.
+ *
+ * With wasm (~250 µs an event) it runs off the main thread. Requests that arrive in the same
+ * turn of the event loop are batched (one postMessage per worker, not per event) and spread over
+ * the workers by load. Workers start on demand, one more whenever a backlog builds, up to
+ * `size`, and exit after `idleMs` without work, so an idle node holds none. With `workers: 0`
+ * it verifies inline, for embedded and test use.
  */
 export class VerifyPool {
   private readonly slots: Slot[] = []
