@@ -6,6 +6,7 @@ import {
   requireFleet,
   type Check,
 } from '../events/agent-binding.js'
+import { parseAgentControl, type AgentControl } from '../events/agent-control.js'
 import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -426,18 +427,17 @@ export class AgentBridge {
    * cancels the turn (session/cancel, then a kill after the grace window).
    */
   applyControl(control: NostrEvent): void {
-    const channel = channelOf(control)
-    let action: unknown
+    let parsed: AgentControl
     try {
-      action = (JSON.parse(control.content) as { action?: unknown }).action
-    } catch {
+      parsed = parseAgentControl(control)
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
       // Unreadable control events do nothing (they are stored; there is nobody to tell).
-      this.node.log(`ignored an agent control event that is not JSON (${control.id.slice(0, 8)})`)
+      this.node.log(`ignored an agent control event (${control.id.slice(0, 8)}): ${err.message}`)
       return
     }
-    if (action !== 'cancel' || channel === undefined) return
-    const targets = control.tags.filter((t) => t[0] === 'p').map((t) => t[1])
-    const named = boundPrompts(control)
+    const { channel, agents: targets } = parsed
+    const named = new Set(parsed.prompts)
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
       if (!this.mayUse(agent, control.pubkey, 'approvers')) continue

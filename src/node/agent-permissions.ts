@@ -6,6 +6,8 @@ import { checkFresh, controlMaxFutureSeconds, requireFleet } from '../events/age
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { parsePermissionDecision } from '../events/permission-decision.js'
+import { parsePermissionRequest } from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
 import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
@@ -74,12 +76,27 @@ export function inputHash(ask: Pick<PermissionAsk, 'toolKind' | 'title' | 'rawIn
   )
 }
 
+/** A kind-4142 request's content, read by its validating parser (events/permission-request.ts). */
 function parseContent(event: NostrEvent): Partial<RequestContent> {
   try {
-    return JSON.parse(event.content) as Partial<RequestContent>
-  } catch {
+    return parsePermissionRequest(event)
+  } catch (err) {
+    if (!(err instanceof KithError)) throw err
     // Not a request this node can read: it has no options to choose from.
     return {}
+  }
+}
+
+/**
+ * The option a kind-4143 decision chose, read by its validating parser
+ * (events/permission-decision.ts); undefined when it is not a readable decision (it chose nothing).
+ */
+function chosenOption(decision: NostrEvent): string | undefined {
+  try {
+    return parsePermissionDecision(decision).optionId
+  } catch (err) {
+    if (!(err instanceof KithError)) throw err
+    return undefined
   }
 }
 
@@ -214,13 +231,8 @@ export class PermissionRequests {
       )
       return
     }
-    let optionId: unknown
-    try {
-      optionId = (JSON.parse(decision.content) as { optionId?: unknown }).optionId
-    } catch {
-      // Unreadable: it chose nothing (said below, as an unknown option).
-      optionId = undefined
-    }
+    // Unreadable: it chose nothing (said below, as an unknown option).
+    const optionId = chosenOption(decision)
     const option = pending.options.find((o) => o.optionId === optionId)
     if (option === undefined) {
       this.peers.replyAs(
@@ -380,13 +392,8 @@ export class PermissionRequests {
           this.wouldBind(d, request, content),
       )
     if (known === undefined) return undefined
-    let optionId: unknown
-    try {
-      optionId = (JSON.parse(known.content) as { optionId?: unknown }).optionId
-    } catch {
-      // Shown by its id below.
-      optionId = undefined
-    }
+    // Shown by its id below.
+    const optionId = chosenOption(known)
     const name = content.options?.find((o) => o.optionId === optionId)?.name ?? String(optionId)
     return `it was already decided: ${name} (by ${this.node.names.who(known.pubkey).name})`
   }
@@ -430,13 +437,9 @@ export class PermissionRequests {
     if (agents.length !== 1 || agents[0] !== request.pubkey) return false
     if (decision.created_at < request.created_at - controlMaxFutureSeconds) return false
     if (typeof content.expires === 'number' && decision.created_at > content.expires) return false
-    let optionId: unknown
-    try {
-      optionId = (JSON.parse(decision.content) as { optionId?: unknown }).optionId
-    } catch {
-      // Unreadable: it chose nothing.
-      return false
-    }
+    // Unreadable: it chose nothing.
+    const optionId = chosenOption(decision)
+    if (optionId === undefined) return false
     return (content.options ?? []).some((o) => o.optionId === optionId)
   }
 

@@ -1,6 +1,7 @@
 import { KithError } from '../errors.js'
 import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { chooseIssuer } from '../grants/issuer.js'
 import type { Identity } from '../identity/keys.js'
 import { join } from 'node:path'
 import { homeFiles } from '../identity/home.js'
@@ -34,9 +35,10 @@ export function ensureOwnDeviceGrant(node: FleetNode, now: number): NostrEvent |
   const { id, book } = node
   if (id.ownerSecret === undefined || id.ownerPubkey === undefined) return undefined
   if (book.authorize(id.devicePubkey, now).ok) return undefined
-  const ownerGrant =
-    id.ownerPubkey === node.fleet ? undefined : book.currentGrant(id.ownerPubkey, now)
-  if (id.ownerPubkey !== node.fleet && ownerGrant === undefined) return undefined
+  const { parent, chained } = chooseIssuer({ owner: id.ownerPubkey }, node.fleet, (k) =>
+    book.currentGrant(k, now),
+  )
+  if (!chained) return undefined
   return book.issueGrant(
     {
       subject: id.devicePubkey,
@@ -44,7 +46,7 @@ export function ensureOwnDeviceGrant(node: FleetNode, now: number): NostrEvent |
       deleg: true,
       name: id.config.name,
       subjectSecret: id.deviceSecret,
-      ...(ownerGrant === undefined ? {} : { parent: ownerGrant.id }),
+      ...(parent === undefined ? {} : { parent }),
     },
     id.ownerSecret,
     now,

@@ -2,6 +2,7 @@ import { KithError } from '../errors.js'
 import { publicKeyOf, signEvent, verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makeGrant, signGrantProof, type GrantSpec, type Grant } from '../grants/grant.js'
+import { parentGrant } from '../grants/issuer.js'
 import { makeRevocation } from '../grants/revocation.js'
 import type { GrantVerifier, Decision } from '../grants/verifier.js'
 import { FleetState } from '../grants/fleet-state.js'
@@ -94,7 +95,7 @@ export class GrantBook {
     // Below the founder every grant names the issuer's own current grant as its parent.
     const issuer = publicKeyOf(issuerSecret)
     const parent =
-      rest.parent ?? (issuer === this.fleet ? undefined : this.currentGrant(issuer, now)?.id)
+      rest.parent ?? parentGrant(issuer, this.fleet, (k) => this.currentGrant(k, now))?.id
     const proof =
       given ?? (subjectSecret === undefined ? '' : signGrantProof(subjectSecret, issuer, rest.role))
     const event = signEvent(

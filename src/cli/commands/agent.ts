@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
+import { chooseIssuer } from '../../grants/issuer.js'
 import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
   checkAgentName,
@@ -168,24 +169,15 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       const channels = parseList(values.channels, 'channels')?.map((c) => c.replace(/^#/, ''))
       const exp = values.expires === undefined ? undefined : now + parseDuration(values.expires)
       // Prefer the owner as issuer; a device may grant agents only with deleg.
-      let issuerSecret: Uint8Array
-      let parent: string | undefined
-      if (id.ownerSecret !== undefined && id.ownerPubkey !== undefined) {
-        issuerSecret = id.ownerSecret
-        parent =
-          id.ownerPubkey === node.fleet ? undefined : book.currentGrant(id.ownerPubkey, now)?.id
-      } else {
-        const deviceGrant = book.currentGrant(id.devicePubkey, now)
-        if (deviceGrant === undefined || !deviceGrant.deleg) {
-          throw new KithError(
-            'restricted',
-            'this device cannot grant agents: the owner key is not here and its grant has no deleg. ' +
-              'Run kith agent add on the owner machine, or re-pair this device with delegation.',
-          )
-        }
-        issuerSecret = id.deviceSecret
-        parent = deviceGrant.id
-      }
+      const { by, parent } = chooseIssuer(
+        {
+          ...(id.ownerSecret === undefined ? {} : { owner: id.ownerPubkey }),
+          device: id.devicePubkey,
+        },
+        node.fleet,
+        (k) => book.currentGrant(k, now),
+      )
+      const issuerSecret = by === 'owner' && id.ownerSecret ? id.ownerSecret : id.deviceSecret
       const key = createAgentKey(id.home, name)
       const grant = book.issueGrant(
         {
