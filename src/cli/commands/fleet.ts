@@ -7,7 +7,7 @@ import { loadIdentity } from '../../identity/keys.js'
 import { ensureOwnDeviceGrant, describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
 import { NodeStore } from '../../store/node-store.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
@@ -16,17 +16,56 @@ import { runJoinExchange } from './join-flow.js'
 import { describeHubs, resignChannelsOf } from './channel.js'
 import { grantName } from './join.js'
 
-export const fleetHelp = `Usage:
-  kith fleet invite [--admin] [--name NAME] [--hub URL]
-                                  admit another person (their own owner key) into this fleet
-  kith fleet join CODE [--name NAME] [--yes]
-                                  join the fleet that invited you, with your owner key
-  kith fleet members [--json] [--offline]
-                                  people, their devices and agents, who admitted whom
-  kith fleet remove NAME|NPUB [--json]
-                                  remove a person: their devices and agents go with them
-
-A fleet is shared by people who each keep their own owner key and machines. Its founder (or an
+export const fleetCommand = declare({
+  name: 'fleet',
+  summary: 'share this fleet with other people: invite, join, members, remove, name',
+  usage: [
+    `kith fleet invite [--admin] [--name NAME] [--hub URL] [--rearm]
+                                  admit another person (their own owner key) into this fleet`,
+    `kith fleet join CODE [--name NAME] [--yes]
+                                  join the fleet that invited you, with your owner key`,
+    `kith fleet members [--json] [--offline]
+                                  people, their devices and agents, who admitted whom`,
+    `kith fleet remove NAME|NPUB [--json] [--yes]
+                                  remove a person: their devices and agents go with them`,
+    `kith fleet name [NAME]          show or set the fleet's display name (on this machine)`,
+  ],
+  subcommands: {
+    invite: 'admit another person into this fleet',
+    join: 'join the fleet that invited you',
+    members: 'people, their devices and agents',
+    remove: 'remove a person with their devices and agents',
+    name: "show or set the fleet's display name on this machine",
+  },
+  options: {
+    admin: {
+      type: 'boolean',
+      description: '(invite) the new member may invite people too (and remove those below them)',
+    },
+    name: {
+      type: 'string',
+      value: 'NAME',
+      description:
+        '(invite) the name the fleet knows them by (default: the one they propose); (join) the name you propose; both screens show the one taken',
+    },
+    hub: {
+      type: 'string',
+      value: 'URL',
+      description: '(invite) the hub URL the other person should use, if it differs from yours',
+    },
+    yes: {
+      type: 'boolean',
+      description:
+        '(join) do not ask before contacting the hub (the 6 digits are always asked); (remove) do not ask for confirmation',
+    },
+    offline: { type: 'boolean', description: '(members) do not sync grants with the hubs first' },
+    rearm: {
+      type: 'boolean',
+      description: '(invite) clear the lock set after 3 failed pairings in 15 minutes',
+    },
+    json: { type: 'boolean', description: 'machine-readable output' },
+  },
+  about: `A fleet is shared by people who each keep their own owner key and machines. Its founder (or an
 admin: a person invited with --admin) runs kith fleet invite, which shows a pairing code; the
 other person, who has run kith init on their own laptop, runs kith fleet join CODE there. Both
 screens then show the same 6 digits: compare them over a call or a shared screen, and answer y
@@ -36,37 +75,14 @@ Removal revokes the person's owner grant: every hub drops their devices' and age
 connections and refuses their events at once; every node drops their queued prompts. A person
 is removed by whoever admitted them, someone above them, or the founder. The channels they
 created (every channel, for an admin) are re-signed with your key as they are, so the removed
-person can no longer change them.
-
-Options:
-  --admin       (invite) the new member may invite people too (and remove those below them)
-  --name NAME   (invite) the name the fleet knows them by (default: the one they propose);
-                (join) the name you propose; both screens show the one taken
-  --hub URL     (invite) the hub URL the other person should use, if it differs from yours
-  --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
-  --offline     (members) do not sync grants with the hubs first
-  --json        machine-readable output`
+person can no longer change them. On a terminal it asks first; from a script it needs --yes.`,
+})
 
 export async function runFleet(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      admin: { type: 'boolean' },
-      name: { type: 'string' },
-      hub: { type: 'string' },
-      yes: { type: 'boolean' },
-      offline: { type: 'boolean' },
-      json: { type: 'boolean' },
-      rearm: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    fleetHelp,
-  )
+  const parsed = fleetCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const [sub, arg, ...extra] = positionals
-  if (values.help || sub === undefined) {
-    out.line(fleetHelp)
-    return values.help ? 0 : 2
-  }
   const noArgs = (what: string) => {
     if (arg !== undefined) throw new KithError('usage', `kith fleet ${what} takes no arguments`)
   }
@@ -76,17 +92,26 @@ export async function runFleet(argv: string[], out: Out): Promise<number> {
       return invite(values, out)
     case 'join':
       if (arg === undefined || extra.length > 0)
-        throw new KithError('usage', `kith fleet join takes one CODE (or -)\n\n${fleetHelp}`)
+        throw new KithError(
+          'usage',
+          `kith fleet join takes one CODE (or -)\n\n${fleetCommand.help()}`,
+        )
       return join(arg, values, out)
     case 'members':
       noArgs('members')
       return members(values, out)
     case 'remove':
       if (arg === undefined || extra.length > 0)
-        throw new KithError('usage', `kith fleet remove takes one NAME or NPUB\n\n${fleetHelp}`)
+        throw new KithError(
+          'usage',
+          `kith fleet remove takes one NAME or NPUB\n\n${fleetCommand.help()}`,
+        )
       return remove(arg, values.json === true, out)
     default:
-      throw new KithError('usage', `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetHelp}`)
+      throw new KithError(
+        'usage',
+        `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetCommand.help()}`,
+      )
   }
 }
 

@@ -1,21 +1,25 @@
-import { KithError } from '../../errors.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
 import { NodeStore } from '../../store/node-store.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { connectDaemon } from './chat-common.js'
 
-export const statusHelp = `Usage: kith status [--json]
-
-The node's state: whether kith up runs, each hub with its connection state, lag (ping round
+export const statusCommand = declare({
+  name: 'status',
+  summary: "the node's hubs, lag, cursors, outbox, agents",
+  usage: ['kith status [--json]'],
+  arity: { min: 0, max: 0, error: 'kith status takes no arguments' },
+  options: { json: { type: 'boolean', description: 'print as JSON' } },
+  about: `The node's state: whether kith up runs, each hub with its connection state, lag (ping round
 trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
 refusals with the hub's reason; and, from the running node's presence (kith-chat/1), every
 device of the fleet: online, offline (with when it was last heard from) or unknown (not heard
 from since kith up started), and the agents each hosts with their state (idle, working,
-awaiting-permission, crashed, …).`
+awaiting-permission, crashed, …).`,
+})
 
 interface Status {
   running: boolean
@@ -65,16 +69,9 @@ export function deviceLines(devices: readonly DeviceStatus[]): string[] {
 }
 
 export async function runStatus(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    statusHelp,
-  )
-  if (values.help) {
-    out.line(statusHelp)
-    return 0
-  }
-  if (positionals.length > 0) throw new KithError('usage', 'kith status takes no arguments')
+  const parsed = statusCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   let status: Status
   const daemon = await connectDaemon()
   if (daemon !== undefined) {
