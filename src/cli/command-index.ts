@@ -36,6 +36,13 @@ export const commandIndex: readonly Entry[] = [
     },
   },
   {
+    name: 'doctor',
+    load: async () => {
+      const m = await import('./commands/doctor.js')
+      return { command: m.doctorCommand, run: m.runDoctor }
+    },
+  },
+  {
     name: 'pair',
     load: async () => {
       const m = await import('./commands/pair.js')
@@ -168,6 +175,13 @@ export const commandIndex: readonly Entry[] = [
     load: async () => {
       const m = await import('./commands/watch.js')
       return { command: m.watchCommand, run: m.runWatch }
+    },
+  },
+  {
+    name: 'completion',
+    load: async () => {
+      const m = await import('./commands/completion.js')
+      return { command: m.completionCommand, run: m.runCompletion }
     },
   },
 ]

@@ -190,11 +190,11 @@ function usageError(command: string, all: OptionSpecs, cause: unknown, usage: st
   return new KithError('usage', `${message}\n${more}`, { cause })
 }
 
-/** `--name` and `-n` for each option of a command, help included: what completion offers. */
-export function flagsOf(spec: CommandSpec<OptionSpecs>): string[] {
+/** `--name` and `-n` for each option of a command, help included, with its description. */
+export function flagsOf(spec: CommandSpec<OptionSpecs>): { flag: string; description: string }[] {
   const all: OptionSpecs = { ...spec.options, help: helpOption }
   return Object.entries(all).flatMap(([name, o]) => [
-    `--${name}`,
-    ...(o.short === undefined ? [] : [`-${o.short}`]),
+    { flag: `--${name}`, description: o.description },
+    ...(o.short === undefined ? [] : [{ flag: `-${o.short}`, description: o.description }]),
   ])
 }
