@@ -1,13 +1,4 @@
-import type { Command, OptionSpecs } from './declare.js'
-import type { Out } from './io.js'
-
-/** A command as main runs it: its declaration and what runs it. */
-export interface CommandModule {
-  readonly command: Command<OptionSpecs>
-  /** More declarations under the same word (`kith hub add`), for help and completion. */
-  readonly more?: readonly Command<OptionSpecs>[]
-  run(argv: string[], out: Out): Promise<number> | number
-}
+import type { CommandModule } from './declare.js'
 
 interface Entry {
   readonly name: string
@@ -181,7 +172,10 @@ export const commandIndex: readonly Entry[] = [
     name: 'completion',
     load: async () => {
       const m = await import('./commands/completion.js')
-      return { command: m.completionCommand, run: m.runCompletion }
+      return {
+        command: m.completionCommand,
+        run: (argv, out) => m.runCompletion(argv, out, loadAll),
+      }
     },
   },
 ]

@@ -66,6 +66,14 @@ export interface Command<O extends OptionSpecs> {
   parse(argv: readonly string[], out: Pick<Out, 'line'>): Parsed<O> | number
 }
 
+export /** A command as main runs it: its declaration and what runs it. */
+interface CommandModule {
+  readonly command: Command<OptionSpecs>
+  /** More declarations under the same word (`kith hub add`), for help and completion. */
+  readonly more?: readonly Command<OptionSpecs>[]
+  run(argv: string[], out: Out): Promise<number> | number
+}
+
 const helpOption: OptionSpec = { type: 'boolean', short: 'h', description: 'this help' }
 
 export function declare<const O extends OptionSpecs>(spec: CommandSpec<O>): Command<O> {

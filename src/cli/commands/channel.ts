@@ -9,8 +9,8 @@ import type { FleetNode } from '../../node/fleet.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub, parsePubkeyText } from '../key-text.js'
-import { connectDaemon } from './chat-common.js'
 import { describeKey, nowSeconds, resolveTarget, withNode, type KeyRow } from './fleet-common.js'
+import { connectNode } from '../control-client.js'
 
 export const channelCommand = declare({
   name: 'channel',
@@ -69,7 +69,7 @@ answers from this node's copy.`,
 /** The hubs a channel command talks to: the configured ones, else the running node's own. */
 export async function channelHubs(node: FleetNode): Promise<string[]> {
   if (node.id.config.hubs.length > 0) return node.id.config.hubs
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) return []
   try {
     const status = await daemon.request<{ embeddedHub: string | null }>('status')

@@ -4,13 +4,14 @@ import { parseChannel, threadOf } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
 import type { ChatItem, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
-import type { ControlClient } from '../../node/control.js'
+import type { ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
 import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
-import { connectDaemon, formatChat, permissionContent, stdoutLayout } from './chat-common.js'
+import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
+import { connectNode } from '../control-client.js'
 
 type Option = { optionId: string; name: string; kind?: string }
 
@@ -63,7 +64,7 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { positionals } = parsed
   let channel = parseChannel(positionals[0] ?? '#general')
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) {
     throw new KithError(
       'io',

@@ -1,5 +1,4 @@
-import { loadAll } from '../command-index.js'
-import { declare, flagsOf } from '../declare.js'
+import { declare, flagsOf, type CommandModule } from '../declare.js'
 import type { Out } from '../io.js'
 
 export const completionCommand = declare({
@@ -25,7 +24,10 @@ interface Completable {
   flags: { flag: string; summary: string }[]
 }
 
-async function completables(): Promise<Completable[]> {
+/** Every command, loaded: handed in by the command index (which lists this command too). */
+export type LoadAll = () => Promise<{ name: string; module: CommandModule }[]>
+
+async function completables(loadAll: LoadAll): Promise<Completable[]> {
   const all = await loadAll()
   return [
     ...all.map(({ name, module }) => {
@@ -136,10 +138,10 @@ function fish(cs: Completable[]): string {
   return `${lines.join('\n')}\n`
 }
 
-export async function runCompletion(argv: string[], out: Out): Promise<number> {
+export async function runCompletion(argv: string[], out: Out, loadAll: LoadAll): Promise<number> {
   const parsed = completionCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
-  const cs = await completables()
+  const cs = await completables(loadAll)
   const shell = parsed.positionals[0]
   const script = shell === 'bash' ? bash(cs) : shell === 'zsh' ? zsh(cs) : fish(cs)
   process.stdout.write(script)

@@ -6,7 +6,7 @@ import { readConfig } from '../../identity/config.js'
 import { homeFiles, resolveKithHome } from '../../identity/home.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectDaemon } from './chat-common.js'
+import { connectNode } from '../control-client.js'
 
 /** A hub that has not answered NIP-11 by then counts as unreachable. */
 const hubTimeoutMs = 3_000
@@ -104,7 +104,7 @@ async function runChecks(): Promise<Check[]> {
     ...keyFileChecks(home),
   ]
   if (config === undefined) return checks
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   daemon?.close()
   checks.push({
     check: 'node',

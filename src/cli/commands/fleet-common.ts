@@ -1,24 +1,17 @@
-import { join } from 'node:path'
 import { KithError } from '../../errors.js'
-import { ControlClient } from '../../node/control.js'
-import { controlSocketFile } from '../../node/daemon.js'
 import type { Grant, Role } from '../../grants/grant.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import {
-  describeReports,
-  openFleetNode,
-  syncHubs,
-  type FleetNode,
-  type HubReport,
-} from '../../node/fleet.js'
+import { describeReports, syncHubs, type FleetNode, type HubReport } from '../../node/fleet.js'
 import type { Out } from '../io.js'
 import { npub, parsePubkeyText } from '../key-text.js'
+import { openLocalFleet } from '../local-node.js'
+import { connectNode } from '../control-client.js'
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)
 
 export function openNode(): FleetNode {
-  return openFleetNode(loadIdentity(resolveKithHome()))
+  return openLocalFleet(loadIdentity(resolveKithHome()))
 }
 
 /**
@@ -44,7 +37,7 @@ export async function withNode<T>(fn: (node: FleetNode) => Promise<T> | T): Prom
 export async function notifyDaemon(
   method: 'grants-changed' | 'agents-changed' = 'grants-changed',
 ): Promise<boolean> {
-  const daemon = await ControlClient.connect(join(resolveKithHome(), controlSocketFile))
+  const daemon = await connectNode()
   if (daemon === undefined) return false
   try {
     await daemon.request(method)

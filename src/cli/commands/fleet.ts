@@ -4,9 +4,8 @@ import { fleetPeople, type MemberKey, type Person } from '../../grants/members.j
 import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { ensureOwnDeviceGrant, describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { ensureOwnDeviceGrant, describeReports, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
-import { NodeStore } from '../../store/node-store.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -15,6 +14,7 @@ import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
 import { describeHubs, resignChannelsOf } from './channel.js'
 import { grantName } from './join.js'
+import { openLocalFleet, withStore } from '../local-node.js'
 
 export const fleetCommand = declare({
   name: 'fleet',
@@ -197,18 +197,13 @@ async function join(
         }
         const config = readConfig(home)!
         writeConfig(home, { ...config, owner: ownerPubkey, fleet: enrollment.fleet, hubs })
-        const store = new NodeStore(home)
-        try {
-          store.dropOtherFleets(enrollment.fleet)
-        } finally {
-          store.close()
-        }
+        withStore(home, (store) => store.dropOtherFleets(enrollment.fleet))
       },
     },
     out,
   )
   // This machine becomes the new member's first device in the fleet, granted by their owner key.
-  const node = openFleetNode(loadIdentity(home))
+  const node = openLocalFleet(loadIdentity(home))
   try {
     const now = nowSeconds()
     const grant = ensureOwnDeviceGrant(node, now)

@@ -5,7 +5,8 @@ import { resolveKithHome } from '../../identity/home.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, syncHubs } from '../../node/fleet.js'
+import { openLocalFleet } from '../local-node.js'
 
 export const hubConfigCommand = declare({
   name: 'hub add|list|rm',
@@ -61,7 +62,7 @@ export async function runHubConfig(
     out.line(`added ${url}`)
     if (config.fleet === undefined) return 0
     // Publish this node's grants to the new hub right away so it admits this device.
-    const node = openFleetNode(loadIdentity(home))
+    const node = openLocalFleet(loadIdentity(home))
     try {
       const reports = await syncHubs(node, Math.floor(Date.now() / 1000), undefined, [url])
       for (const l of describeReports(reports)) out.line(l)

@@ -4,13 +4,14 @@ import { declare } from '../declare.js'
 import { readSecretFromStdin, type Out } from '../io.js'
 import { npub, parseSecretText } from '../key-text.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, ensureOwnDeviceGrant, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, ensureOwnDeviceGrant, syncHubs } from '../../node/fleet.js'
+import { openLocalFleet } from '../local-node.js'
 
 /** With the owner key here, the device gets its grant at init and it goes to the hubs at once. */
 async function issueOwnDeviceGrant() {
   const id = loadIdentity(resolveKithHome())
   if (id.config.fleet === undefined) return undefined
-  const node = openFleetNode(id)
+  const node = openLocalFleet(id)
   try {
     const now = Math.floor(Date.now() / 1000)
     const event = ensureOwnDeviceGrant(node, now)

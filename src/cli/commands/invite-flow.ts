@@ -4,7 +4,7 @@ import type { NostrEvent } from '../../events/event.js'
 import { normalizeRelayUrl } from '../../events/nip42.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs, type FleetNode } from '../../node/fleet.js'
+import { describeReports, syncHubs, type FleetNode } from '../../node/fleet.js'
 import { defaultEmbeddedPort } from '../../node/daemon.js'
 import { PairingChannel } from '../../pairing/channel.js'
 import { isLocked, rearm, recordFailure } from '../../pairing/lockout.js'
@@ -14,8 +14,9 @@ import { PairError } from '../../pairing/protocol/errors.js'
 import { InviterSession, type JoinerProof } from '../../pairing/protocol/session.js'
 import type { Out } from '../io.js'
 import { askYesNo, closePrompt } from '../prompt.js'
-import { connectDaemon } from './chat-common.js'
 import { notifyDaemon } from './fleet-common.js'
+import { connectNode } from '../control-client.js'
+import { openLocalFleet } from '../local-node.js'
 
 export interface InviteSpec {
   role: PairRole
@@ -73,7 +74,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     return 0
   }
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
-  const node = openFleetNode(id)
+  const node = openLocalFleet(id)
   let channel: PairingChannel | undefined
   let session: InviterSession | undefined
   const run = new PairingRun()
@@ -194,7 +195,7 @@ export function asPairError(err: unknown): PairError {
 
 /** With no hub configured, the hub embedded in this machine's running node (kith up), if any. */
 async function embeddedHubUrl(): Promise<string | undefined> {
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) return undefined
   try {
     return (await daemon.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined

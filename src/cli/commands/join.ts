@@ -3,12 +3,13 @@ import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import type { NostrEvent } from '../../events/event.js'
 import { loadIdentity, prepareJoiningDevice } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { runJoinExchange } from './join-flow.js'
+import { openLocalFleet } from '../local-node.js'
 
 export const joinCommand = declare({
   name: 'join',
@@ -76,7 +77,7 @@ export async function runJoin(argv: string[], out: Out): Promise<number> {
   }
   out.line(`hubs: ${hubs.join(', ')}`)
   // Holding its grant, the node learns the rest of the fleet (grants, revocations) from its hubs.
-  const node = openFleetNode(loadIdentity(home))
+  const node = openLocalFleet(loadIdentity(home))
   try {
     const reports = await syncHubs(node, Math.floor(Date.now() / 1000), (l) => out.err(l))
     for (const l of describeReports(reports)) out.line(`  ${l}`)

@@ -5,7 +5,9 @@ import { parseCount } from '../args.js'
 import { declare } from '../declare.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat, stdoutLayout, withLocalNode } from './chat-common.js'
+import { formatChat, stdoutLayout } from './chat-common.js'
+import { connectNode } from '../control-client.js'
+import { withLocalNode } from '../local-node.js'
 
 export const logCommand = declare({
   name: 'log',
@@ -92,7 +94,7 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
     throw new KithError('not-found', note.text)
   if (note !== undefined) out.err(values.follow ? `${note.text}; following it` : note.text)
   if (!values.follow) return 0
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined)
     throw new KithError('io', '--follow needs the node running: start kith up')
   daemon.on('chat', (p) => print(p as ChatItem))

@@ -3,7 +3,8 @@ import { parseChannel } from '../../events/chat.js'
 import { buildChat } from '../../node/daemon.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectDaemon, withLocalNode } from './chat-common.js'
+import { connectNode } from '../control-client.js'
+import { withLocalNode } from '../local-node.js'
 
 export const sendCommand = declare({
   name: 'send',
@@ -39,7 +40,7 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
   if (values.reply !== undefined && !/^[0-9a-f]{64}$/.test(values.reply)) {
     throw new KithError('usage', '--reply takes a 64-hex event id (see kith log --json)')
   }
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon !== undefined) {
     try {
       const r = await daemon.request<{

@@ -1,11 +1,11 @@
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
-import { NodeStore } from '../../store/node-store.js'
+import { withStore } from '../local-node.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
-import { connectDaemon } from './chat-common.js'
+import { connectNode } from '../control-client.js'
 
 export const statusCommand = declare({
   name: 'status',
@@ -73,7 +73,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { values } = parsed
   let status: Status
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon !== undefined) {
     try {
       status = { running: true, ...(await daemon.request<Omit<Status, 'running'>>('status')) }
@@ -82,10 +82,9 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     }
   } else {
     const id = loadIdentity(resolveKithHome())
-    const store = new NodeStore(id.home)
-    try {
+    status = withStore(id.home, (store) => {
       const cursors = new Map(store.cursors().map((c) => [c.hub, c.since]))
-      status = {
+      return {
         running: false,
         device: id.devicePubkey,
         name: id.config.name,
@@ -103,9 +102,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
           .refusals()
           .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
       }
-    } finally {
-      store.close()
-    }
+    })
   }
   if (values.json) {
     out.json({

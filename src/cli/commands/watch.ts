@@ -4,7 +4,8 @@ import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
 import { wrap } from '../terminal-text.js'
-import { connectDaemon, stdoutLayout } from './chat-common.js'
+import { stdoutLayout } from './chat-common.js'
+import { connectNode } from '../control-client.js'
 
 export { describeUpdate } from '../transcript.js'
 
@@ -31,7 +32,7 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
   const parsed = watchCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined)
     throw new KithError('io', 'kith watch needs the node running: start kith up')
   const agent = positionals[0]?.replace(/^@/, '')
