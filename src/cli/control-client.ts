@@ -2,6 +2,7 @@ import { createConnection, type Socket } from 'node:net'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { KithError, type KithErrorCode } from '../errors.js'
+import { readConfig } from '../identity/config.js'
 import { homeFiles, resolveKithHome } from '../identity/home.js'
 
 /**
@@ -97,4 +98,20 @@ export class ControlClient {
 /** Connects to this KITH_HOME's running node (kith up), or undefined when none runs. */
 export function connectNode(home: string = resolveKithHome()): Promise<ControlClient | undefined> {
   return ControlClient.connect(join(home, homeFiles.controlSocket))
+}
+
+/**
+ * Connects to the running node for a command that cannot work without it. With none running it
+ * says what to do first: kith init on a machine that has no identity yet (exit 3), else kith up.
+ */
+export async function requireNode(
+  why: string,
+  home: string = resolveKithHome(),
+): Promise<ControlClient> {
+  const node = await connectNode(home)
+  if (node !== undefined) return node
+  if (readConfig(home) === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}: run \`kith init\` first`)
+  }
+  throw new KithError('io', why)
 }

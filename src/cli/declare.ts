@@ -66,8 +66,8 @@ export interface Command<O extends OptionSpecs> {
   parse(argv: readonly string[], out: Pick<Out, 'line'>): Parsed<O> | number
 }
 
-export /** A command as main runs it: its declaration and what runs it. */
-interface CommandModule {
+/** A command as main runs it: its declaration and what runs it. */
+export interface CommandModule {
   readonly command: Command<OptionSpecs>
   /** More declarations under the same word (`kith hub add`), for help and completion. */
   readonly more?: readonly Command<OptionSpecs>[]

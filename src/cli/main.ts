@@ -2,7 +2,7 @@ import { KithError, toExitCode } from '../errors.js'
 import { didYouMean } from '../events/did-you-mean.js'
 import { kithVersion } from '../version.js'
 import { commandNames, findCommand, loadAll } from './command-index.js'
-import { stdio, type Out } from './io.js'
+import { endQuietlyWhenStdoutCloses, stdio, type Out } from './io.js'
 
 /** The general help: every command with its declared summary. */
 export async function mainHelp(): Promise<string> {
@@ -55,6 +55,7 @@ async function help(words: string[], out: Out): Promise<number> {
 
 export async function main(argv: string[], out: Out = stdio): Promise<number> {
   const [command, ...rest] = argv
+  if (out === stdio) endQuietlyWhenStdoutCloses()
   try {
     switch (command) {
       case undefined:

@@ -40,7 +40,7 @@ export const agentCommand = declare({
     'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]',
     'kith agent list [--fleet] [--all] [--json]',
     'kith agent logs NAME [--lines N] [--follow]',
-    'kith agent revoke NAME|NPUB [--json]',
+    'kith agent revoke NAME|NPUB [--json] [--yes]',
     'kith agent rm NAME',
   ],
   subcommands: {
@@ -83,6 +83,7 @@ export const agentCommand = declare({
     json: { type: 'boolean', description: 'machine-readable output' },
     all: { type: 'boolean', description: '(list) agents no longer granted too' },
     fleet: { type: 'boolean', description: '(list) every agent of the fleet (needs kith up)' },
+    yes: { type: 'boolean', description: '(revoke) do not ask for confirmation' },
   },
   about: `add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the agent process
         never sees it) and a grant for it: from the owner when the owner key is here, otherwise
@@ -113,7 +114,7 @@ list    the agents hosted on this node: grant state, permissions, and under kith
         it (needs kith up here). Agents no longer granted (revoked, expired) show with --all.
 logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
-        new agent to restore. A turn it is running is stopped, and each prompt it had taken is
+        new agent to restore. Asks first on a terminal; from a script it needs --yes. A turn it is running is stopped, and each prompt it had taken is
         told so in its channel.
 rm      forgets a revoked (or expired) agent on this node: its key file, record and log. Its
         revocation stays. The name is then free for kith agent add (with a new key).`,
@@ -366,7 +367,10 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       const local = listAgentRecords(id.home).find((a) => a.name === name)
       const row = local ? local.pubkey : resolveTarget(name, keyRows(node, 'agent', now), 'agent')
       const pubkey = typeof row === 'string' ? row : row.pubkey
-      return revokeKey(node, pubkey, describeKey(node, pubkey), out, values.json ?? false)
+      return revokeKey(node, pubkey, describeKey(node, pubkey), out, {
+        json: values.json === true,
+        yes: values.yes === true,
+      })
     }
     throw new KithError(
       'usage',

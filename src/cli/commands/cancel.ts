@@ -1,8 +1,7 @@
-import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectNode } from '../control-client.js'
+import { requireNode } from '../control-client.js'
 
 export const cancelCommand = declare({
   name: 'cancel',
@@ -24,9 +23,7 @@ export async function runCancel(argv: string[], out: Out): Promise<number> {
   const parsed = cancelCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { positionals } = parsed
-  const daemon = await connectNode()
-  if (daemon === undefined)
-    throw new KithError('io', 'kith cancel needs the node running: start kith up')
+  const daemon = await requireNode('kith cancel needs the node running: start kith up')
   try {
     const channel = parseChannel(positionals[0]!)
     const agent = positionals[1]?.replace(/^@/, '')

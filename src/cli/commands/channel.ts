@@ -202,7 +202,14 @@ async function write(
   const current = state.definition
   let creator = state.creator ?? owner
   if (values.creator !== undefined) {
-    const row = resolveTarget(values.creator, personRows(node, now), 'person', 'kith fleet members')
+    const row = resolveTarget(
+      values.creator,
+      personRows(node, now),
+      'person',
+      'kith fleet members',
+      // A flag's value naming no one is a usage error, as --members' is.
+      'usage',
+    )
     creator = typeof row === 'string' ? row : row.pubkey
     if (!sync.book.isPerson(creator, now)) {
       throw new KithError('usage', `--creator ${values.creator} is not a person of this fleet`)

@@ -1,5 +1,4 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
-import { KithError } from '../../errors.js'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
 import type { ChatItem, WatchFrame } from '../../node/daemon.js'
@@ -11,7 +10,7 @@ import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
 import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
-import { connectNode } from '../control-client.js'
+import { requireNode } from '../control-client.js'
 
 type Option = { optionId: string; name: string; kind?: string }
 
@@ -64,13 +63,9 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { positionals } = parsed
   let channel = parseChannel(positionals[0] ?? '#general')
-  const daemon = await connectNode()
-  if (daemon === undefined) {
-    throw new KithError(
-      'io',
-      'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
-    )
-  }
+  const daemon = await requireNode(
+    'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
+  )
   const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
   const session = new ChatSession(daemon, rl, out, tty, () => channel)

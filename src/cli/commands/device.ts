@@ -128,7 +128,7 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
         pubkey,
         typeof row === 'string' ? 'key' : describeKey(node, pubkey),
         out,
-        values.json ?? false,
+        { json: values.json === true, yes: values.yes === true },
       )
     }
     throw new KithError(

@@ -100,19 +100,56 @@ export async function runFleet(argv: string[], out: Out): Promise<number> {
     case 'members':
       noArgs('members')
       return members(values, out)
+    case 'name':
+      if (extra.length > 0)
+        throw new KithError('usage', 'kith fleet name takes one NAME (quote a name with spaces)')
+      return fleetName(arg, values.json === true, out)
     case 'remove':
       if (arg === undefined || extra.length > 0)
         throw new KithError(
           'usage',
           `kith fleet remove takes one NAME or NPUB\n\n${fleetCommand.help()}`,
         )
-      return remove(arg, values.json === true, out)
+      return remove(arg, { json: values.json === true, yes: values.yes === true }, out)
     default:
       throw new KithError(
         'usage',
         `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetCommand.help()}`,
       )
   }
+}
+
+/**
+ * `kith fleet name [NAME]`: the fleet's display name on this machine. It is local and unsigned
+ * (config.json), so each machine may name the fleet for itself; without one, screens name the
+ * fleet after its founder's machine.
+ */
+function fleetName(name: string | undefined, json: boolean, out: Out): number {
+  const home = resolveKithHome()
+  const config = readConfig(home)
+  if (config === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}: run \`kith init\` first`)
+  }
+  if (config.fleet === undefined) {
+    throw new KithError('not-initialized', 'this machine is in no fleet yet')
+  }
+  if (name !== undefined) {
+    const trimmed = name.trim()
+    if (trimmed === '' || trimmed.length > 64 || /[\p{Cc}]/u.test(trimmed)) {
+      throw new KithError('usage', 'a fleet name is 1-64 printable characters')
+    }
+    writeConfig(home, { ...config, fleetName: trimmed })
+    config.fleetName = trimmed
+  }
+  const shown = config.fleetName ?? null
+  if (json) out.json({ fleet: npub(config.fleet), name: shown })
+  else if (shown === null)
+    out.line(`this fleet (${npub(config.fleet)}) has no name here; kith fleet name NAME sets one`)
+  else
+    out.line(
+      `${name === undefined ? 'fleet' : 'named this fleet'} ${shown} (${npub(config.fleet)}; on this machine only)`,
+    )
+  return 0
 }
 
 async function invite(
@@ -289,7 +326,11 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
   })
 }
 
-async function remove(target: string, json: boolean, out: Out): Promise<number> {
+async function remove(
+  target: string,
+  opts: { json: boolean; yes: boolean },
+  out: Out,
+): Promise<number> {
   return withNode(async (node) => {
     const now = nowSeconds()
     if (node.id.ownerSecret === undefined) {
@@ -318,10 +359,10 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
     if (pubkey === node.id.ownerPubkey)
       throw new KithError('usage', 'you cannot remove yourself; ask the founder or an admin')
     if (typeof row === 'string' && !rows.some((r) => r.pubkey === pubkey))
-      throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
+      throw new KithError('not-found', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, json, async (revokedAt) => {
+      return await revokeKey(node, pubkey, label, out, opts, async (revokedAt) => {
         const { resigned, failed } = await resignChannelsOf(node, pubkey, revokedAt, out)
         return {
           json: { resigned },

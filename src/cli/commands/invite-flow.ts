@@ -84,7 +84,12 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
       id.config.hubs[0] ?? (await embeddedHubUrl()) ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
     const codeHub = normalizeRelayUrl(spec.hub ?? connectUrl)
     const s = new InviterSession(
-      { hub: codeHub, owner: ownerPubkey, name: id.config.name, role: spec.role },
+      {
+        hub: codeHub,
+        owner: ownerPubkey,
+        name: id.config.fleetName ?? id.config.name,
+        role: spec.role,
+      },
       { now: now() },
     )
     session = s
@@ -122,6 +127,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
         qrcode.generate(text, { small: true }, (qr: string) => out.err(qr))
         out.err(`On the ${spec.role === 'owner' ? "other person's" : 'new'} machine run:\n`)
         out.err(`  ${spec.joinCommand} ${text}\n`)
+        if (id.config.fleetName !== undefined) out.err(`fleet: ${id.config.fleetName}`)
         out.err(
           `hub: ${codeHub}${codeHub !== connectUrl ? ` (this machine uses ${connectUrl})` : ''}`,
         )

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { KithError } from '../../errors.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectNode } from '../control-client.js'
+import { requireNode } from '../control-client.js'
 
 export const openCommand = declare({
   name: 'open',
@@ -37,9 +37,7 @@ export async function runOpen(argv: string[], out: Out): Promise<number> {
   const parsed = openCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values } = parsed
-  const daemon = await connectNode()
-  if (daemon === undefined)
-    throw new KithError('io', 'the web app is served by the running node: start kith up first')
+  const daemon = await requireNode('the web app is served by the running node: start kith up first')
   let web: string | null
   try {
     web = (await daemon.request<{ web: string | null }>('status')).web

@@ -3,7 +3,7 @@ import { parseChannel } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectNode } from '../control-client.js'
+import { requireNode } from '../control-client.js'
 
 export const permitCommand = declare({
   name: 'permit',
@@ -65,9 +65,7 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
         : `kith permit takes REQUEST and OPTION, or nothing (to list)\n\n${permitCommand.help()}`,
     )
   const channel = values.channel === undefined ? undefined : parseChannel(values.channel)
-  const daemon = await connectNode()
-  if (daemon === undefined)
-    throw new KithError('io', 'kith permit needs the node running: start kith up')
+  const daemon = await requireNode('kith permit needs the node running: start kith up')
   try {
     if (positionals.length === 0) {
       const cards = await daemon.request<OpenCard[]>(

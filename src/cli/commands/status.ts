@@ -1,3 +1,4 @@
+import { readConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
@@ -104,9 +105,11 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
       }
     })
   }
+  const fleetName = readConfig(resolveKithHome())?.fleetName
   if (values.json) {
     out.json({
       ...status,
+      fleetName: fleetName ?? null,
       device: npub(status.device),
       ...(status.devices === undefined
         ? {}
@@ -122,6 +125,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   }
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
+  if (fleetName !== undefined) out.line(`fleet   ${fleetName} (named on this machine)`)
   if (status.embeddedHub) out.line(`hub     embedded on ${status.embeddedHub}`)
   if (status.web) out.line(`web     ${status.web} (kith open)`)
   if (typeof status.removed === 'string') {

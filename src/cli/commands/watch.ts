@@ -1,11 +1,10 @@
-import { KithError } from '../../errors.js'
 import type { WatchFrame } from '../../node/daemon.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
 import { wrap } from '../terminal-text.js'
 import { stdoutLayout } from './chat-common.js'
-import { connectNode } from '../control-client.js'
+import { requireNode } from '../control-client.js'
 
 export { describeUpdate } from '../transcript.js'
 
@@ -32,9 +31,7 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
   const parsed = watchCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
-  const daemon = await connectNode()
-  if (daemon === undefined)
-    throw new KithError('io', 'kith watch needs the node running: start kith up')
+  const daemon = await requireNode('kith watch needs the node running: start kith up')
   const agent = positionals[0]?.replace(/^@/, '')
   const transcript = new TranscriptLines()
   // On a terminal, long lines wrap at word boundaries under their text, past "agent #channel: ".
