@@ -19,7 +19,7 @@ import { decode } from 'nostr-tools/nip19'
 import * as nip44 from 'nostr-tools/nip44'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { signAuthEvent } from '../dist/events/nip42.js'
-import { ControlClient } from '../dist/node/control.js'
+import { ControlClient } from '../dist/cli/control-client.js'
 import { kithBin, spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({ options: { turns: { type: 'string', default: '200' } } })

@@ -18,7 +18,7 @@ import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { EventStore } from '../dist/store/event-store.js'
 import { NodeStore } from '../dist/store/node-store.js'
-import { ControlClient } from '../dist/node/control.js'
+import { ControlClient } from '../dist/cli/control-client.js'
 import { kithBin, spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({

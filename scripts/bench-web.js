@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util'
 import { gzipSync } from 'node:zlib'
 import { createInterface } from 'node:readline'
 import { chromium } from 'playwright-core'
-import { ControlClient } from '../dist/node/control.js'
+import { ControlClient } from '../dist/cli/control-client.js'
 import { kithBin } from './hub-process.js'
 
 const { values } = parseArgs({

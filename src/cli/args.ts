@@ -1,17 +1,4 @@
-import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { KithError } from '../errors.js'
-
-type Options = NonNullable<ParseArgsConfig['options']>
-
-/** node:util parseArgs with strict checking, its errors turned into usage errors with help. */
-export function parseCommandArgs<O extends Options>(argv: string[], options: O, usage: string) {
-  try {
-    return parseArgs({ args: argv, options, strict: true, allowPositionals: true })
-  } catch (cause) {
-    const message = cause instanceof Error ? cause.message : String(cause)
-    throw new KithError('usage', `${message}\n\n${usage}`, { cause })
-  }
-}
 
 export function parsePort(text: string | undefined, fallback: number): number {
   if (text === undefined) return fallback

@@ -14,6 +14,17 @@ export const stdio: Out = {
 }
 
 /**
+ * `kith log --json | head`: once the reader has gone, nothing more can be said, so the command
+ * ends quietly (exit 0) instead of dying with an EPIPE stack trace.
+ */
+export function endQuietlyWhenStdoutCloses(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0)
+    throw err
+  })
+}
+
+/**
  * Reads a secret from stdin. On a terminal, echo is off while typing so it never shows on the
  * screen or in scrollback; from a pipe, the whole input is read.
  */

@@ -16,6 +16,11 @@ export interface KithConfig {
   fleet?: string
   /** Hub URLs, normalised, in the order added. */
   hubs: string[]
+  /**
+   * The fleet's display name on this machine (kith fleet name): local and unsigned, shown in
+   * status and on pairing screens; absent: the fleet is shown by its founder's name.
+   */
+  fleetName?: string
 }
 
 export function parseConfig(value: unknown, path: string): KithConfig {
@@ -32,6 +37,9 @@ export function parseConfig(value: unknown, path: string): KithConfig {
   if (v.fleet !== undefined && !isHex64(v.fleet)) {
     throw new KithError('config', `${path}: fleet must be a hex pubkey`)
   }
+  if (v.fleetName !== undefined && typeof v.fleetName !== 'string') {
+    throw new KithError('config', `${path}: fleetName must be a string`)
+  }
   const hubs = v.hubs.map((h) => {
     if (typeof h !== 'string') throw new KithError('config', `${path}: hubs must be URLs`)
     return normalizeRelayUrl(h)
@@ -42,6 +50,7 @@ export function parseConfig(value: unknown, path: string): KithConfig {
     hubs,
     ...(v.owner === undefined ? {} : { owner: v.owner }),
     ...(v.fleet === undefined ? {} : { fleet: v.fleet }),
+    ...(v.fleetName === undefined ? {} : { fleetName: v.fleetName }),
   }
 }
 

@@ -3,10 +3,7 @@ import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { chooseIssuer } from '../grants/issuer.js'
 import type { Identity } from '../identity/keys.js'
-import { join } from 'node:path'
-import { homeFiles } from '../identity/home.js'
 import { HubSession } from '../link/hub-session.js'
-import { ControlClient } from './control.js'
 import { GrantBook } from './grant-book.js'
 
 /** This node's identity together with its copy of the fleet's grants. */
@@ -14,6 +11,11 @@ export interface FleetNode {
   id: Identity
   fleet: string
   book: GrantBook
+  /**
+   * The hub embedded in this machine's running `kith up`, asked of it by whoever opened the node
+   * (the CLI, through its control socket); absent or undefined: none.
+   */
+  embeddedHub?: () => Promise<string | undefined>
 }
 
 export function openFleetNode(id: Identity): FleetNode {
@@ -132,18 +134,8 @@ export async function syncHubs(
  */
 async function hubsOf(node: FleetNode): Promise<readonly string[]> {
   if (node.id.config.hubs.length > 0) return node.id.config.hubs
-  const daemon = await ControlClient.connect(join(node.id.home, homeFiles.controlSocket))
-  if (daemon === undefined) return []
-  try {
-    const status = await daemon.request<{ embeddedHub: string | null }>('status')
-    return status.embeddedHub === null ? [] : [status.embeddedHub]
-  } catch (err) {
-    // An older node without status: nothing to sync with, as when none runs.
-    if (!(err instanceof KithError)) throw err
-    return []
-  } finally {
-    daemon.close()
-  }
+  const embedded = await node.embeddedHub?.()
+  return embedded === undefined ? [] : [embedded]
 }
 
 /** One line per hub for humans. */

@@ -136,7 +136,7 @@ describe('a revoked agent can be forgotten, and its name reused', () => {
     const early = await runKith(['agent', 'rm', 'bot'], { home })
     expect(early.code).toBe(2)
     expect(early.stderr).toMatch(/bot is still granted: kith agent revoke bot first/)
-    expect((await runKith(['agent', 'revoke', 'bot'], { home })).code).toBe(0)
+    expect((await runKith(['agent', 'revoke', 'bot', '--yes'], { home })).code).toBe(0)
     // Its name is taken until it is forgotten, and add says how.
     const taken = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
       home,

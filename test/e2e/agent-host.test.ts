@@ -184,7 +184,7 @@ describe('agents added and revoked while the node runs', () => {
     expect(add.code, add.stderr).toBe(0)
     expect(add.stdout).toMatch(/the running node hosts it now; prompt it with @late/)
     expect(await askForReply(home, '@late echo no restart needed')).toBe('no restart needed')
-    expect((await runKith(['agent', 'revoke', 'late'], { home })).code).toBe(0)
+    expect((await runKith(['agent', 'revoke', 'late', '--yes'], { home })).code).toBe(0)
     await node.waitFor(/agent late: its key was revoked; no longer hosted/)
     const status = JSON.parse((await runKith(['status', '--json'], { home })).stdout) as {
       agents: unknown[]

@@ -292,7 +292,7 @@ describe('kith channel', () => {
       expect(
         (await publish(bob.dev, define(bob, 'secret', [bob.pubkey, carol.pubkey], now() - 100)))[2],
       ).toBe(true)
-      const removed = await runKith(['fleet', 'remove', 'bob'], { home: laptop })
+      const removed = await runKith(['fleet', 'remove', 'bob', '--yes'], { home: laptop })
       expect(removed.code, removed.stderr).toBe(0)
       expect(removed.stdout).toMatch(/^re-signed #secret so it stays as it is/m)
       expect(removed.stdout).not.toMatch(/re-signed #ops/)

@@ -28,7 +28,7 @@ describe('no silent mistakes: each gets one clear line', { timeout: 150_000 }, (
       // A key only (nothing runs it), and an agent revoked before kith up starts.
       expect((await runKith(['agent', 'add', 'keyonly'], { home })).code).toBe(0)
       expect((await runKith(['agent', 'add', 'old'], { home })).code).toBe(0)
-      expect((await runKith(['agent', 'revoke', 'old'], { home })).code).toBe(0)
+      expect((await runKith(['agent', 'revoke', 'old', '--yes'], { home })).code).toBe(0)
     })
     // A typo: refused, with the name meant.
     const typo = await runKith(['send', '#ops', '@bto echo hi'], { home })

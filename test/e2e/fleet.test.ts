@@ -107,12 +107,12 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
       expect.objectContaining({ name: 'dave-laptop', status: 'active' }),
     ])
     // An admin removes whom she admitted, not whom the founder admitted.
-    const notHers = await runKith(['fleet', 'remove', 'bob'], { home: carol! })
+    const notHers = await runKith(['fleet', 'remove', 'bob', '--yes'], { home: carol! })
     expect(notHers.code).toBe(1)
     expect(notHers.stderr).toMatch(/you may not remove bob npub1\w+: only the founder may/)
     const text = await runKith(['fleet', 'members'], { home: alice! })
     expect(text.stdout).toMatch(/^dave {2}npub1\w+ {2}\(member, admitted by carol\)$/m)
-    const removed = await runKith(['fleet', 'remove', 'dave'], { home: carol! })
+    const removed = await runKith(['fleet', 'remove', 'dave', '--yes'], { home: carol! })
     expect(removed.code, removed.stderr).toBe(0)
     expect(removed.stdout).toMatch(/^revoked dave npub1\w+$/m)
     expect(removed.stdout).toMatch(/cascades to device dave-laptop/)
@@ -215,7 +215,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     await expect
       .poll(() => agentState(aliceDevbox, 'shared'), { timeout: 20_000 })
       .toMatchObject({ queue: 1 })
-    const removed = await runKith(['fleet', 'remove', 'bob'], { home: aliceLaptop })
+    const removed = await runKith(['fleet', 'remove', 'bob', '--yes'], { home: aliceLaptop })
     expect(removed.code, removed.stderr).toBe(0)
     expect(removed.stdout).toMatch(/^revoked bob npub1\w+$/m)
     expect(removed.stdout).toMatch(/cascades to device bob-laptop/)

@@ -90,7 +90,7 @@ describe('grants through the CLI against a running hub', () => {
       expect((await live.auth(hub.url, agentSk))[2]).toBe(true)
       expect((await live.req('chat', { kinds: [9] })).end[0]).toBe('EOSE')
 
-      const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
+      const revoked = await runKith(['agent', 'revoke', 'claude', '--yes'], { home: laptop })
       expect(revoked.code).toBe(0)
       expect(revoked.stdout).toMatch(/revoked agent claude npub1/)
       expect(revoked.stdout).toMatch(/published 1/)
@@ -110,7 +110,7 @@ describe('grants through the CLI against a running hub', () => {
       const desktopId = JSON.parse(
         (await runKith(['whoami', '--json'], { home: desktop })).stdout,
       ) as { deviceHex: string }
-      const dev = await runKith(['device', 'revoke', 'desktop'], { home: laptop })
+      const dev = await runKith(['device', 'revoke', 'desktop', '--yes'], { home: laptop })
       expect(dev.stdout).toMatch(/revoked device desktop/)
       const fromLaptop = JSON.parse(
         (await runKith(['device', 'list', '--json', '--all'], { home: laptop })).stdout,
@@ -138,9 +138,12 @@ describe('grants through the CLI against a running hub', () => {
     const dup = await runKith(['agent', 'add', 'ok'], { home })
     expect(dup.code).toBe(1)
     expect(dup.stderr).toMatch(/already exists/)
-    const stranger = await runKith(['revoke', npubEncode(publicKeyOf(generateSecretKey()))], {
-      home,
-    })
+    const stranger = await runKith(
+      ['revoke', npubEncode(publicKeyOf(generateSecretKey())), '--yes'],
+      {
+        home,
+      },
+    )
     // Not a key this fleet knows: "no such thing here" (exit 5), naming the reason.
     expect(stranger.code).toBe(5)
     expect(stranger.stderr).toMatch(/unknown-target/)
@@ -162,7 +165,7 @@ describe('grants made while no hub is reachable', () => {
     expect((await runKith(['agent', 'add', 'claude'], { home: laptop })).code).toBe(0)
     const agentSk = readAgentSecret(laptop, 'claude')!
     await hub.stop()
-    const revoked = await runKith(['agent', 'revoke', 'claude'], { home: laptop })
+    const revoked = await runKith(['agent', 'revoke', 'claude', '--yes'], { home: laptop })
     expect(revoked.stdout).toMatch(/not reached/)
     hub = await startHubProcess(['--db', db, '--port', String(port)], laptop)
     // The node's outbox carries the revocation to the hub once it is back.
@@ -187,7 +190,7 @@ describe('grants through the CLI with a running node that embeds its hub', () =>
     const node = await startNodeProcess(home, ['--port', '0'])
     const add = await runKith(['agent', 'add', 'helper', '--', 'true'], { home })
     expect(add.code, add.stderr).toBe(0)
-    const revoke = await runKith(['agent', 'revoke', 'helper'], { home })
+    const revoke = await runKith(['agent', 'revoke', 'helper', '--yes'], { home })
     expect(revoke.code, revoke.stderr).toBe(0)
     expect(revoke.stdout).not.toMatch(/no hubs configured/)
     expect(revoke.stdout).toMatch(/ws:\/\/127\.0\.0\.1:\d+: published 1/)

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { expect } from 'vitest'
-import { ControlClient } from '../../src/node/control.js'
+import { ControlClient } from '../../src/cli/control-client.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { runKith } from './cli.js'
 

@@ -2,13 +2,14 @@ import type { PermissionsMode } from '../../acp/permission-policy.js'
 import type { AgentPolicy } from '../../grants/policy.js'
 import { listAgentRecords } from '../../identity/agents.js'
 import type { FleetNode } from '../../node/fleet.js'
-import { NodeStore } from '../../store/node-store.js'
+import type { NodeStore } from '../../store/node-store.js'
+import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import type { DeviceStatus } from '../../node/daemon.js'
 import { Names } from '../../node/names.js'
-import { connectDaemon } from './chat-common.js'
 import { keyRows } from './fleet-common.js'
+import { connectNode } from '../control-client.js'
 
 /** What a running node says about one of its agents (`status` over the control socket). */
 interface LiveAgent {
@@ -44,7 +45,7 @@ export interface AgentRow {
 
 /** The running node's view of its agents, by name; empty when kith up is not running. */
 async function liveAgents(): Promise<Map<string, LiveAgent> | undefined> {
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) return undefined
   try {
     const status = await daemon.request<{ agents?: LiveAgent[] }>('status')
@@ -57,10 +58,8 @@ async function liveAgents(): Promise<Map<string, LiveAgent> | undefined> {
 export async function agentRows(node: FleetNode, now: number): Promise<AgentRow[]> {
   const records = listAgentRecords(node.id.home)
   const live = await liveAgents()
-  // Without kith up, session counts come from node.db itself.
-  const store = live === undefined && records.length > 0 ? new NodeStore(node.id.home) : undefined
-  try {
-    return records.map((a) => {
+  const rows = (store: NodeStore | undefined) =>
+    records.map((a) => {
       const d = node.book.authorize(a.pubkey, now)
       const l = live?.get(a.name)
       const hosted = a.command !== undefined
@@ -81,9 +80,8 @@ export async function agentRows(node: FleetNode, now: number): Promise<AgentRow[
         sessions: !hosted ? null : (l?.sessions ?? store?.agentSessionCount(a.pubkey) ?? null),
       }
     })
-  } finally {
-    store?.close()
-  }
+  // Without kith up, session counts come from node.db itself.
+  return live === undefined && records.length > 0 ? withStore(node.id.home, rows) : rows(undefined)
 }
 
 /**
@@ -165,7 +163,7 @@ export async function listFleetAgents(
   opts: { json: boolean; all: boolean },
   out: Out,
 ): Promise<number> {
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   let devices: DeviceStatus[] | undefined
   if (daemon !== undefined) {
     try {
@@ -174,11 +172,9 @@ export async function listFleetAgents(
       daemon.close()
     }
   }
-  const store = new NodeStore(node.id.home)
-  let every: FleetAgentRow[]
-  try {
+  const every = withStore(node.id.home, (store): FleetAgentRow[] => {
     const names = new Names(node.book.verifier, store.events, node.id.devicePubkey)
-    every = keyRows(node, 'agent', now).map((r) => {
+    return keyRows(node, 'agent', now).map((r) => {
       const who = names.who(r.pubkey)
       const host = devices?.find((d) => d.agents.some((a) => a.pubkey === r.pubkey))
       return {
@@ -193,9 +189,7 @@ export async function listFleetAgents(
             : (host?.agents.find((a) => a.pubkey === r.pubkey)?.state ?? 'not reported'),
       }
     })
-  } finally {
-    store.close()
-  }
+  })
   const rows = opts.all ? every : every.filter((r) => r.status === 'active')
   const hidden = every.length - rows.length
   if (opts.json) {

@@ -3,16 +3,30 @@ import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { checkAgentName, listAgentRecords } from '../../identity/agents.js'
 import { agentFile, homeFiles, resolveKithHome } from '../../identity/home.js'
-import { parseCommandArgs, parseCount } from '../args.js'
+import { parseCount } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
 
-export const agentLogsHelp = `Usage: kith agent logs NAME [--lines N] [--follow]
-
-Prints the end of the agent's log, KITH_HOME/agents/NAME.log: what the agent process wrote on
+export const agentLogsCommand = declare({
+  name: 'agent logs',
+  summary: "the agent's log (its stderr): the last lines, or --follow",
+  usage: ['kith agent logs NAME [--lines N] [--follow]'],
+  arity: { min: 1, max: 1, error: 'kith agent logs takes one agent NAME' },
+  options: {
+    lines: {
+      type: 'string',
+      short: 'n',
+      value: 'N',
+      description: 'print the last N lines (default 50; 0 prints the whole file)',
+    },
+    follow: { type: 'boolean', short: 'f', description: 'keep printing what the agent appends' },
+  },
+  about: `Prints the end of the agent's log, KITH_HOME/agents/NAME.log: what the agent process wrote on
 stderr, and stdout lines that were not ACP (banners, auth hints). --lines N prints the last N
 lines (default 50; 0 prints the whole file). --follow keeps printing what the agent appends
-until Ctrl-C. Exits 5 when this node hosts no agent NAME.`
+until Ctrl-C. Exits 5 when this node hosts no agent NAME.`,
+})
 
 /** The log file of agent `name` on the node at `home`; throws `not-found` for an unknown agent. */
 export function agentLogPath(home: string, name: string): string {
@@ -63,23 +77,10 @@ export function tailLines(path: string, lines: number): string {
 }
 
 export async function runAgentLogs(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      lines: { type: 'string', short: 'n' },
-      follow: { type: 'boolean', short: 'f' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    agentLogsHelp,
-  )
-  if (values.help) {
-    out.line(agentLogsHelp)
-    return 0
-  }
-  const [name, ...extra] = positionals
-  if (name === undefined || extra.length > 0) {
-    throw new KithError('usage', `kith agent logs takes one agent NAME\n\n${agentLogsHelp}`)
-  }
+  const parsed = agentLogsCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
+  const name = positionals[0]!
   const path = agentLogPath(resolveKithHome(), name.replace(/^@/, ''))
   const lines = parseCount('--lines', values.lines, 50)
   let offset = 0

@@ -11,7 +11,7 @@ import {
   writeAgentRecord,
 } from '../../identity/agents.js'
 import { syncHubs } from '../../node/fleet.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import { parsePolicyFlag } from '../policy-flag.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -33,18 +33,60 @@ import { commandProblem } from '../../acp/command-check.js'
 import { runAgentLogs } from './agent-logs.js'
 import { describePolicy } from '../../grants/policy.js'
 
-export const agentHelp = `Usage:
-  kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]
-                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]
-                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]
-                      [-- COMMAND ARGS…]
-  kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]
-  kith agent list [--fleet] [--all] [--json]
-  kith agent logs NAME [--lines N] [--follow]
-  kith agent revoke NAME|NPUB [--json]
-  kith agent rm NAME
-
-add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the agent process
+export const agentCommand = declare({
+  name: 'agent',
+  summary: 'add, list or revoke agent keys hosted on this node',
+  usage: [
+    'kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]\n                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]\n                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]\n                      [-- COMMAND ARGS…]',
+    'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]',
+    'kith agent list [--fleet] [--all] [--json]',
+    'kith agent logs NAME [--lines N] [--follow]',
+    'kith agent revoke NAME|NPUB [--json] [--yes]',
+    'kith agent rm NAME',
+  ],
+  subcommands: {
+    add: 'create an agent key and grant, and the command kith up runs for it',
+    set: "change an agent's settings",
+    list: 'the agents hosted here (--fleet: every agent of the fleet)',
+    logs: "the agent's log (its stderr)",
+    revoke: "revoke the agent's key on every hub",
+    rm: 'forget a revoked agent on this node',
+  },
+  options: {
+    kinds: { type: 'string', value: '9,4142', description: '(add) the event kinds it may publish' },
+    channels: {
+      type: 'string',
+      value: 'ops,dev',
+      description: '(add) the channels it may post in',
+    },
+    expires: { type: 'string', value: '30d', description: '(add) the grant ends after this long' },
+    cwd: { type: 'string', value: 'DIR', description: "(add, set) the agent's working directory" },
+    allow: {
+      type: 'string',
+      value: 'POLICY',
+      description: 'who may prompt it: owner, fleet or npub1…,…',
+    },
+    approvers: {
+      type: 'string',
+      value: 'POLICY',
+      description: 'who may answer its permission requests and cancel its turns',
+    },
+    permissions: {
+      type: 'string',
+      value: 'MODE',
+      description: 'ask, allow-reads or allow-all: which tool calls run without asking',
+    },
+    env: {
+      type: 'string',
+      value: 'NAME,…',
+      description: "variables passed from kith up's environment",
+    },
+    json: { type: 'boolean', description: 'machine-readable output' },
+    all: { type: 'boolean', description: '(list) agents no longer granted too' },
+    fleet: { type: 'boolean', description: '(list) every agent of the fleet (needs kith up)' },
+    yes: { type: 'boolean', description: '(revoke) do not ask for confirmation' },
+  },
+  about: `add     creates an agent key on this node (KITH_HOME/agents/NAME.key, 0600; the agent process
         never sees it) and a grant for it: from the owner when the owner key is here, otherwise
         from this device when its grant allows delegation. --kinds and --channels narrow what
         the agent may publish (default: as its issuer); --expires bounds the grant (e.g. 12h,
@@ -73,10 +115,11 @@ list    the agents hosted on this node: grant state, permissions, and under kith
         it (needs kith up here). Agents no longer granted (revoked, expired) show with --all.
 logs    the agent's log (its stderr): the last lines, or --follow (kith agent logs --help).
 revoke  revokes the agent's key on every hub, live connections included. Never undone: add a
-        new agent to restore. A turn it is running is stopped, and each prompt it had taken is
+        new agent to restore. Asks first on a terminal; from a script it needs --yes. A turn it is running is stopped, and each prompt it had taken is
         told so in its channel.
 rm      forgets a revoked (or expired) agent on this node: its key file, record and log. Its
-        revocation stays. The name is then free for kith agent add (with a new key).`
+        revocation stays. The name is then free for kith agent add (with a new key).`,
+})
 
 function parseList(text: string | undefined, what: string): string[] | undefined {
   if (text === undefined) return undefined
@@ -90,40 +133,24 @@ function parseList(text: string | undefined, what: string): string[] | undefined
 
 export async function runAgent(argv: string[], out: Out): Promise<number> {
   if (argv[0] === 'logs') return runAgentLogs(argv.slice(1), out)
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      kinds: { type: 'string' },
-      channels: { type: 'string' },
-      expires: { type: 'string' },
-      cwd: { type: 'string' },
-      allow: { type: 'string' },
-      approvers: { type: 'string' },
-      permissions: { type: 'string' },
-      env: { type: 'string' },
-      json: { type: 'boolean' },
-      all: { type: 'boolean' },
-      fleet: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    agentHelp,
-  )
+  const parsed = agentCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const dashdash = argv.indexOf('--')
   const command = dashdash >= 0 ? argv.slice(dashdash + 1) : undefined
   const [sub, name, ...extra] =
     command === undefined ? positionals : positionals.slice(0, positionals.length - command.length)
-  if (values.help || sub === undefined) {
-    out.line(agentHelp)
-    return values.help ? 0 : 2
-  }
   if (extra.length > 0) {
     throw new KithError(
       'usage',
-      `unexpected argument ${extra[0]} (put the agent command after --)\n\n${agentHelp}`,
+      `unexpected argument ${extra[0]} (put the agent command after --)\n\n${agentCommand.help()}`,
     )
   }
   if (command !== undefined && (sub !== 'add' || command.length === 0)) {
-    throw new KithError('usage', `-- COMMAND goes with kith agent add NAME\n\n${agentHelp}`)
+    throw new KithError(
+      'usage',
+      `-- COMMAND goes with kith agent add NAME\n\n${agentCommand.help()}`,
+    )
   }
   const allow = parsePolicyFlag(values.allow, '--allow')
   const approvers = parsePolicyFlag(values.approvers, '--approvers')
@@ -138,7 +165,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     const { id, book } = node
     if (sub === 'add') {
       if (name === undefined)
-        throw new KithError('usage', `kith agent add needs a NAME\n\n${agentHelp}`)
+        throw new KithError('usage', `kith agent add needs a NAME\n\n${agentCommand.help()}`)
       checkAgentName(name)
       const existing = listAgentRecords(id.home).find((a) => a.name === name)
       if (existing !== undefined) {
@@ -252,7 +279,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     }
     if (sub === 'set') {
       if (name === undefined)
-        throw new KithError('usage', `kith agent set needs a NAME\n\n${agentHelp}`)
+        throw new KithError('usage', `kith agent set needs a NAME\n\n${agentCommand.help()}`)
       const record = listAgentRecords(id.home).find((a) => a.name === name)
       if (record === undefined)
         throw new KithError('not-found', `no agent named ${name} on this node (kith agent list)`)
@@ -301,7 +328,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     }
     if (sub === 'rm') {
       if (name === undefined)
-        throw new KithError('usage', `kith agent rm needs a NAME\n\n${agentHelp}`)
+        throw new KithError('usage', `kith agent rm needs a NAME\n\n${agentCommand.help()}`)
       const record = listAgentRecords(id.home).find((a) => a.name === name)
       if (record === undefined)
         throw new KithError(
@@ -325,13 +352,22 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
     }
     if (sub === 'revoke') {
       if (name === undefined)
-        throw new KithError('usage', `kith agent revoke needs a NAME or NPUB\n\n${agentHelp}`)
+        throw new KithError(
+          'usage',
+          `kith agent revoke needs a NAME or NPUB\n\n${agentCommand.help()}`,
+        )
       const local = listAgentRecords(id.home).find((a) => a.name === name)
       const row = local ? local.pubkey : resolveTarget(name, keyRows(node, 'agent', now), 'agent')
       const pubkey = typeof row === 'string' ? row : row.pubkey
-      return revokeKey(node, pubkey, describeKey(node, pubkey), out, values.json ?? false)
+      return revokeKey(node, pubkey, describeKey(node, pubkey), out, {
+        json: values.json === true,
+        yes: values.yes === true,
+      })
     }
-    throw new KithError('usage', `unknown agent command ${JSON.stringify(sub)}\n\n${agentHelp}`)
+    throw new KithError(
+      'usage',
+      `unknown agent command ${JSON.stringify(sub)}\n\n${agentCommand.help()}`,
+    )
   })
 }
 

@@ -6,20 +6,45 @@ import { channelRefusal } from '../../grants/channels.js'
 import { fleetPeople } from '../../grants/members.js'
 import { ChannelSync, type ChannelHubReport } from '../../node/channel-sync.js'
 import type { FleetNode } from '../../node/fleet.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub, parsePubkeyText } from '../key-text.js'
-import { connectDaemon } from './chat-common.js'
 import { describeKey, nowSeconds, resolveTarget, withNode, type KeyRow } from './fleet-common.js'
+import { connectNode } from '../control-client.js'
 
-export const channelHelp = `Usage:
-  kith channel create '#name' [--private --members NPUB,NPUB…] [--about TEXT] [--json]
-  kith channel set '#name' [--private|--open] [--members NPUB,NPUB…] [--about TEXT]
-                   [--creator NAME|NPUB] [--json]
-  kith channel list [--json] [--offline]
-  kith channel members '#name' [--json] [--offline]
-
-Channels are open to the whole fleet by default. create --private makes one whose messages the
+export const channelCommand = declare({
+  name: 'channel',
+  summary: 'create a private channel (--private --members), list channels',
+  usage: [
+    "kith channel create '#name' [--private --members NPUB,NPUB…] [--about TEXT] [--json]",
+    "kith channel set '#name' [--private|--open] [--members NPUB,NPUB…] [--about TEXT]\n                   [--creator NAME|NPUB] [--json]",
+    'kith channel list [--json] [--offline]',
+    "kith channel members '#name' [--json] [--offline]",
+  ],
+  subcommands: {
+    create: 'define a channel (open, or --private with --members)',
+    set: 'change a channel definition, keeping what you do not give',
+    list: 'the channels of this fleet',
+    members: "a channel's members",
+  },
+  options: {
+    private: { type: 'boolean', description: '(create, set) only its members receive it' },
+    open: { type: 'boolean', description: '(set) open to the whole fleet again' },
+    members: {
+      type: 'string',
+      value: 'NPUB,NPUB…',
+      description: '(create, set) the whole member list',
+    },
+    about: { type: 'string', value: 'TEXT', description: '(create, set) what the channel is for' },
+    creator: {
+      type: 'string',
+      value: 'NAME|NPUB',
+      description: '(set; founder and admins) who may change the channel from now on',
+    },
+    json: { type: 'boolean', description: 'machine-readable output' },
+    offline: { type: 'boolean', description: "(list, members) answer from this node's copy" },
+  },
+  about: `Channels are open to the whole fleet by default. create --private makes one whose messages the
 hubs deliver only to its members: the people (owner keys) listed with --members, each with all
 of their devices and agents. You are always a member of what you create. Running create again
 on the same channel replaces its definition (the member list is the whole new list): anyone
@@ -38,12 +63,13 @@ messages of a private channel are hidden from everyone else, who cannot post in 
 They are not encrypted: anyone who runs a hub of the fleet can read them.
 
 list and members ask the configured hubs (or the running node's embedded hub); --offline
-answers from this node's copy.`
+answers from this node's copy.`,
+})
 
 /** The hubs a channel command talks to: the configured ones, else the running node's own. */
 export async function channelHubs(node: FleetNode): Promise<string[]> {
   if (node.id.config.hubs.length > 0) return node.id.config.hubs
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) return []
   try {
     const status = await daemon.request<{ embeddedHub: string | null }>('status')
@@ -72,32 +98,14 @@ interface ChannelValues {
 }
 
 export async function runChannel(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      private: { type: 'boolean' },
-      open: { type: 'boolean' },
-      members: { type: 'string' },
-      about: { type: 'string' },
-      creator: { type: 'string' },
-      json: { type: 'boolean' },
-      offline: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    channelHelp,
-  )
+  const parsed = channelCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const [sub, name, ...extra] = positionals
-  if (values.help || sub === undefined) {
-    out.line(channelHelp)
-    return values.help ? 0 : 2
-  }
-  if (sub !== 'create' && sub !== 'set' && sub !== 'list' && sub !== 'members') {
-    throw new KithError('usage', `unknown channel command ${JSON.stringify(sub)}\n\n${channelHelp}`)
-  }
   if (extra.length > 0 || (sub === 'list') !== (name === undefined)) {
     throw new KithError(
       'usage',
-      `kith channel ${sub} takes ${sub === 'list' ? 'no arguments' : "one '#name'"}\n\n${channelHelp}`,
+      `kith channel ${sub} takes ${sub === 'list' ? 'no arguments' : "one '#name'"}\n\n${channelCommand.help()}`,
     )
   }
   const channel = name === undefined ? undefined : parseChannel(name)
@@ -194,7 +202,14 @@ async function write(
   const current = state.definition
   let creator = state.creator ?? owner
   if (values.creator !== undefined) {
-    const row = resolveTarget(values.creator, personRows(node, now), 'person', 'kith fleet members')
+    const row = resolveTarget(
+      values.creator,
+      personRows(node, now),
+      'person',
+      'kith fleet members',
+      // A flag's value naming no one is a usage error, as --members' is.
+      'usage',
+    )
     creator = typeof row === 'string' ? row : row.pubkey
     if (!sync.book.isPerson(creator, now)) {
       throw new KithError('usage', `--creator ${values.creator} is not a person of this fleet`)

@@ -1,33 +1,5 @@
-import { join } from 'node:path'
-import { KithError } from '../../errors.js'
-import { resolveKithHome } from '../../identity/home.js'
-import { loadIdentity, type Identity } from '../../identity/keys.js'
-import { ControlClient } from '../../node/control.js'
-import { controlSocketFile, type ChatItem } from '../../node/daemon.js'
-import { GrantBook } from '../../node/grant-book.js'
-import { Names } from '../../node/names.js'
-import { NodeStore } from '../../store/node-store.js'
+import type { ChatItem } from '../../node/daemon.js'
 import { renderMarkdown, visibleWidth, wrap } from '../terminal-text.js'
-
-/** This machine's node.db opened directly (no daemon), with names for display. */
-export function withLocalNode<T>(
-  fn: (local: { id: Identity; store: NodeStore; names: Names }) => T,
-): T {
-  const id = loadIdentity(resolveKithHome())
-  if (id.config.fleet === undefined)
-    throw new KithError('not-initialized', 'this machine is in no fleet yet')
-  const store = new NodeStore(id.home)
-  try {
-    const book = new GrantBook(store.events, id.config.fleet)
-    return fn({ id, store, names: new Names(book.verifier, store.events, id.devicePubkey) })
-  } finally {
-    store.close()
-  }
-}
-
-export function connectDaemon(): Promise<ControlClient | undefined> {
-  return ControlClient.connect(join(resolveKithHome(), controlSocketFile))
-}
 
 const time = (s: number) => new Date(s * 1000).toISOString().slice(11, 16)
 

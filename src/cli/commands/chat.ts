@@ -1,28 +1,32 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
-import { KithError } from '../../errors.js'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
 import type { ChatItem, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
-import type { ControlClient } from '../../node/control.js'
-import { parseCommandArgs } from '../args.js'
+import type { ControlClient } from '../control-client.js'
+import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
 import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
-import { connectDaemon, formatChat, permissionContent, stdoutLayout } from './chat-common.js'
+import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
+import { requireNode } from '../control-client.js'
 
 type Option = { optionId: string; name: string; kind?: string }
 
-export const chatHelp = `Usage: kith chat [#channel]
-
-Interactive chat in a channel (default #general) through the running node (kith up): recent
+export const chatCommand = declare({
+  name: 'chat',
+  summary: 'interactive chat through the running node',
+  usage: ['kith chat [#channel]'],
+  arity: { min: 0, max: 1, error: 'kith chat takes at most one channel' },
+  options: {},
+  about: `Interactive chat in a channel (default #general) through the running node (kith up): recent
 history, then live messages with each author's name and role; type a line to send it. Agents'
 answers are laid out for the terminal (wrapped, lists and code set off), each with what it
 answers; while an agent works, a line says so and its tool calls show as progress.
   Multi-line messages: paste them (a paste is one message: Enter sends it), or end a line
   with \\ to go on in the next one.
-  /join #other   switch channel      /who       what this is
+  /join #other   switch channel      /who       who is in this channel
   /cards         the permission cards still open here, numbered
   /allow [CARD] [OPTION]   answer a card with its "allow once" option, or option number
                  OPTION; CARD is its number ([card N]), its request id, or @agent (its one open
@@ -32,7 +36,10 @@ answers; while an agent works, a line says so and its tool calls show as progres
   /interrupt @agent TEXT   stop the agent's turn here and run TEXT next
   /drop          discard the lines gathered for a multi-line message
   /quit          leave (or Ctrl-D)    /help      this list
-Plain terminal output: works inside tmux and over SSH (NO_COLOR turns colors off).`
+Ctrl-C clears the line being typed; on an empty line it leaves. A permission card, or a message
+that mentions you, rings the terminal bell.
+Plain terminal output: works inside tmux and over SSH (NO_COLOR turns colors off).`,
+})
 
 interface Card {
   id: string
@@ -52,23 +59,13 @@ interface Turn {
 }
 
 export async function runChat(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { help: { type: 'boolean', short: 'h' } },
-    chatHelp,
-  )
-  if (values.help) {
-    out.line(chatHelp)
-    return 0
-  }
+  const parsed = chatCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { positionals } = parsed
   let channel = parseChannel(positionals[0] ?? '#general')
-  const daemon = await connectDaemon()
-  if (daemon === undefined) {
-    throw new KithError(
-      'io',
-      'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
-    )
-  }
+  const daemon = await requireNode(
+    'kith chat needs the node running: start kith up (in another terminal or tmux pane)',
+  )
   const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
   const session = new ChatSession(daemon, rl, out, tty, () => channel)
@@ -315,7 +312,7 @@ class ChatSession {
     if (input.multiline) {
       await this.send({ text: input.text })
     } else if (line === '/quit' || line === '/exit') return false
-    else if (line === '/help') this.show(chatHelp)
+    else if (line === '/help') this.show(chatCommand.help())
     else if (line === '/who')
       this.show(`chatting in #${this.channel()} through the local kith node`)
     else if (line === '/cards') await this.listCards()

@@ -3,7 +3,7 @@ import { signEvent } from '../../events/event.js'
 import { Kind } from '../../events/kinds.js'
 import { writeConfig } from '../../identity/config.js'
 import { describeReports, syncHubs, type FleetNode } from '../../node/fleet.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import {
@@ -15,37 +15,42 @@ import {
   withNode,
 } from './fleet-common.js'
 
-export const deviceHelp = `Usage:
-  kith device list [--json] [--offline] [--all]
+export const deviceCommand = declare({
+  name: 'device',
+  summary: "list or revoke this fleet's devices",
+  usage: [
+    `kith device list [--json] [--offline] [--all]
                                           devices of this fleet and their state (revoked
-                                          ones with --all)
-  kith device rename [NAME|NPUB] NEWNAME [--json]
-                                          rename this device (run it on the device itself)
-  kith device revoke NAME|NPUB [--json]   revoke a device key; its agents go with it
-
-A device names itself: kith device rename signs a new kind-0 profile with this device's key and
+                                          ones with --all)`,
+    `kith device rename [NAME|NPUB] NEWNAME [--json]
+                                          rename this device (run it on the device itself)`,
+    'kith device revoke NAME|NPUB [--json] [--yes]  revoke a device key; its agents go with it',
+  ],
+  subcommands: {
+    list: 'devices of this fleet and their state',
+    rename: 'rename this device',
+    revoke: 'revoke a device key; its agents go with it',
+  },
+  options: {
+    json: { type: 'boolean', description: 'machine-readable output' },
+    offline: { type: 'boolean', description: '(list) do not sync grants with the hubs first' },
+    all: { type: 'boolean', description: '(list) revoked devices too' },
+    yes: { type: 'boolean', description: '(revoke) do not ask for confirmation' },
+  },
+  about: `A device names itself: kith device rename signs a new kind-0 profile with this device's key and
 sends it to the hubs; every list and chat shows that name (over the name it was paired with).
 
 A revocation is signed by the owner key (run it on the machine that holds it), takes effect on
 every hub at once (live connections included) and is never undone: re-admit a machine by pairing
-it again. Before listing, grants are synced with the configured hubs (--offline skips that).`
+it again. On a terminal it asks first; from a script (stdin not a terminal) it needs --yes.
+Before listing, grants are synced with the configured hubs (--offline skips that).`,
+})
 
 export async function runDevice(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      json: { type: 'boolean' },
-      offline: { type: 'boolean' },
-      all: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    deviceHelp,
-  )
+  const parsed = deviceCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const [sub, target, ...extra] = positionals
-  if (values.help || sub === undefined) {
-    out.line(deviceHelp)
-    return values.help ? 0 : 2
-  }
   return withNode(async (node) => {
     const now = nowSeconds()
     if (sub === 'list') {
@@ -83,7 +88,7 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
       if (target === undefined || extra.length > 1) {
         throw new KithError(
           'usage',
-          `kith device rename takes [NAME|NPUB] NEWNAME\n\n${deviceHelp}`,
+          `kith device rename takes [NAME|NPUB] NEWNAME\n\n${deviceCommand.help()}`,
         )
       }
       const newName = extra.length === 1 ? extra[0]! : target
@@ -102,7 +107,10 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
     }
     if (sub === 'revoke') {
       if (target === undefined || extra.length > 0) {
-        throw new KithError('usage', `kith device revoke takes one NAME or NPUB\n\n${deviceHelp}`)
+        throw new KithError(
+          'usage',
+          `kith device revoke takes one NAME or NPUB\n\n${deviceCommand.help()}`,
+        )
       }
       if (node.id.ownerSecret === undefined) {
         throw new KithError(
@@ -120,10 +128,13 @@ export async function runDevice(argv: string[], out: Out): Promise<number> {
         pubkey,
         typeof row === 'string' ? 'key' : describeKey(node, pubkey),
         out,
-        values.json ?? false,
+        { json: values.json === true, yes: values.yes === true },
       )
     }
-    throw new KithError('usage', `unknown device command ${JSON.stringify(sub)}\n\n${deviceHelp}`)
+    throw new KithError(
+      'usage',
+      `unknown device command ${JSON.stringify(sub)}\n\n${deviceCommand.help()}`,
+    )
   })
 }
 

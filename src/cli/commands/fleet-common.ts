@@ -1,24 +1,18 @@
-import { join } from 'node:path'
 import { KithError } from '../../errors.js'
-import { ControlClient } from '../../node/control.js'
-import { controlSocketFile } from '../../node/daemon.js'
 import type { Grant, Role } from '../../grants/grant.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import {
-  describeReports,
-  openFleetNode,
-  syncHubs,
-  type FleetNode,
-  type HubReport,
-} from '../../node/fleet.js'
+import { describeReports, syncHubs, type FleetNode, type HubReport } from '../../node/fleet.js'
 import type { Out } from '../io.js'
+import { askYesNo, closePrompt } from '../prompt.js'
 import { npub, parsePubkeyText } from '../key-text.js'
+import { openLocalFleet } from '../local-node.js'
+import { connectNode } from '../control-client.js'
 
 export const nowSeconds = () => Math.floor(Date.now() / 1000)
 
 export function openNode(): FleetNode {
-  return openFleetNode(loadIdentity(resolveKithHome()))
+  return openLocalFleet(loadIdentity(resolveKithHome()))
 }
 
 /**
@@ -44,7 +38,7 @@ export async function withNode<T>(fn: (node: FleetNode) => Promise<T> | T): Prom
 export async function notifyDaemon(
   method: 'grants-changed' | 'agents-changed' = 'grants-changed',
 ): Promise<boolean> {
-  const daemon = await ControlClient.connect(join(resolveKithHome(), controlSocketFile))
+  const daemon = await connectNode()
   if (daemon === undefined) return false
   try {
     await daemon.request(method)
@@ -93,12 +87,32 @@ export function keyRows(node: FleetNode, role: Role, now: number): KeyRow[] {
   })
 }
 
+/**
+ * A revocation is never undone, so it is confirmed first: asked on a terminal, and from a script
+ * (stdin not a terminal) only given with --yes, so a pipe cannot answer it by accident.
+ */
+async function confirmRevocation(label: string, yes: boolean): Promise<boolean> {
+  if (yes) return true
+  if (process.stdin.isTTY !== true) {
+    throw new KithError(
+      'usage',
+      `revoking ${label} cannot be undone: pass --yes to confirm (stdin is not a terminal)`,
+    )
+  }
+  try {
+    return await askYesNo(`revoke ${label}, with everything beneath it? This cannot be undone.`)
+  } finally {
+    closePrompt()
+  }
+}
+
 /** NAME or NPUB (or hex) → pubkey, among the given rows. */
 export function resolveTarget(
   text: string,
   rows: readonly KeyRow[],
   what: string,
   listCommand = `kith ${what} list`,
+  code: 'not-found' | 'usage' = 'not-found',
 ): KeyRow | string {
   if (text.startsWith('npub1') || /^[0-9a-f]{64}$/i.test(text)) {
     const pubkey = parsePubkeyText(text)
@@ -112,7 +126,7 @@ export function resolveTarget(
       `${matches.length} ${what}s are named ${text}; give the npub instead`,
     )
   }
-  throw new KithError('usage', `no ${what} named ${text}; see ${listCommand}`)
+  throw new KithError(code, `no ${what} named ${text}; see ${listCommand}`)
 }
 
 /** The key this node signs revocations with: the owner key when here, else the device key. */
@@ -136,9 +150,14 @@ export async function revokeKey(
   pubkey: string,
   label: string,
   out: Out,
-  json: boolean,
+  opts: { json: boolean; yes: boolean },
   then?: (revokedAt: number) => Promise<AfterRevocation>,
 ): Promise<number> {
+  if (!(await confirmRevocation(label, opts.yes))) {
+    out.err(`not revoked: ${label}`)
+    return 1
+  }
+  const json = opts.json
   const now = nowSeconds()
   const before = node.book.members(now)
   const event = node.book.issueRevocation({ keys: [pubkey] }, revokerSecret(node), now)

@@ -4,10 +4,9 @@ import { fleetPeople, type MemberKey, type Person } from '../../grants/members.j
 import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { ensureOwnDeviceGrant, describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { ensureOwnDeviceGrant, describeReports, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
-import { NodeStore } from '../../store/node-store.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
@@ -15,18 +14,58 @@ import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
 import { describeHubs, resignChannelsOf } from './channel.js'
 import { grantName } from './join.js'
+import { openLocalFleet, withStore } from '../local-node.js'
 
-export const fleetHelp = `Usage:
-  kith fleet invite [--admin] [--name NAME] [--hub URL]
-                                  admit another person (their own owner key) into this fleet
-  kith fleet join CODE [--name NAME] [--yes]
-                                  join the fleet that invited you, with your owner key
-  kith fleet members [--json] [--offline]
-                                  people, their devices and agents, who admitted whom
-  kith fleet remove NAME|NPUB [--json]
-                                  remove a person: their devices and agents go with them
-
-A fleet is shared by people who each keep their own owner key and machines. Its founder (or an
+export const fleetCommand = declare({
+  name: 'fleet',
+  summary: 'share this fleet with other people: invite, join, members, remove, name',
+  usage: [
+    `kith fleet invite [--admin] [--name NAME] [--hub URL] [--rearm]
+                                  admit another person (their own owner key) into this fleet`,
+    `kith fleet join CODE [--name NAME] [--yes]
+                                  join the fleet that invited you, with your owner key`,
+    `kith fleet members [--json] [--offline]
+                                  people, their devices and agents, who admitted whom`,
+    `kith fleet remove NAME|NPUB [--json] [--yes]
+                                  remove a person: their devices and agents go with them`,
+    `kith fleet name [NAME]          show or set the fleet's display name (on this machine)`,
+  ],
+  subcommands: {
+    invite: 'admit another person into this fleet',
+    join: 'join the fleet that invited you',
+    members: 'people, their devices and agents',
+    remove: 'remove a person with their devices and agents',
+    name: "show or set the fleet's display name on this machine",
+  },
+  options: {
+    admin: {
+      type: 'boolean',
+      description: '(invite) the new member may invite people too (and remove those below them)',
+    },
+    name: {
+      type: 'string',
+      value: 'NAME',
+      description:
+        '(invite) the name the fleet knows them by (default: the one they propose); (join) the name you propose; both screens show the one taken',
+    },
+    hub: {
+      type: 'string',
+      value: 'URL',
+      description: '(invite) the hub URL the other person should use, if it differs from yours',
+    },
+    yes: {
+      type: 'boolean',
+      description:
+        '(join) do not ask before contacting the hub (the 6 digits are always asked); (remove) do not ask for confirmation',
+    },
+    offline: { type: 'boolean', description: '(members) do not sync grants with the hubs first' },
+    rearm: {
+      type: 'boolean',
+      description: '(invite) clear the lock set after 3 failed pairings in 15 minutes',
+    },
+    json: { type: 'boolean', description: 'machine-readable output' },
+  },
+  about: `A fleet is shared by people who each keep their own owner key and machines. Its founder (or an
 admin: a person invited with --admin) runs kith fleet invite, which shows a pairing code; the
 other person, who has run kith init on their own laptop, runs kith fleet join CODE there. Both
 screens then show the same 6 digits: compare them over a call or a shared screen, and answer y
@@ -36,37 +75,14 @@ Removal revokes the person's owner grant: every hub drops their devices' and age
 connections and refuses their events at once; every node drops their queued prompts. A person
 is removed by whoever admitted them, someone above them, or the founder. The channels they
 created (every channel, for an admin) are re-signed with your key as they are, so the removed
-person can no longer change them.
-
-Options:
-  --admin       (invite) the new member may invite people too (and remove those below them)
-  --name NAME   (invite) the name the fleet knows them by (default: the one they propose);
-                (join) the name you propose; both screens show the one taken
-  --hub URL     (invite) the hub URL the other person should use, if it differs from yours
-  --yes         (join) do not ask before contacting the hub (the 6 digits are always asked)
-  --offline     (members) do not sync grants with the hubs first
-  --json        machine-readable output`
+person can no longer change them. On a terminal it asks first; from a script it needs --yes.`,
+})
 
 export async function runFleet(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      admin: { type: 'boolean' },
-      name: { type: 'string' },
-      hub: { type: 'string' },
-      yes: { type: 'boolean' },
-      offline: { type: 'boolean' },
-      json: { type: 'boolean' },
-      rearm: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    fleetHelp,
-  )
+  const parsed = fleetCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const [sub, arg, ...extra] = positionals
-  if (values.help || sub === undefined) {
-    out.line(fleetHelp)
-    return values.help ? 0 : 2
-  }
   const noArgs = (what: string) => {
     if (arg !== undefined) throw new KithError('usage', `kith fleet ${what} takes no arguments`)
   }
@@ -76,18 +92,64 @@ export async function runFleet(argv: string[], out: Out): Promise<number> {
       return invite(values, out)
     case 'join':
       if (arg === undefined || extra.length > 0)
-        throw new KithError('usage', `kith fleet join takes one CODE (or -)\n\n${fleetHelp}`)
+        throw new KithError(
+          'usage',
+          `kith fleet join takes one CODE (or -)\n\n${fleetCommand.help()}`,
+        )
       return join(arg, values, out)
     case 'members':
       noArgs('members')
       return members(values, out)
+    case 'name':
+      if (extra.length > 0)
+        throw new KithError('usage', 'kith fleet name takes one NAME (quote a name with spaces)')
+      return fleetName(arg, values.json === true, out)
     case 'remove':
       if (arg === undefined || extra.length > 0)
-        throw new KithError('usage', `kith fleet remove takes one NAME or NPUB\n\n${fleetHelp}`)
-      return remove(arg, values.json === true, out)
+        throw new KithError(
+          'usage',
+          `kith fleet remove takes one NAME or NPUB\n\n${fleetCommand.help()}`,
+        )
+      return remove(arg, { json: values.json === true, yes: values.yes === true }, out)
     default:
-      throw new KithError('usage', `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetHelp}`)
+      throw new KithError(
+        'usage',
+        `unknown fleet command ${JSON.stringify(sub)}\n\n${fleetCommand.help()}`,
+      )
   }
+}
+
+/**
+ * `kith fleet name [NAME]`: the fleet's display name on this machine. It is local and unsigned
+ * (config.json), so each machine may name the fleet for itself; without one, screens name the
+ * fleet after its founder's machine.
+ */
+function fleetName(name: string | undefined, json: boolean, out: Out): number {
+  const home = resolveKithHome()
+  const config = readConfig(home)
+  if (config === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}: run \`kith init\` first`)
+  }
+  if (config.fleet === undefined) {
+    throw new KithError('not-initialized', 'this machine is in no fleet yet')
+  }
+  if (name !== undefined) {
+    const trimmed = name.trim()
+    if (trimmed === '' || trimmed.length > 64 || /[\p{Cc}]/u.test(trimmed)) {
+      throw new KithError('usage', 'a fleet name is 1-64 printable characters')
+    }
+    writeConfig(home, { ...config, fleetName: trimmed })
+    config.fleetName = trimmed
+  }
+  const shown = config.fleetName ?? null
+  if (json) out.json({ fleet: npub(config.fleet), name: shown })
+  else if (shown === null)
+    out.line(`this fleet (${npub(config.fleet)}) has no name here; kith fleet name NAME sets one`)
+  else
+    out.line(
+      `${name === undefined ? 'fleet' : 'named this fleet'} ${shown} (${npub(config.fleet)}; on this machine only)`,
+    )
+  return 0
 }
 
 async function invite(
@@ -172,18 +234,13 @@ async function join(
         }
         const config = readConfig(home)!
         writeConfig(home, { ...config, owner: ownerPubkey, fleet: enrollment.fleet, hubs })
-        const store = new NodeStore(home)
-        try {
-          store.dropOtherFleets(enrollment.fleet)
-        } finally {
-          store.close()
-        }
+        withStore(home, (store) => store.dropOtherFleets(enrollment.fleet))
       },
     },
     out,
   )
   // This machine becomes the new member's first device in the fleet, granted by their owner key.
-  const node = openFleetNode(loadIdentity(home))
+  const node = openLocalFleet(loadIdentity(home))
   try {
     const now = nowSeconds()
     const grant = ensureOwnDeviceGrant(node, now)
@@ -269,7 +326,11 @@ async function members(values: { json?: boolean; offline?: boolean }, out: Out):
   })
 }
 
-async function remove(target: string, json: boolean, out: Out): Promise<number> {
+async function remove(
+  target: string,
+  opts: { json: boolean; yes: boolean },
+  out: Out,
+): Promise<number> {
   return withNode(async (node) => {
     const now = nowSeconds()
     if (node.id.ownerSecret === undefined) {
@@ -298,10 +359,10 @@ async function remove(target: string, json: boolean, out: Out): Promise<number> 
     if (pubkey === node.id.ownerPubkey)
       throw new KithError('usage', 'you cannot remove yourself; ask the founder or an admin')
     if (typeof row === 'string' && !rows.some((r) => r.pubkey === pubkey))
-      throw new KithError('usage', `${npub(pubkey)} is not a member of this fleet`)
+      throw new KithError('not-found', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, json, async (revokedAt) => {
+      return await revokeKey(node, pubkey, label, out, opts, async (revokedAt) => {
         const { resigned, failed } = await resignChannelsOf(node, pubkey, revokedAt, out)
         return {
           json: { resigned },

@@ -2,18 +2,24 @@ import { KithError } from '../../errors.js'
 import { normalizeRelayUrl } from '../../events/nip42.js'
 import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, syncHubs } from '../../node/fleet.js'
+import { openLocalFleet } from '../local-node.js'
 
-export const hubConfigHelp = `Usage:
-  kith hub add URL        add a hub this machine connects to (ws://… or wss://…)
-  kith hub list [--json]  list the configured hubs
-  kith hub rm URL         remove a hub
-
-Hubs are kept in KITH_HOME/config.json. With none configured, kith up embeds a hub on
-127.0.0.1:7447.`
+export const hubConfigCommand = declare({
+  name: 'hub add|list|rm',
+  summary: 'the hubs this machine uses: hub add URL, hub list, hub rm URL',
+  usage: [
+    'kith hub add URL        add a hub this machine connects to (ws://… or wss://…)',
+    'kith hub list [--json]  list the configured hubs',
+    'kith hub rm URL         remove a hub',
+  ],
+  options: { json: { type: 'boolean', description: '(list) print as JSON' } },
+  about: `Hubs are kept in KITH_HOME/config.json. With none configured, kith up embeds a hub on
+127.0.0.1:7447.`,
+})
 
 function loadConfig() {
   const home = resolveKithHome()
@@ -29,15 +35,9 @@ export async function runHubConfig(
   argv: string[],
   out: Out,
 ): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    hubConfigHelp,
-  )
-  if (values.help) {
-    out.line(hubConfigHelp)
-    return 0
-  }
+  const parsed = hubConfigCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const { home, config } = loadConfig()
   if (sub === 'list') {
     if (positionals.length > 0) throw new KithError('usage', `kith hub list takes no arguments`)
@@ -47,7 +47,10 @@ export async function runHubConfig(
     return 0
   }
   if (positionals.length !== 1) {
-    throw new KithError('usage', `kith hub ${sub} takes exactly one URL\n\n${hubConfigHelp}`)
+    throw new KithError(
+      'usage',
+      `kith hub ${sub} takes exactly one URL\n\n${hubConfigCommand.help()}`,
+    )
   }
   const url = normalizeRelayUrl(positionals[0]!)
   if (sub === 'add') {
@@ -59,7 +62,7 @@ export async function runHubConfig(
     out.line(`added ${url}`)
     if (config.fleet === undefined) return 0
     // Publish this node's grants to the new hub right away so it admits this device.
-    const node = openFleetNode(loadIdentity(home))
+    const node = openLocalFleet(loadIdentity(home))
     try {
       const reports = await syncHubs(node, Math.floor(Date.now() / 1000), undefined, [url])
       for (const l of describeReports(reports)) out.line(l)

@@ -7,33 +7,43 @@ import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.
 import { readKeyFile, writeKeyFile } from '../../identity/key-file.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { describeReports, syncHubs } from '../../node/fleet.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub, parsePubkeyText } from '../key-text.js'
 import { exitForReports, nowSeconds, withNode } from './fleet-common.js'
 
-export const hubKeyHelp = `Usage: kith hub key [--owner NPUB] [--json]
+export const hubKeyCommand = declare({
+  name: 'hub key',
+  summary: "this machine's hub key and the grant request the founder signs (kith hub --peer)",
+  usage: ['kith hub key [--owner NPUB] [--json]'],
+  arity: { min: 0, max: 0, error: 'kith hub key takes no arguments' },
+  options: {
+    owner: {
+      type: 'string',
+      value: 'NPUB',
+      description: "the fleet's founder (default: the fleet of KITH_HOME)",
+    },
+    json: { type: 'boolean', description: 'print as JSON' },
+  },
+  about: `Prints this machine's hub key (KITH_HOME/hub.key, made on first use, mode 0600) and the
+grant request the founder needs to let this hub replicate with its peers (kith hub --peer). Give
+the request to the founder, who runs: kith hub grant REQUEST`,
+})
 
-Prints this machine's hub key (KITH_HOME/hub.key, made on first use, mode 0600) and the grant
-request the founder needs to let this hub replicate with its peers (kith hub --peer). Give the
-request to the founder, who runs: kith hub grant REQUEST
-
-Options:
-  --owner NPUB   the fleet's founder (default: the fleet of KITH_HOME)
-  --json         print as JSON
-  -h, --help     show this help`
-
-export const hubGrantHelp = `Usage: kith hub grant REQUEST [--name NAME] [--json]
-
-Admits a hub's key to the fleet with the hub role (only the founder may): the hub may then
+export const hubGrantCommand = declare({
+  name: 'hub grant',
+  summary: "admit a hub's key (founder only), so that it may replicate with its peers",
+  usage: ['kith hub grant REQUEST [--name NAME] [--json]'],
+  arity: { min: 1, max: 1, error: 'kith hub grant takes one REQUEST' },
+  options: {
+    name: { type: 'string', value: 'NAME', description: 'a display name for the hub' },
+    json: { type: 'boolean', description: 'print as JSON' },
+  },
+  about: `Admits a hub's key to the fleet with the hub role (only the founder may): the hub may then
 authenticate to its peers and replicate every event, private channels included. It signs
 nothing itself. REQUEST is what \`kith hub key\` printed on the hub's machine. Revoke it as any
-key: kith revoke NPUB.
-
-Options:
-  --name NAME    a display name for the hub
-  --json         print as JSON
-  -h, --help     show this help`
+key: kith revoke NPUB.`,
+})
 
 const requestPattern = /^kith-hub:([0-9a-f]{64}):([0-9a-f]{128})$/
 
@@ -66,19 +76,9 @@ function founderOf(owner: string | undefined): string {
 }
 
 export function runHubKey(argv: string[], out: Out): number {
-  const { values } = parseCommandArgs(
-    argv,
-    {
-      owner: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    hubKeyHelp,
-  )
-  if (values.help) {
-    out.line(hubKeyHelp)
-    return 0
-  }
+  const parsed = hubKeyCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   const founder = founderOf(values.owner)
   const sk = loadOrCreateHubKey(resolveKithHome())
   const request = hubGrantRequest(sk, founder)
@@ -93,22 +93,9 @@ export function runHubKey(argv: string[], out: Out): number {
 }
 
 export async function runHubGrant(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      name: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    hubGrantHelp,
-  )
-  if (values.help) {
-    out.line(hubGrantHelp)
-    return 0
-  }
-  if (positionals.length !== 1) {
-    throw new KithError('usage', `kith hub grant takes one REQUEST\n\n${hubGrantHelp}`)
-  }
+  const parsed = hubGrantCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const match = requestPattern.exec(positionals[0]!)
   if (match === null) {
     throw new KithError(

@@ -9,77 +9,108 @@ import { publicKeyOf } from '../../events/event.js'
 import { PeerSync } from '../../link/peer-sync.js'
 import { hubGrantRequest, loadOrCreateHubKey } from './hub-peer.js'
 import { hubWebHandler, loadWebFiles } from '../../web/serve.js'
-import { parseCommandArgs, parseCount, parsePort } from '../args.js'
+import { parseCount, parsePort } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
+import { didYouMean } from '../../events/did-you-mean.js'
 import { runUntilSignal } from '../signals.js'
 import { npub, parsePubkeyText } from '../key-text.js'
 
-export const hubServeHelp = `Usage: kith hub [options]
-
-Runs a standalone hub: a Nostr relay (NIP-01, NIP-11, NIP-42) over sqlite that only fleet
-members may read or write. Stops cleanly on Ctrl-C / SIGTERM.
-
-Options:
-  --host HOST        address to bind (default 127.0.0.1). A non-loopback address needs
-                     --tls-cert/--tls-key, or --plain on an already-encrypted network
-  --port PORT        port (default 7447; 0 picks a free one)
-  --db PATH          sqlite file (default KITH_HOME/hub.db)
-  --owner NPUB       the fleet's founder, root of every grant chain (default: the fleet of
-                     KITH_HOME)
-  --url URL          a URL clients reach this hub by (tunnel, proxy); repeatable. AUTH must
-                     name one of these or the bound address
-  --tls-cert FILE    serve wss:// with this certificate (PEM)
-  --tls-key FILE     ...and this private key (PEM)
-  --plain            allow plain ws:// on a non-loopback address
-  --rate N           events per second per person, all their keys together (default 100;
-                     0 = no rate limit at all, the hub's included: for benchmarks)
-  --hub-rate N       events per second for the whole hub, everyone together (default 2000)
-  --quota-events N   stored events per person (default 1000000); grants, revocations and
-                     channel definitions are not counted
-  --quota-mb N       stored megabytes per person (default 512)
-  --workers N        signature-verification threads (default: one per core)
-  --sync MODE        full (default: OK after fsync) or normal (OK survives a crash, not power loss)
-  --peer URL         replicate with another hub or NIP-77 relay, both ways (repeatable): a
-                     reconciliation on connect and each minute, live in between. Needs this
-                     hub's key granted by the founder: see kith hub key
-  --no-web           do not serve the web app at this hub's origin
-  --json             print the listening line as JSON
-  -h, --help         show this help
+export const hubServeCommand = declare({
+  name: 'hub',
+  summary: 'run a standalone hub (Nostr relay with NIP-42 auth)',
+  usage: ['kith hub [options]'],
+  words: ['add', 'list', 'rm', 'key', 'grant'],
+  options: {
+    host: {
+      type: 'string',
+      value: 'HOST',
+      description:
+        'address to bind (default 127.0.0.1). A non-loopback address needs --tls-cert/--tls-key, or --plain on an already-encrypted network',
+    },
+    port: { type: 'string', value: 'PORT', description: 'port (default 7447; 0 picks a free one)' },
+    db: { type: 'string', value: 'PATH', description: 'sqlite file (default KITH_HOME/hub.db)' },
+    owner: {
+      type: 'string',
+      value: 'NPUB',
+      description:
+        "the fleet's founder, root of every grant chain (default: the fleet of KITH_HOME)",
+    },
+    url: {
+      type: 'string',
+      value: 'URL',
+      multiple: true,
+      description:
+        'a URL clients reach this hub by (tunnel, proxy). AUTH must name one of these or the bound address',
+    },
+    'tls-cert': {
+      type: 'string',
+      value: 'FILE',
+      description: 'serve wss:// with this certificate (PEM)',
+    },
+    'tls-key': { type: 'string', value: 'FILE', description: '...and this private key (PEM)' },
+    plain: { type: 'boolean', description: 'allow plain ws:// on a non-loopback address' },
+    rate: {
+      type: 'string',
+      value: 'N',
+      description:
+        "events per second per person, all their keys together (default 100; 0 = no rate limit at all, the hub's included: for benchmarks)",
+    },
+    'hub-rate': {
+      type: 'string',
+      value: 'N',
+      description: 'events per second for the whole hub, everyone together (default 2000)',
+    },
+    'quota-events': {
+      type: 'string',
+      value: 'N',
+      description:
+        'stored events per person (default 1000000); grants, revocations and channel definitions are not counted',
+    },
+    'quota-mb': {
+      type: 'string',
+      value: 'N',
+      description: 'stored megabytes per person (default 512)',
+    },
+    workers: {
+      type: 'string',
+      value: 'N',
+      description: 'signature-verification threads (default: one per core)',
+    },
+    sync: {
+      type: 'string',
+      value: 'MODE',
+      description: 'full (default: OK after fsync) or normal (OK survives a crash, not power loss)',
+    },
+    peer: {
+      type: 'string',
+      value: 'URL',
+      multiple: true,
+      description:
+        "replicate with another hub or NIP-77 relay, both ways (repeatable): a reconciliation on connect and each minute, live in between. Needs this hub's key granted by the founder: see kith hub key",
+    },
+    'no-web': { type: 'boolean', description: "do not serve the web app at this hub's origin" },
+    json: { type: 'boolean', description: 'print the listening line as JSON' },
+  },
+  about: `Runs a standalone hub: a Nostr relay (NIP-01, NIP-11, NIP-42) over sqlite that only fleet
+members may read or write. Stops cleanly on Ctrl-C / SIGTERM. (The hubs this machine uses:
+kith hub add|list|rm, see kith help hub add.)
 
 The hub also serves the web app (a paired browser or phone) at its own origin, for the Host
-names of its URLs: open https://HOST:PORT/ where wss://HOST:PORT is one of them (--url).`
+names of its URLs: open https://HOST:PORT/ where wss://HOST:PORT is one of them (--url).`,
+})
 
 export async function runHubServe(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      db: { type: 'string' },
-      owner: { type: 'string' },
-      url: { type: 'string', multiple: true },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      plain: { type: 'boolean' },
-      rate: { type: 'string' },
-      'hub-rate': { type: 'string' },
-      'quota-events': { type: 'string' },
-      'quota-mb': { type: 'string' },
-      workers: { type: 'string' },
-      sync: { type: 'string' },
-      'no-web': { type: 'boolean' },
-      peer: { type: 'string', multiple: true },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    hubServeHelp,
-  )
-  if (values.help) {
-    out.line(hubServeHelp)
-    return 0
-  }
+  const parsed = hubServeCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   if (positionals.length > 0) {
-    throw new KithError('usage', `unknown hub command: ${positionals[0]}\n\n${hubServeHelp}`)
+    const near = didYouMean(positionals[0]!, ['add', 'list', 'rm', 'key', 'grant'], 1)[0]
+    const hint = near === undefined ? '' : ` (did you mean kith hub ${near}?)`
+    throw new KithError(
+      'usage',
+      `unknown hub command: ${positionals[0]}${hint}\n\n${hubServeCommand.help()}`,
+    )
   }
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) {
     throw new KithError('usage', '--tls-cert and --tls-key go together')

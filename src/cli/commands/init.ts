@@ -1,16 +1,17 @@
 import { resolveKithHome } from '../../identity/home.js'
 import { initIdentity } from '../../identity/keys.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import { readSecretFromStdin, type Out } from '../io.js'
 import { npub, parseSecretText } from '../key-text.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, ensureOwnDeviceGrant, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, ensureOwnDeviceGrant, syncHubs } from '../../node/fleet.js'
+import { openLocalFleet } from '../local-node.js'
 
 /** With the owner key here, the device gets its grant at init and it goes to the hubs at once. */
 async function issueOwnDeviceGrant() {
   const id = loadIdentity(resolveKithHome())
   if (id.config.fleet === undefined) return undefined
-  const node = openFleetNode(id)
+  const node = openLocalFleet(id)
   try {
     const now = Math.floor(Date.now() / 1000)
     const event = ensureOwnDeviceGrant(node, now)
@@ -21,35 +22,34 @@ async function issueOwnDeviceGrant() {
   }
 }
 
-export const initHelp = `Usage: kith init [--name NAME] [--owner-key-stdin] [--json]
-
-Creates this machine's identity in KITH_HOME (default ~/.kith):
+export const initCommand = declare({
+  name: 'init',
+  summary: "create this machine's device key (and, on your first machine, your owner key)",
+  usage: ['kith init [--name NAME] [--owner-key-stdin] [--json]'],
+  arity: { min: 0, max: 0, error: 'kith init takes no arguments' },
+  options: {
+    name: {
+      type: 'string',
+      value: 'NAME',
+      description: "this machine's name in the fleet (default: the hostname)",
+    },
+    'owner-key-stdin': {
+      type: 'boolean',
+      description:
+        'use an existing Nostr identity as owner: read its nsec or 64-hex secret from stdin (not echoed on a terminal) instead of creating one',
+    },
+    json: { type: 'boolean', description: 'print the result as JSON' },
+  },
+  about: `Creates this machine's identity in KITH_HOME (default ~/.kith):
   - a device key, made here and never exported;
   - on a person's first machine, an owner key (the person's identity).
-Running it again never overwrites a key: it says what already exists.
-
-Options:
-  --name NAME          this machine's name in the fleet (default: the hostname)
-  --owner-key-stdin    use an existing Nostr identity as owner: read its nsec or 64-hex secret
-                       from stdin (not echoed on a terminal) instead of creating one
-  --json               print the result as JSON
-  -h, --help           show this help`
+Running it again never overwrites a key: it says what already exists.`,
+})
 
 export async function runInit(argv: string[], out: Out): Promise<number> {
-  const { values } = parseCommandArgs(
-    argv,
-    {
-      name: { type: 'string' },
-      'owner-key-stdin': { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    initHelp,
-  )
-  if (values.help) {
-    out.line(initHelp)
-    return 0
-  }
+  const parsed = initCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   const home = resolveKithHome()
   const ownerSecret = values['owner-key-stdin']
     ? parseSecretText(await readSecretFromStdin('owner secret (nsec or hex, not shown): '))

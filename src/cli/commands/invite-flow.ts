@@ -4,7 +4,7 @@ import type { NostrEvent } from '../../events/event.js'
 import { normalizeRelayUrl } from '../../events/nip42.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs, type FleetNode } from '../../node/fleet.js'
+import { describeReports, syncHubs, type FleetNode } from '../../node/fleet.js'
 import { defaultEmbeddedPort } from '../../node/daemon.js'
 import { PairingChannel } from '../../pairing/channel.js'
 import { isLocked, rearm, recordFailure } from '../../pairing/lockout.js'
@@ -14,8 +14,9 @@ import { PairError } from '../../pairing/protocol/errors.js'
 import { InviterSession, type JoinerProof } from '../../pairing/protocol/session.js'
 import type { Out } from '../io.js'
 import { askYesNo, closePrompt } from '../prompt.js'
-import { connectDaemon } from './chat-common.js'
 import { notifyDaemon } from './fleet-common.js'
+import { connectNode } from '../control-client.js'
+import { openLocalFleet } from '../local-node.js'
 
 export interface InviteSpec {
   role: PairRole
@@ -73,7 +74,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     return 0
   }
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
-  const node = openFleetNode(id)
+  const node = openLocalFleet(id)
   let channel: PairingChannel | undefined
   let session: InviterSession | undefined
   const run = new PairingRun()
@@ -83,7 +84,12 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
       id.config.hubs[0] ?? (await embeddedHubUrl()) ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
     const codeHub = normalizeRelayUrl(spec.hub ?? connectUrl)
     const s = new InviterSession(
-      { hub: codeHub, owner: ownerPubkey, name: id.config.name, role: spec.role },
+      {
+        hub: codeHub,
+        owner: ownerPubkey,
+        name: id.config.fleetName ?? id.config.name,
+        role: spec.role,
+      },
       { now: now() },
     )
     session = s
@@ -121,6 +127,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
         qrcode.generate(text, { small: true }, (qr: string) => out.err(qr))
         out.err(`On the ${spec.role === 'owner' ? "other person's" : 'new'} machine run:\n`)
         out.err(`  ${spec.joinCommand} ${text}\n`)
+        if (id.config.fleetName !== undefined) out.err(`fleet: ${id.config.fleetName}`)
         out.err(
           `hub: ${codeHub}${codeHub !== connectUrl ? ` (this machine uses ${connectUrl})` : ''}`,
         )
@@ -194,7 +201,7 @@ export function asPairError(err: unknown): PairError {
 
 /** With no hub configured, the hub embedded in this machine's running node (kith up), if any. */
 async function embeddedHubUrl(): Promise<string | undefined> {
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined) return undefined
   try {
     return (await daemon.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined

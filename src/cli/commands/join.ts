@@ -1,42 +1,47 @@
 import { hostname } from 'node:os'
-import { KithError } from '../../errors.js'
 import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import type { NostrEvent } from '../../events/event.js'
 import { loadIdentity, prepareJoiningDevice } from '../../identity/keys.js'
-import { describeReports, openFleetNode, syncHubs } from '../../node/fleet.js'
+import { describeReports, syncHubs } from '../../node/fleet.js'
 import { GrantBook } from '../../node/grant-book.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { runJoinExchange } from './join-flow.js'
+import { openLocalFleet } from '../local-node.js'
 
-export const joinHelp = `Usage: kith join CODE [--name NAME] [--yes]
-       kith join - [--name NAME]        (read the code from stdin)
-
-Joins this machine to a fleet with a code from kith pair on the owner's machine. Works on a
+export const joinCommand = declare({
+  name: 'join',
+  summary: 'join a fleet on a new machine with a code from kith pair',
+  usage: [
+    'kith join CODE [--name NAME] [--yes]',
+    'kith join - [--name NAME]        (read the code from stdin)',
+  ],
+  arity: { min: 1, max: 1, error: 'kith join takes one CODE (or -)' },
+  options: {
+    name: {
+      type: 'string',
+      value: 'NAME',
+      description:
+        "the name this machine proposes (default: the hostname); the inviter's kith pair --name wins, and both screens show the one it takes",
+    },
+    yes: {
+      type: 'boolean',
+      description: 'do not ask before contacting the hub (the 6 digits are always asked)',
+    },
+  },
+  about: `Joins this machine to a fleet with a code from kith pair on the owner's machine. Works on a
 machine with no keys yet: it makes this device's key (never an owner key), shows whose fleet
 it joins and through which hub, and asks. Both screens then show the same 6 digits: compare
 them, do not type them anywhere, and answer y on both sides. On success this machine has a
-device grant from the owner and the fleet's hubs; start it with kith up.
-
-Options:
-  --name NAME   the name this machine proposes (default: the hostname); the inviter's
-                kith pair --name wins, and both screens show the one it takes
-  --yes         do not ask before contacting the hub (the 6 digits are always asked)`
+device grant from the owner and the fleet's hubs; start it with kith up.`,
+})
 
 export async function runJoin(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { name: { type: 'string' }, yes: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    joinHelp,
-  )
-  if (values.help) {
-    out.line(joinHelp)
-    return 0
-  }
-  if (positionals.length !== 1)
-    throw new KithError('usage', `kith join takes one CODE (or -)\n\n${joinHelp}`)
+  const parsed = joinCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const home = resolveKithHome()
   let device: ReturnType<typeof prepareJoiningDevice> | undefined
   const proposed = values.name ?? readConfig(home)?.name ?? hostname()
@@ -72,7 +77,7 @@ export async function runJoin(argv: string[], out: Out): Promise<number> {
   }
   out.line(`hubs: ${hubs.join(', ')}`)
   // Holding its grant, the node learns the rest of the fleet (grants, revocations) from its hubs.
-  const node = openFleetNode(loadIdentity(home))
+  const node = openLocalFleet(loadIdentity(home))
   try {
     const reports = await syncHubs(node, Math.floor(Date.now() / 1000), (l) => out.err(l))
     for (const l of describeReports(reports)) out.line(`  ${l}`)

@@ -1,19 +1,40 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/daemon.js'
-import { parseCommandArgs, parseCount } from '../args.js'
+import { parseCount } from '../args.js'
+import { declare } from '../declare.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
-import { connectDaemon, formatChat, stdoutLayout, withLocalNode } from './chat-common.js'
+import { formatChat, stdoutLayout } from './chat-common.js'
+import { connectNode } from '../control-client.js'
+import { withLocalNode } from '../local-node.js'
 
-export const logHelp = `Usage: kith log [#channel] [--since T] [--limit N] [--follow] [--json]
-
-Prints chat messages this node has (sent or received), oldest first: the newest N (default 50).
+export const logCommand = declare({
+  name: 'log',
+  summary: 'print messages (--follow, --json)',
+  usage: ['kith log [#channel] [--since T] [--limit N] [--follow] [--json]'],
+  arity: { min: 0, max: 1, error: 'kith log takes at most one channel' },
+  options: {
+    since: {
+      type: 'string',
+      value: 'T',
+      description: 'unix seconds, an ISO date, or a duration ago (15m, 2h, 7d)',
+    },
+    limit: { type: 'string', value: 'N', description: 'the newest N messages (default 50)' },
+    follow: {
+      type: 'boolean',
+      short: 'f',
+      description: 'keep printing new messages as they arrive (needs kith up)',
+    },
+    json: { type: 'boolean', description: 'one JSON object per line' },
+  },
+  about: `Prints chat messages this node has (sent or received), oldest first: the newest N (default 50).
 --since takes unix seconds, an ISO date, or a duration ago (15m, 2h, 7d). --follow keeps
 printing new messages as they arrive (needs kith up running). --json prints one JSON object per
 line: id, created_at, channel, from {pubkey, name, role}, content, tags. A channel with nothing
 to print says so on stderr; one nobody ever posted in exits 5 (not found), with the nearest
-channel names.`
+channel names.`,
+})
 
 function parseSince(text: string): number {
   if (/^\d+$/.test(text)) return Number(text)
@@ -24,23 +45,9 @@ function parseSince(text: string): number {
 }
 
 export async function runLog(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      since: { type: 'string' },
-      limit: { type: 'string' },
-      follow: { type: 'boolean', short: 'f' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    logHelp,
-  )
-  if (values.help) {
-    out.line(logHelp)
-    return 0
-  }
-  if (positionals.length > 1)
-    throw new KithError('usage', `kith log takes at most one channel\n\n${logHelp}`)
+  const parsed = logCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const channel = positionals[0] === undefined ? undefined : parseChannel(positionals[0])
   const params = {
     ...(channel === undefined ? {} : { channel }),
@@ -87,7 +94,7 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
     throw new KithError('not-found', note.text)
   if (note !== undefined) out.err(values.follow ? `${note.text}; following it` : note.text)
   if (!values.follow) return 0
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon === undefined)
     throw new KithError('io', '--follow needs the node running: start kith up')
   daemon.on('chat', (p) => print(p as ChatItem))

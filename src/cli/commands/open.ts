@@ -1,19 +1,20 @@
 import { spawn } from 'node:child_process'
 import { KithError } from '../../errors.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectDaemon } from './chat-common.js'
+import { requireNode } from '../control-client.js'
 
-export const openHelp = `Usage: kith open [--print]
-
-Opens the web app that the running node (kith up) serves on 127.0.0.1, in the default browser
+export const openCommand = declare({
+  name: 'open',
+  summary: 'open the web app the running node serves (a browser paired as a device)',
+  usage: ['kith open [--print]'],
+  arity: { min: 0, max: 0, error: 'kith open takes no arguments' },
+  options: { print: { type: 'boolean', description: 'only print the URL' } },
+  about: `Opens the web app that the running node (kith up) serves on 127.0.0.1, in the default browser
 (xdg-open, or open on macOS); prints the URL when there is no such command. The first time,
 the page makes its own device key and asks for a pairing code: run kith pair --name NAME here
-and paste the code (or scan the QR) there.
-
-Options:
-  --print      only print the URL
-  -h, --help   show this help`
+and paste the code (or scan the QR) there.`,
+})
 
 /** The program that opens a URL in the default browser here, if any. */
 function opener(): string | undefined {
@@ -33,20 +34,10 @@ function launch(command: string, url: string): Promise<boolean> {
 }
 
 export async function runOpen(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { print: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    openHelp,
-  )
-  if (values.help) {
-    out.line(openHelp)
-    return 0
-  }
-  if (positionals.length > 0)
-    throw new KithError('usage', `kith open takes no arguments\n\n${openHelp}`)
-  const daemon = await connectDaemon()
-  if (daemon === undefined)
-    throw new KithError('io', 'the web app is served by the running node: start kith up first')
+  const parsed = openCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
+  const daemon = await requireNode('the web app is served by the running node: start kith up first')
   let web: string | null
   try {
     web = (await daemon.request<{ web: string | null }>('status')).web

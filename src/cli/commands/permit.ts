@@ -1,14 +1,22 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectDaemon } from './chat-common.js'
+import { requireNode } from '../control-client.js'
 
-export const permitHelp = `Usage: kith permit [--channel '#ops'] [--json]
-       kith permit REQUEST OPTION [--channel '#ops'] [--json]
-
-Without arguments: lists the permission requests (the cards in kith chat) still open as this
+export const permitCommand = declare({
+  name: 'permit',
+  summary: "answer an agent's permission request with option N",
+  usage: [
+    "kith permit [--channel '#ops'] [--json]",
+    "kith permit REQUEST OPTION [--channel '#ops'] [--json]",
+  ],
+  options: {
+    channel: { type: 'string', value: "'#ops'", description: 'only the requests of this channel' },
+    json: { type: 'boolean', description: 'print as JSON' },
+  },
+  about: `Without arguments: lists the permission requests (the cards in kith chat) still open as this
 node knows them: not expired, not answered by you (from any of your devices), their turn not
 over; with --channel, those of one channel.
 
@@ -18,9 +26,13 @@ one there), OPTION the option's number on the card or its option id. The answer 
 it answered. A request that has expired, that you already answered, or whose turn is over is
 refused with the reason (exit 1); an ambiguous one lists the candidates (exit 2).
 
-Needs the node running (kith up). Only the agent's owner (any of their devices) may approve,
-unless its approvers policy says more; the hosting node applies the first valid answer it
-receives.`
+Needs the node running (kith up). Who may answer is decided by the node hosting the agent: the
+agent's owner, from any of their devices, always; beyond them, whoever the agent's approvers
+policy names (kith agent add/set --approvers): fleet lets every member of the fleet answer, a
+list of npubs adds those people (with all their devices) or those single keys. An answer from
+anyone else is refused in the channel and the request stays open; the hosting node applies the
+first valid answer it receives.`,
+})
 
 /** "in 4 min", "3 min ago". */
 function relative(seconds: number): string {
@@ -42,30 +54,18 @@ export function describeCard(card: OpenCard, now: number): string[] {
 }
 
 export async function runPermit(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      channel: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    permitHelp,
-  )
-  if (values.help) {
-    out.line(permitHelp)
-    return 0
-  }
+  const parsed = permitCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   if (positionals.length !== 0 && positionals.length !== 2)
     throw new KithError(
       'usage',
       positionals.length === 1
         ? `kith permit ${positionals[0]} needs an OPTION too (its number on the card); kith permit alone lists the open requests with their options`
-        : `kith permit takes REQUEST and OPTION, or nothing (to list)\n\n${permitHelp}`,
+        : `kith permit takes REQUEST and OPTION, or nothing (to list)\n\n${permitCommand.help()}`,
     )
   const channel = values.channel === undefined ? undefined : parseChannel(values.channel)
-  const daemon = await connectDaemon()
-  if (daemon === undefined)
-    throw new KithError('io', 'kith permit needs the node running: start kith up')
+  const daemon = await requireNode('kith permit needs the node running: start kith up')
   try {
     if (positionals.length === 0) {
       const cards = await daemon.request<OpenCard[]>(

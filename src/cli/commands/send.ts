@@ -1,13 +1,25 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { buildChat } from '../../node/daemon.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { connectDaemon, withLocalNode } from './chat-common.js'
+import { connectNode } from '../control-client.js'
+import { withLocalNode } from '../local-node.js'
 
-export const sendHelp = `Usage: kith send '#channel' 'text' [--reply ID] [--interrupt] [--json]
-
-Posts a chat message signed by this device. @names in the text (people, devices, agents) become
+export const sendCommand = declare({
+  name: 'send',
+  summary: 'post a message (queued in the outbox if the node is not running)',
+  usage: ["kith send '#channel' 'text' [--reply ID] [--interrupt] [--json]"],
+  arity: { min: 2, max: 2, error: 'kith send takes a channel and a text' },
+  options: {
+    reply: { type: 'string', value: 'ID', description: 'answer the message with this id (64 hex)' },
+    interrupt: {
+      type: 'boolean',
+      description: "stop the @mentioned agents' turn here and take this message next",
+    },
+    json: { type: 'boolean', description: 'print the result as JSON' },
+  },
+  about: `Posts a chat message signed by this device. @names in the text (people, devices, agents) become
 mentions: a name resolves among your own keys first, then to a person of that name, then to
 another person's key only when one person has a key of that name; otherwise the message is
 refused with the candidates, which you write as person/name (@bob/helper). With --interrupt,
@@ -16,31 +28,19 @@ prompts still open as this node knows them, and take this message next (it needs
 approvers policy, as a cancel does, and is not acted on after 5 minutes; otherwise the message
 waits its turn and the agent says why). Through the running node (kith up) it goes out at once
 and this waits for the first hub's answer; with no node running it is written to the outbox in
-node.db and the next kith up delivers it.`
+node.db and the next kith up delivers it.`,
+})
 
 export async function runSend(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    {
-      reply: { type: 'string' },
-      interrupt: { type: 'boolean' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    sendHelp,
-  )
-  if (values.help) {
-    out.line(sendHelp)
-    return 0
-  }
-  if (positionals.length !== 2)
-    throw new KithError('usage', `kith send takes a channel and a text\n\n${sendHelp}`)
+  const parsed = sendCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
   const channel = parseChannel(positionals[0]!)
   const text = positionals[1]!
   if (values.reply !== undefined && !/^[0-9a-f]{64}$/.test(values.reply)) {
     throw new KithError('usage', '--reply takes a 64-hex event id (see kith log --json)')
   }
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon !== undefined) {
     try {
       const r = await daemon.request<{

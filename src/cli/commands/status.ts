@@ -1,21 +1,26 @@
-import { KithError } from '../../errors.js'
+import { readConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
-import { NodeStore } from '../../store/node-store.js'
-import { parseCommandArgs } from '../args.js'
+import { withStore } from '../local-node.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
-import { connectDaemon } from './chat-common.js'
+import { connectNode } from '../control-client.js'
 
-export const statusHelp = `Usage: kith status [--json]
-
-The node's state: whether kith up runs, each hub with its connection state, lag (ping round
+export const statusCommand = declare({
+  name: 'status',
+  summary: "the node's hubs, lag, cursors, outbox, agents",
+  usage: ['kith status [--json]'],
+  arity: { min: 0, max: 0, error: 'kith status takes no arguments' },
+  options: { json: { type: 'boolean', description: 'print as JSON' } },
+  about: `The node's state: whether kith up runs, each hub with its connection state, lag (ping round
 trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
 refusals with the hub's reason; and, from the running node's presence (kith-chat/1), every
 device of the fleet: online, offline (with when it was last heard from) or unknown (not heard
 from since kith up started), and the agents each hosts with their state (idle, working,
-awaiting-permission, crashed, …).`
+awaiting-permission, crashed, …).`,
+})
 
 interface Status {
   running: boolean
@@ -65,18 +70,11 @@ export function deviceLines(devices: readonly DeviceStatus[]): string[] {
 }
 
 export async function runStatus(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    statusHelp,
-  )
-  if (values.help) {
-    out.line(statusHelp)
-    return 0
-  }
-  if (positionals.length > 0) throw new KithError('usage', 'kith status takes no arguments')
+  const parsed = statusCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   let status: Status
-  const daemon = await connectDaemon()
+  const daemon = await connectNode()
   if (daemon !== undefined) {
     try {
       status = { running: true, ...(await daemon.request<Omit<Status, 'running'>>('status')) }
@@ -85,10 +83,9 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     }
   } else {
     const id = loadIdentity(resolveKithHome())
-    const store = new NodeStore(id.home)
-    try {
+    status = withStore(id.home, (store) => {
       const cursors = new Map(store.cursors().map((c) => [c.hub, c.since]))
-      status = {
+      return {
         running: false,
         device: id.devicePubkey,
         name: id.config.name,
@@ -106,13 +103,13 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
           .refusals()
           .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
       }
-    } finally {
-      store.close()
-    }
+    })
   }
+  const fleetName = readConfig(resolveKithHome())?.fleetName
   if (values.json) {
     out.json({
       ...status,
+      fleetName: fleetName ?? null,
       device: npub(status.device),
       ...(status.devices === undefined
         ? {}
@@ -128,6 +125,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   }
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
+  if (fleetName !== undefined) out.line(`fleet   ${fleetName} (named on this machine)`)
   if (status.embeddedHub) out.line(`hub     embedded on ${status.embeddedHub}`)
   if (status.web) out.line(`web     ${status.web} (kith open)`)
   if (typeof status.removed === 'string') {

@@ -1,56 +1,71 @@
 import { resolveKithHome } from '../../identity/home.js'
 import { KithNode } from '../../node/daemon.js'
-import { parseCommandArgs, parseCount, parsePort } from '../args.js'
+import { parseCount, parsePort } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
 import { npub } from '../key-text.js'
 import { KithError } from '../../errors.js'
 import { defaultWebPort, startWebServer, type WebServer } from '../../web/serve.js'
 
-export const upHelp = `Usage: kith up [--port PORT] [--web-port PORT | --no-web] [--page-size N] [--json]
-
-Runs this machine's node until Ctrl-C: links to every hub in the config (kith hub add URL), or,
+export const upCommand = declare({
+  name: 'up',
+  summary: "run this machine's node (links to hubs, or embeds one)",
+  usage: ['kith up [--port PORT] [--web-port PORT | --no-web] [--page-size N] [--json]'],
+  arity: { min: 0, max: 0, error: 'kith up takes no arguments' },
+  options: {
+    port: {
+      type: 'string',
+      value: 'PORT',
+      description: 'port of the embedded hub (default 7447; 0 picks a free one)',
+    },
+    'web-port': {
+      type: 'string',
+      value: 'PORT',
+      description: `port of the web app on 127.0.0.1 (default ${defaultWebPort}; 0 picks a free one)`,
+    },
+    'no-web': { type: 'boolean', description: 'do not serve the web app' },
+    'page-size': {
+      type: 'string',
+      value: 'N',
+      description: 'events per catch-up page (default 2000)',
+    },
+    'permission-timeout': {
+      type: 'string',
+      value: 'S',
+      description: "seconds an agent's permission request waits for a person (default 300)",
+    },
+    'cancel-grace': {
+      type: 'string',
+      value: 'S',
+      description: 'seconds a cancelled agent may take to stop before it is killed (default 5)',
+    },
+    'idle-timeout': {
+      type: 'string',
+      value: 'S',
+      description: "end an agent's turn after S seconds without output from it (default 900)",
+    },
+    'turn-cap': {
+      type: 'string',
+      value: 'S',
+      description: 'end any agent turn after S seconds (default 7200)',
+    },
+    json: { type: 'boolean', description: 'log lines as JSON' },
+  },
+  about: `Runs this machine's node until Ctrl-C: links to every hub in the config (kith hub add URL), or,
 with none configured, embeds a hub on 127.0.0.1:7447 so one machine works alone. It
 authenticates as this device, sends everything in the outbox (kept in node.db until a hub
 answers), catches up on what it missed since its last cursor, stays live, and reconnects by
 itself. CLI commands (send, chat, log, status) talk to it through KITH_HOME/node.sock.
 It also serves the web app on http://127.0.0.1:${defaultWebPort} (kith open): a browser paired as
 a device of its own (kith pair --name phone), talking to this node's hubs; it is given no key
-and no node state.
-
-Options:
-  --port PORT       port of the embedded hub (default 7447; 0 picks a free one)
-  --web-port PORT   port of the web app on 127.0.0.1 (default ${defaultWebPort}; 0 picks a free one)
-  --no-web          do not serve the web app
-  --page-size N     events per catch-up page (default 2000)
-  --permission-timeout S  seconds an agent's permission request waits for a person (default 300)
-  --cancel-grace S  seconds a cancelled agent may take to stop before it is killed (default 5)
-  --idle-timeout S  end an agent's turn after S seconds without output from it (default 900)
-  --turn-cap S      end any agent turn after S seconds (default 7200)
-  --json            log lines as JSON
-  -h, --help    show this help`
+and no node state.`,
+})
 
 export async function runUp(argv: string[], out: Out): Promise<number> {
-  const { values } = parseCommandArgs(
-    argv,
-    {
-      port: { type: 'string' },
-      'web-port': { type: 'string' },
-      'no-web': { type: 'boolean' },
-      'page-size': { type: 'string' },
-      'permission-timeout': { type: 'string' },
-      'cancel-grace': { type: 'string' },
-      'idle-timeout': { type: 'string' },
-      'turn-cap': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    upHelp,
-  )
-  if (values.help) {
-    out.line(upHelp)
-    return 0
-  }
+  const parsed = upCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   const say = (event: string, fields: { message: string } & Record<string, unknown>) => {
     if (values.json) out.line(JSON.stringify({ event, ...fields }))
     else out.line(`kith up: ${fields.message}`)

@@ -1,40 +1,37 @@
-import { KithError } from '../../errors.js'
 import type { WatchFrame } from '../../node/daemon.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
 import { wrap } from '../terminal-text.js'
-import { connectDaemon, stdoutLayout } from './chat-common.js'
+import { stdoutLayout } from './chat-common.js'
+import { requireNode } from '../control-client.js'
 
 export { describeUpdate } from '../transcript.js'
 
-export const watchHelp = `Usage: kith watch [AGENT] [--json]
-
-Shows agents' side transcripts live, as they work: messages and thoughts (gathered into whole
+export const watchCommand = declare({
+  name: 'watch',
+  summary: "an agent's side transcript, live (tool calls, thoughts, messages)",
+  usage: ['kith watch [AGENT] [--json]'],
+  arity: { min: 0, max: 1, error: 'kith watch takes at most one agent' },
+  options: {
+    json: { type: 'boolean', description: 'each frame as it came, one JSON object per line' },
+  },
+  about: `Shows agents' side transcripts live, as they work: messages and thoughts (gathered into whole
 lines), tool calls with their status, plans, and where each turn starts and ends. From any
 device of the agent's owner, or the one that prompted it (observer frames are encrypted to
 those). AGENT is a name as in a mention (alice/helper where it is ambiguous); a name that is no
 agent of the fleet is refused at once. --json prints each frame as it came, one JSON object per
-line. Needs the node running (kith up). Ctrl-C stops.`
+line. Needs the node running (kith up). Ctrl-C stops.`,
+})
 
 /** A half line the agent stopped streaming into is printed after this long. */
 const quietMs = 1500
 
 export async function runWatch(argv: string[], out: Out): Promise<number> {
-  const { values, positionals } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    watchHelp,
-  )
-  if (values.help) {
-    out.line(watchHelp)
-    return 0
-  }
-  if (positionals.length > 1)
-    throw new KithError('usage', `kith watch takes at most one agent\n\n${watchHelp}`)
-  const daemon = await connectDaemon()
-  if (daemon === undefined)
-    throw new KithError('io', 'kith watch needs the node running: start kith up')
+  const parsed = watchCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values, positionals } = parsed
+  const daemon = await requireNode('kith watch needs the node running: start kith up')
   const agent = positionals[0]?.replace(/^@/, '')
   const transcript = new TranscriptLines()
   // On a terminal, long lines wrap at word boundaries under their text, past "agent #channel: ".

@@ -1,28 +1,23 @@
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import { parseCommandArgs } from '../args.js'
+import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 
-export const whoamiHelp = `Usage: kith whoami [--json]
-
-Shows this machine's identity: the owner it belongs to, its device key, its name and the hubs it
-uses. Public keys only; secrets are never printed.
-
-Options:
-  --json      print as JSON
-  -h, --help  show this help`
+export const whoamiCommand = declare({
+  name: 'whoami',
+  summary: 'show owner, device and hubs',
+  usage: ['kith whoami [--json]'],
+  arity: { min: 0, max: 0, error: 'kith whoami takes no arguments' },
+  options: { json: { type: 'boolean', description: 'print as JSON' } },
+  about: `Shows this machine's identity: the owner it belongs to, its device key, its name and the hubs it
+uses. Public keys only; secrets are never printed.`,
+})
 
 export function runWhoami(argv: string[], out: Out): number {
-  const { values } = parseCommandArgs(
-    argv,
-    { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-    whoamiHelp,
-  )
-  if (values.help) {
-    out.line(whoamiHelp)
-    return 0
-  }
+  const parsed = whoamiCommand.parse(argv, out)
+  if (typeof parsed === 'number') return parsed
+  const { values } = parsed
   const id = loadIdentity(resolveKithHome())
   const owner = id.ownerPubkey === undefined ? null : npub(id.ownerPubkey)
   if (values.json) {

@@ -1,0 +1,117 @@
+import { createConnection, type Socket } from 'node:net'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { KithError, type KithErrorCode } from '../errors.js'
+import { readConfig } from '../identity/config.js'
+import { homeFiles, resolveKithHome } from '../identity/home.js'
+
+/**
+ * The CLI's side of the running node's control socket (KITH_HOME/node.sock): JSON lines, one
+ * request per id, notifications by method. The node keeps only the server (node/control.ts).
+ */
+/** A connection to the running node. Every pending request is rejected when it closes. */
+export class ControlClient {
+  private nextId = 1
+  private readonly pending = new Map<
+    number,
+    { resolve: (v: unknown) => void; reject: (e: Error) => void }
+  >()
+  private readonly listeners = new Map<string, ((params: unknown) => void)[]>()
+  private closed = false
+
+  private constructor(private readonly socket: Socket) {
+    const lines = createInterface({ input: socket })
+    lines.on('line', (line) => {
+      let msg: {
+        id?: number
+        result?: unknown
+        error?: { code: string; message: string }
+        method?: string
+        params?: unknown
+      }
+      try {
+        msg = JSON.parse(line) as typeof msg
+      } catch {
+        // The daemon only writes JSON lines; anything else is ignored rather than trusted.
+        return
+      }
+      if (msg.id !== undefined) {
+        const p = this.pending.get(msg.id)
+        if (!p) return
+        this.pending.delete(msg.id)
+        if (msg.error) p.reject(new KithError(msg.error.code as KithErrorCode, msg.error.message))
+        else p.resolve(msg.result)
+      } else if (msg.method !== undefined) {
+        for (const fn of this.listeners.get(msg.method) ?? []) fn(msg.params)
+      }
+    })
+    socket.on('close', () => {
+      this.closed = true
+      const err = new KithError('io', 'the kith node closed the control connection')
+      for (const p of this.pending.values()) p.reject(err)
+      this.pending.clear()
+      for (const fn of this.listeners.get('close') ?? []) fn(undefined)
+    })
+    socket.on('error', () => socket.destroy())
+  }
+
+  /** Connects, or resolves undefined when no daemon is running for this KITH_HOME. */
+  static connect(path: string): Promise<ControlClient | undefined> {
+    return new Promise((resolve) => {
+      const socket = createConnection(path)
+      socket.once('connect', () => resolve(new ControlClient(socket)))
+      socket.once('error', () => resolve(undefined))
+    })
+  }
+
+  request<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+    if (this.closed) return Promise.reject(new KithError('io', 'control connection is closed'))
+    const id = this.nextId++
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+      this.socket.write(`${JSON.stringify({ id, method, params })}\n`)
+    })
+  }
+
+  on(method: string, fn: (params: unknown) => void): void {
+    this.listeners.set(method, [...(this.listeners.get(method) ?? []), fn])
+  }
+
+  close(): void {
+    this.socket.end()
+  }
+
+  /** Resolves when the daemon closes the connection or the user stops (SIGINT/SIGTERM). */
+  untilClosedOrStopped(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const stop = () => {
+        this.close()
+        resolve()
+      }
+      this.on('close', () => resolve())
+      process.once('SIGINT', stop)
+      process.once('SIGTERM', stop)
+    })
+  }
+}
+
+/** Connects to this KITH_HOME's running node (kith up), or undefined when none runs. */
+export function connectNode(home: string = resolveKithHome()): Promise<ControlClient | undefined> {
+  return ControlClient.connect(join(home, homeFiles.controlSocket))
+}
+
+/**
+ * Connects to the running node for a command that cannot work without it. With none running it
+ * says what to do first: kith init on a machine that has no identity yet (exit 3), else kith up.
+ */
+export async function requireNode(
+  why: string,
+  home: string = resolveKithHome(),
+): Promise<ControlClient> {
+  const node = await connectNode(home)
+  if (node !== undefined) return node
+  if (readConfig(home) === undefined) {
+    throw new KithError('not-initialized', `no kith identity in ${home}: run \`kith init\` first`)
+  }
+  throw new KithError('io', why)
+}
