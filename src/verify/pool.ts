@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { chooseVerifier, type ChosenVerifier } from './choose.js'
+import { pickVerifier, type ChosenVerifier } from './choose.js'
 import type { NativeVerifier } from './native.js'
 import type { VerifyResult } from './result.js'
 import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
@@ -43,7 +43,7 @@ export interface VerifyPoolOptions {
   helpInline?: boolean
   /** Stranger events with the workers at once; the rest wait behind members' work. */
   strangerInFlight?: number
-  /** Which verifier runs; by default `chooseVerifier()` (KITH_VERIFY, else native if present). */
+  /** Which verifier runs; by default `pickVerifier()` (KITH_VERIFY, else native if present). */
   verifier?: ChosenVerifier
   /**
    * With the native verifier, verify in worker threads anyway instead of inline (for measuring
@@ -137,7 +137,7 @@ export class VerifyPool {
     workers = defaultWorkerCount(),
     opts: VerifyPoolOptions = {},
   ): Promise<VerifyPool> {
-    const chosen = opts.verifier ?? chooseVerifier()
+    const chosen = opts.verifier ?? (await pickVerifier())
     const inline = chosen.kind === 'native' && opts.nativeInWorkers !== true
     const pool = new VerifyPool(inline ? 0 : workers, opts, chosen)
     if (chosen.kind === 'wasm' && (workers === 0 || opts.helpInline === true))
