@@ -67,6 +67,22 @@ describe.skipIf(native === undefined)('the pool with the native verifier', () =>
     }
   })
 
+  it('checks 64 inline per turn of the event loop, the rest in later turns, in order', async () => {
+    const pool = await VerifyPool.create(0, { verifier: await pickVerifier('native') })
+    try {
+      const vs = Array.from({ length: 10 }, () => vectors()).flat()
+      const pending = vs.map((v) => pool.verify(v.event))
+      // 64 were checked in this turn; the rest wait so sockets and timers are served between.
+      expect(pool.verified).toBe(64)
+      expect(pool.inFlight).toBe(vs.length - 64)
+      expect(await Promise.all(pending)).toEqual(vs.map((v) => v.expect))
+      expect(pool.verified).toBe(vs.length)
+      expect(pool.inFlight).toBe(0)
+    } finally {
+      await pool.close()
+    }
+  })
+
   it('can run native in worker threads too, with the same answers', async () => {
     const pool = await VerifyPool.create(1, {
       nativeInWorkers: true,
