@@ -547,3 +547,6 @@ class ChatSession {
     return 0
   }
 }
+
+/** What the command index loads. */
+export { chatCommand as command, runChat as run }

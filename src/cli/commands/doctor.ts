@@ -145,3 +145,6 @@ export async function runDoctor(argv: string[], out: Out): Promise<number> {
   }
   return ok ? 0 : 1
 }
+
+/** What the command index loads. */
+export { doctorCommand as command, runDoctor as run }
