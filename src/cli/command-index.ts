@@ -12,48 +12,12 @@ interface Entry {
  * starts faster.
  */
 export const commandIndex: readonly Entry[] = [
-  {
-    name: 'init',
-    load: async () => {
-      const m = await import('./commands/init.js')
-      return { command: m.initCommand, run: m.runInit }
-    },
-  },
-  {
-    name: 'whoami',
-    load: async () => {
-      const m = await import('./commands/whoami.js')
-      return { command: m.whoamiCommand, run: m.runWhoami }
-    },
-  },
-  {
-    name: 'doctor',
-    load: async () => {
-      const m = await import('./commands/doctor.js')
-      return { command: m.doctorCommand, run: m.runDoctor }
-    },
-  },
-  {
-    name: 'pair',
-    load: async () => {
-      const m = await import('./commands/pair.js')
-      return { command: m.pairCommand, run: m.runPair }
-    },
-  },
-  {
-    name: 'join',
-    load: async () => {
-      const m = await import('./commands/join.js')
-      return { command: m.joinCommand, run: m.runJoin }
-    },
-  },
-  {
-    name: 'fleet',
-    load: async () => {
-      const m = await import('./commands/fleet.js')
-      return { command: m.fleetCommand, run: m.runFleet }
-    },
-  },
+  { name: 'init', load: () => import('./commands/init.js') },
+  { name: 'whoami', load: () => import('./commands/whoami.js') },
+  { name: 'doctor', load: () => import('./commands/doctor.js') },
+  { name: 'pair', load: () => import('./commands/pair.js') },
+  { name: 'join', load: () => import('./commands/join.js') },
+  { name: 'fleet', load: () => import('./commands/fleet.js') },
   {
     name: 'hub',
     load: async () => {
@@ -77,13 +41,7 @@ export const commandIndex: readonly Entry[] = [
       }
     },
   },
-  {
-    name: 'device',
-    load: async () => {
-      const m = await import('./commands/device.js')
-      return { command: m.deviceCommand, run: m.runDevice }
-    },
-  },
+  { name: 'device', load: () => import('./commands/device.js') },
   {
     name: 'agent',
     load: async () => {
@@ -94,83 +52,17 @@ export const commandIndex: readonly Entry[] = [
       return { command: m.agentCommand, more: [logs.agentLogsCommand], run: m.runAgent }
     },
   },
-  {
-    name: 'channel',
-    load: async () => {
-      const m = await import('./commands/channel.js')
-      return { command: m.channelCommand, run: m.runChannel }
-    },
-  },
-  {
-    name: 'revoke',
-    load: async () => {
-      const m = await import('./commands/revoke.js')
-      return { command: m.revokeCommand, run: m.runRevoke }
-    },
-  },
-  {
-    name: 'up',
-    load: async () => {
-      const m = await import('./commands/up.js')
-      return { command: m.upCommand, run: m.runUp }
-    },
-  },
-  {
-    name: 'chat',
-    load: async () => {
-      const m = await import('./commands/chat.js')
-      return { command: m.chatCommand, run: m.runChat }
-    },
-  },
-  {
-    name: 'send',
-    load: async () => {
-      const m = await import('./commands/send.js')
-      return { command: m.sendCommand, run: m.runSend }
-    },
-  },
-  {
-    name: 'log',
-    load: async () => {
-      const m = await import('./commands/log.js')
-      return { command: m.logCommand, run: m.runLog }
-    },
-  },
-  {
-    name: 'status',
-    load: async () => {
-      const m = await import('./commands/status.js')
-      return { command: m.statusCommand, run: m.runStatus }
-    },
-  },
-  {
-    name: 'open',
-    load: async () => {
-      const m = await import('./commands/open.js')
-      return { command: m.openCommand, run: m.runOpen }
-    },
-  },
-  {
-    name: 'permit',
-    load: async () => {
-      const m = await import('./commands/permit.js')
-      return { command: m.permitCommand, run: m.runPermit }
-    },
-  },
-  {
-    name: 'cancel',
-    load: async () => {
-      const m = await import('./commands/cancel.js')
-      return { command: m.cancelCommand, run: m.runCancel }
-    },
-  },
-  {
-    name: 'watch',
-    load: async () => {
-      const m = await import('./commands/watch.js')
-      return { command: m.watchCommand, run: m.runWatch }
-    },
-  },
+  { name: 'channel', load: () => import('./commands/channel.js') },
+  { name: 'revoke', load: () => import('./commands/revoke.js') },
+  { name: 'up', load: () => import('./commands/up.js') },
+  { name: 'chat', load: () => import('./commands/chat.js') },
+  { name: 'send', load: () => import('./commands/send.js') },
+  { name: 'log', load: () => import('./commands/log.js') },
+  { name: 'status', load: () => import('./commands/status.js') },
+  { name: 'open', load: () => import('./commands/open.js') },
+  { name: 'permit', load: () => import('./commands/permit.js') },
+  { name: 'cancel', load: () => import('./commands/cancel.js') },
+  { name: 'watch', load: () => import('./commands/watch.js') },
   {
     name: 'completion',
     load: async () => {

@@ -75,6 +75,9 @@ function serve(socket: Socket, handlers: Record<string, Handler>): void {
   socket.on('close', () => closers.forEach((fn) => fn()))
   socket.on('error', () => socket.destroy())
   const lines = createInterface({ input: socket })
+  // readline re-emits its input's errors: without a listener here, a client that left just as
+  // the node said "stopping" (EPIPE) would be an uncaught exception.
+  lines.on('error', () => socket.destroy())
   lines.on('line', (line) => {
     let req: { id?: unknown; method?: unknown; params?: unknown }
     try {

@@ -1,6 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import type { NostrEvent } from '../events/event.js'
-import { loadNativeVerifier } from './native.js'
 import type { VerifyResult } from './result.js'
 import { loadWasmVerifier, verifyWithWasm } from './wasm.js'
 
@@ -15,7 +14,8 @@ if (parentPort === null) throw new Error('src/verify/worker.ts must run as a wor
 const port = parentPort
 const backend = (workerData as { backend?: 'native' | 'wasm' } | null)?.backend ?? 'wasm'
 let check: (event: NostrEvent) => VerifyResult = verifyWithWasm
-const native = backend === 'native' ? loadNativeVerifier() : undefined
+// koffi is loaded only in a worker that verifies natively.
+const native = backend === 'native' ? (await import('./native.js')).loadNativeVerifier() : undefined
 if (native === undefined) await loadWasmVerifier()
 else check = (event) => native.verify(event)
 port.on('message', (msg: Batch) => {

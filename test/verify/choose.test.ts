@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chooseVerifier } from '../../src/verify/choose.js'
+import { chooseVerifier, pickVerifier } from '../../src/verify/choose.js'
 import { loadNativeVerifier } from '../../src/verify/native.js'
 import { vectors } from './vectors.js'
 // Worker threads need the compiled worker file, so the pool is the built one (npm test builds).
@@ -10,8 +10,8 @@ const native = loadNativeVerifier()
 const missing = () => undefined
 
 describe('choosing the verifier (KITH_VERIFY)', () => {
-  it('KITH_VERIFY=wasm forces wasm even where libsecp256k1 is present', () => {
-    expect(chooseVerifier('wasm')).toEqual({ kind: 'wasm', reason: 'KITH_VERIFY=wasm' })
+  it('KITH_VERIFY=wasm forces wasm even where libsecp256k1 is present', async () => {
+    expect(await pickVerifier('wasm')).toEqual({ kind: 'wasm', reason: 'KITH_VERIFY=wasm' })
   })
 
   it('auto falls back to wasm where the library is missing', () => {
@@ -24,19 +24,19 @@ describe('choosing the verifier (KITH_VERIFY)', () => {
 
   it('native without the library, or an unknown value, is a config error', () => {
     expect(() => chooseVerifier('native', missing)).toThrow(/apt-get install libsecp256k1-1/)
-    expect(() => chooseVerifier('fast')).toThrow(/must be auto, native or wasm/)
+    expect(() => chooseVerifier('fast', loadNativeVerifier)).toThrow(/must be auto, native or wasm/)
     let caught: unknown
     try {
-      chooseVerifier('fast')
+      chooseVerifier('fast', loadNativeVerifier)
     } catch (err) {
       caught = err
     }
     expect(caught).toMatchObject({ code: 'config' })
   })
 
-  it.skipIf(native === undefined)('auto and native take libsecp256k1 where it is', () => {
-    expect(chooseVerifier('auto').kind).toBe('native')
-    expect(chooseVerifier('native').kind).toBe('native')
+  it.skipIf(native === undefined)('auto and native take libsecp256k1 where it is', async () => {
+    expect((await pickVerifier('auto')).kind).toBe('native')
+    expect((await pickVerifier('native')).kind).toBe('native')
   })
 })
 
@@ -44,11 +44,11 @@ describe.skipIf(native === undefined)('the pool with the native verifier', () =>
   it('verifies inline (no worker) with the same answers as the wasm workers', async () => {
     const inline = await VerifyPool.create(2, {
       helpInline: true,
-      verifier: chooseVerifier('native'),
+      verifier: await pickVerifier('native'),
     })
     const workers = await VerifyPool.create(2, {
       helpInline: true,
-      verifier: chooseVerifier('wasm'),
+      verifier: await pickVerifier('wasm'),
     })
     try {
       expect(inline.kind).toBe('native')
@@ -67,10 +67,26 @@ describe.skipIf(native === undefined)('the pool with the native verifier', () =>
     }
   })
 
+  it('checks 64 inline per turn of the event loop, the rest in later turns, in order', async () => {
+    const pool = await VerifyPool.create(0, { verifier: await pickVerifier('native') })
+    try {
+      const vs = Array.from({ length: 10 }, () => vectors()).flat()
+      const pending = vs.map((v) => pool.verify(v.event))
+      // 64 were checked in this turn; the rest wait so sockets and timers are served between.
+      expect(pool.verified).toBe(64)
+      expect(pool.inFlight).toBe(vs.length - 64)
+      expect(await Promise.all(pending)).toEqual(vs.map((v) => v.expect))
+      expect(pool.verified).toBe(vs.length)
+      expect(pool.inFlight).toBe(0)
+    } finally {
+      await pool.close()
+    }
+  })
+
   it('can run native in worker threads too, with the same answers', async () => {
     const pool = await VerifyPool.create(1, {
       nativeInWorkers: true,
-      verifier: chooseVerifier('native'),
+      verifier: await pickVerifier('native'),
     })
     try {
       const vs = vectors()

@@ -40,3 +40,6 @@ export async function runCancel(argv: string[], out: Out): Promise<number> {
     daemon.close()
   }
 }
+
+/** What the command index loads. */
+export { cancelCommand as command, runCancel as run }

@@ -415,3 +415,6 @@ export function describeHubs(reports: readonly ChannelHubReport[]): string[] {
 function exitFor(reports: readonly ChannelHubReport[]): number {
   return reports.every((r) => r.ok) ? 0 : 1
 }
+
+/** What the command index loads. */
+export { channelCommand as command, runChannel as run }

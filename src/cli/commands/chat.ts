@@ -1,7 +1,7 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
-import type { ChatItem, WatchFrame } from '../../node/daemon.js'
+import type { ChatItem, DeviceStatus, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
 import type { ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
@@ -11,6 +11,9 @@ import { describeUpdate, type Update } from '../transcript.js'
 import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
 import { requireNode } from '../control-client.js'
+import { resolveKithHome } from '../../identity/home.js'
+import { loadIdentity } from '../../identity/keys.js'
+import { whoIsIn } from './chat-who.js'
 
 type Option = { optionId: string; name: string; kind?: string }
 
@@ -68,7 +71,9 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
   )
   const tty = process.stdin.isTTY === true && process.stdout.isTTY === true
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
-  const session = new ChatSession(daemon, rl, out, tty, () => channel)
+  const id = loadIdentity(resolveKithHome())
+  const mine = new Set([id.devicePubkey, ...(id.ownerPubkey === undefined ? [] : [id.ownerPubkey])])
+  const session = new ChatSession(daemon, rl, out, tty, () => channel, mine)
   session.onJoin = (name) => (channel = name)
   return session.run()
 }
@@ -94,7 +99,34 @@ class ChatSession {
     private readonly out: Out,
     private readonly tty: boolean,
     private readonly channel: () => string,
+    /** This device's key and its owner's: a message that mentions one of them rings. */
+    private readonly mine: ReadonlySet<string>,
   ) {}
+
+  /**
+   * The terminal bell for what needs this person: a permission card, or a message that mentions
+   * them (a p tag naming this device or its owner), not one of their own.
+   */
+  private ring(item: ChatItem): void {
+    if (!this.tty || this.mine.has(item.event.pubkey)) return
+    const card = item.event.kind === 4142
+    const mention = item.event.tags.some((t) => t[0] === 'p' && this.mine.has(t[1] ?? ''))
+    if (card || mention) process.stdout.write('\u0007')
+  }
+
+  /**
+   * Ctrl-C: with something typed (or lines gathered for a multi-line message), clears it, as a
+   * shell does; on an empty line it leaves.
+   */
+  private interrupt(): boolean {
+    const typed = this.rl.line !== '' || this.draft.waiting > 0
+    if (!typed) return false
+    this.draft.clear()
+    this.rl.write(null, { ctrl: true, name: 'e' })
+    this.rl.write(null, { ctrl: true, name: 'u' })
+    this.prompt()
+    return true
+  }
 
   private prompt(): void {
     const working = [...this.turns.values()].filter((t) => t.agent !== '')
@@ -313,9 +345,10 @@ class ChatSession {
       await this.send({ text: input.text })
     } else if (line === '/quit' || line === '/exit') return false
     else if (line === '/help') this.show(chatCommand.help())
-    else if (line === '/who')
-      this.show(`chatting in #${this.channel()} through the local kith node`)
-    else if (line === '/cards') await this.listCards()
+    else if (line === '/who') {
+      const { devices } = await this.daemon.request<{ devices?: DeviceStatus[] }>('status')
+      for (const l of await whoIsIn(this.channel(), devices ?? [])) this.show(l)
+    } else if (line === '/cards') await this.listCards()
     else if (line === '/join' || line.startsWith('/join '))
       await this.enter(parseChannel(line.slice(5).trim() || '#general'))
     else if (line === '/cancel' || line.startsWith('/cancel ')) {
@@ -435,7 +468,8 @@ class ChatSession {
         if (finished) return
         finished = true
         clearInterval(this.ticker)
-        if (tty) process.stdout.write('\u001b[?2004l')
+        // Leave on a line of its own, so the shell's prompt is not glued to the chat's.
+        if (tty) process.stdout.write('\u001b[?2004l\n')
         rl.close()
         daemon.close()
         resolve()
@@ -479,6 +513,9 @@ class ChatSession {
         enqueue(() => this.handle({ text, multiline: text.includes('\n') }))
       })
       rl.on('close', () => enqueue(() => Promise.resolve(false)))
+      rl.on('SIGINT', () => {
+        if (!this.interrupt()) rl.close()
+      })
       daemon.on('close', () => {
         if (!finished) this.show('the node stopped; leaving chat')
         done()
@@ -497,6 +534,7 @@ class ChatSession {
           }
         }
         this.show(this.render(item))
+        this.ring(item)
       })
       daemon.on('frame', (p) => this.frame(p as WatchFrame))
       enqueue(async () => {
@@ -509,3 +547,6 @@ class ChatSession {
     return 0
   }
 }
+
+/** What the command index loads. */
+export { chatCommand as command, runChat as run }

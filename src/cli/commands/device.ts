@@ -185,3 +185,6 @@ async function renameThisDevice(
   for (const l of describeReports(reports)) out.line(`  ${l}`)
   return 0
 }
+
+/** What the command index loads. */
+export { deviceCommand as command, runDevice as run }

@@ -21,9 +21,10 @@ export const doctorCommand = declare({
   options: { json: { type: 'boolean', description: 'print the checks as JSON' } },
   about: `Checks, one line each (✓ or ✗): KITH_HOME exists and holds a config; each secret key file
 (owner.key, device.key, agents/*.key) is mode 0600; whether the node runs (kith up: only
-reported, not a failure); each configured hub answers its NIP-11 document within ${hubTimeoutMs / 1000} s, and how far
-this machine's clock is from the hub's (its HTTP Date; more than ${maxSkewSeconds} s fails, since grants and
-events carry timestamps); each hosted agent's command is found (on PATH, or an executable file).
+reported, not a failure); each configured hub (or, with none, the running node's embedded one)
+answers its NIP-11 document within ${hubTimeoutMs / 1000} s, and how far this machine's clock is
+from the hub's (its HTTP Date; more than ${maxSkewSeconds} s fails: grants and events carry
+timestamps); each hosted agent's command is found (on PATH, or an executable file).
 Exits 1 when any check fails.`,
 })
 
@@ -104,15 +105,24 @@ async function runChecks(): Promise<Check[]> {
     ...keyFileChecks(home),
   ]
   if (config === undefined) return checks
-  const daemon = await connectNode()
-  daemon?.close()
+  const node = await connectNode()
+  let embedded: string | null = null
+  if (node !== undefined) {
+    try {
+      embedded = (await node.request<{ embeddedHub: string | null }>('status')).embeddedHub
+    } finally {
+      node.close()
+    }
+  }
   checks.push({
     check: 'node',
     ok: true,
     info: true,
-    detail: daemon === undefined ? 'not running (start it with kith up)' : 'running',
+    detail: node === undefined ? 'not running (start it with kith up)' : 'running',
   })
-  if (config.hubs.length === 0) {
+  // With no hub configured, the running node's embedded hub is the one to check.
+  const hubs = config.hubs.length > 0 ? config.hubs : embedded === null ? [] : [embedded]
+  if (hubs.length === 0) {
     checks.push({
       check: 'hubs',
       ok: true,
@@ -120,7 +130,7 @@ async function runChecks(): Promise<Check[]> {
       detail: 'none configured: kith up embeds one',
     })
   }
-  checks.push(...(await Promise.all(config.hubs.map(hubCheck))))
+  checks.push(...(await Promise.all(hubs.map(hubCheck))))
   for (const agent of listAgentRecords(home)) {
     const command = agent.command?.[0]
     if (command === undefined) continue
@@ -145,3 +155,6 @@ export async function runDoctor(argv: string[], out: Out): Promise<number> {
   }
   return ok ? 0 : 1
 }
+
+/** What the command index loads. */
+export { doctorCommand as command, runDoctor as run }

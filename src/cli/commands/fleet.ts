@@ -385,3 +385,6 @@ async function remove(
     }
   })
 }
+
+/** What the command index loads. */
+export { fleetCommand as command, runFleet as run }

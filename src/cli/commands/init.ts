@@ -95,3 +95,6 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
   }
   return 0
 }
+
+/** What the command index loads. */
+export { initCommand as command, runInit as run }

@@ -93,3 +93,6 @@ export function grantName(grant: NostrEvent): string | undefined {
   const name = grant.tags.find((t) => t[0] === 'name')?.[1]
   return name === undefined || name === '' ? undefined : name
 }
+
+/** What the command index loads. */
+export { joinCommand as command, runJoin as run }

@@ -102,3 +102,6 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
   await daemon.untilClosedOrStopped()
   return 0
 }
+
+/** What the command index loads. */
+export { logCommand as command, runLog as run }

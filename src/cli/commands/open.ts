@@ -58,3 +58,6 @@ export async function runOpen(argv: string[], out: Out): Promise<number> {
   if (command !== undefined) out.err(`kith open: could not run ${command}; open the URL above`)
   return 0
 }
+
+/** What the command index loads. */
+export { openCommand as command, runOpen as run }

@@ -61,3 +61,6 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
     out,
   )
 }
+
+/** What the command index loads. */
+export { pairCommand as command, runPair as run }

@@ -109,3 +109,6 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
     daemon.close()
   }
 }
+
+/** What the command index loads. */
+export { permitCommand as command, runPermit as run }

@@ -33,3 +33,6 @@ export async function runRevoke(argv: string[], out: Out): Promise<number> {
     }),
   )
 }
+
+/** What the command index loads. */
+export { revokeCommand as command, runRevoke as run }

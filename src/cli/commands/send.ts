@@ -79,3 +79,6 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
     return 0
   })
 }
+
+/** What the command index loads. */
+export { sendCommand as command, runSend as run }

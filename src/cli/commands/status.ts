@@ -156,3 +156,6 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     out.line(`refused ${r.event.slice(0, 12)}… by ${r.hub}: ${r.message}`)
   return 0
 }
+
+/** What the command index loads. */
+export { statusCommand as command, runStatus as run }

@@ -126,3 +126,6 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   await stopped
   return 0
 }
+
+/** What the command index loads. */
+export { upCommand as command, runUp as run }

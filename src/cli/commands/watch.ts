@@ -61,3 +61,6 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
   for (const line of transcript.flushAll()) print(line)
   return 0
 }
+
+/** What the command index loads. */
+export { watchCommand as command, runWatch as run }

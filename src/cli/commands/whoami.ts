@@ -44,3 +44,6 @@ export function runWhoami(argv: string[], out: Out): number {
   out.line(`home    ${id.home}`)
   return 0
 }
+
+/** What the command index loads. */
+export { whoamiCommand as command, runWhoami as run }
