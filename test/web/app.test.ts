@@ -241,7 +241,7 @@ describe(
       await snap(page, 'phone-chat')
 
       // Revoked from the laptop: cut off at once, and it says so plainly.
-      const revoke = await runKith(['device', 'revoke', 'phone'], { home: laptop })
+      const revoke = await runKith(['device', 'revoke', 'phone', '--yes'], { home: laptop })
       expect(revoke.code, revoke.stderr).toBe(0)
       await page
         .getByRole('heading', { name: 'This browser was removed from the fleet' })
