@@ -148,11 +148,13 @@ function helpText(spec: CommandSpec<OptionSpecs>, all: OptionSpecs, usage: strin
     text: `${o.description}${o.multiple ? ' (may be repeated)' : ''}`,
   }))
   const width = Math.min(24, Math.max(...flags.map((f) => f.flag.length)) + 2)
-  const options = flags.map((f) =>
-    f.flag.length + 2 > width
-      ? `  ${f.flag}\n  ${' '.repeat(width)}${f.text}`
-      : `  ${f.flag.padEnd(width)}${f.text}`,
-  )
+  const hang = `\n  ${' '.repeat(width)}`
+  const options = flags.map((f) => {
+    const text = wrap(f.text, helpColumns - 2 - width).join(hang)
+    return f.flag.length + 2 > width
+      ? `  ${f.flag}${hang}${text}`
+      : `  ${f.flag.padEnd(width)}${text}`
+  })
   const subs = Object.entries(spec.subcommands ?? {})
   return [
     usage,
@@ -164,6 +166,22 @@ function helpText(spec: CommandSpec<OptionSpecs>, all: OptionSpecs, usage: strin
     'Options:',
     ...options,
   ].join('\n')
+}
+
+/** Help fits an 80-column terminal: option descriptions wrap at word boundaries. */
+const helpColumns = 80
+
+function wrap(text: string, columns: number): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > columns) {
+      lines.push(line)
+      line = word
+    } else line = line === '' ? word : `${line} ${word}`
+  }
+  lines.push(line)
+  return lines
 }
 
 /** parseArgs' own errors as Kith usage errors, with did-you-mean for a misspelt option. */

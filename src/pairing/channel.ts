@@ -1,19 +1,23 @@
 import WebSocket from 'ws'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { parseEvent, signEvent } from '../events/event.js'
+import { signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { RelayClient, type Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
 import { laneError } from './relay-lane.js'
 
 /** How long a last abort may wait for the hub's OK before the connection is closed anyway. */
 const abortFlushMs = 2_000
+/** The lane's frames are small (kith-pair); a hub that sends more is not one. */
+const maxLaneFrameBytes = 64 * 1024
 
 /**
- * One side's connection to a hub's pairing lane: kind-24140 events in room `pid`, each signed by
- * a throwaway key made for this pairing (the ephemeral ECDH key must stay hidden until REVEAL).
- * Messages from the other party go to the listener in order (those that came before it was set
- * are queued); a refusal, a burn or a disconnect goes, once, to the failure listener.
+ * One side's connection to a hub's pairing lane, for the CLI (Node's `ws`): kind-24140 events in
+ * room `pid`, each signed by a throwaway key made for this pairing (the ephemeral ECDH key must
+ * stay hidden until REVEAL), over the one NIP-01 client (`link/relay-client.ts`). Messages from
+ * the other party go to the listener in order (those that came before it was set are queued); a
+ * refusal, a burn or a disconnect goes, once, to the failure listener.
  */
 export class PairingChannel {
   private readonly key = generateSecretKey()
@@ -23,40 +27,55 @@ export class PairingChannel {
   private failure: PairError | undefined
   /** The failure came from this side (Ctrl-C, a timeout): the connection still works. */
   private stoppedHere = false
-  private readonly oks = new Map<string, { resolve: () => void; reject: (e: Error) => void }>()
-  private subscribed: { resolve: () => void; reject: (e: Error) => void } | undefined
+  private sub: Subscription | undefined
 
   private constructor(
-    private readonly ws: WebSocket,
+    private readonly client: RelayClient,
     readonly pid: string,
-  ) {
-    ws.on('message', (data: Buffer) => this.onFrame(data.toString('utf8')))
-    ws.on('close', () =>
-      this.fail(new PairError('interrupted', 'the connection to the hub closed')),
-    )
-    ws.on('error', (err) => this.fail(new PairError('interrupted', err.message)))
-  }
+  ) {}
 
   static async open(url: string, pid: string, timeoutMs = 10_000): Promise<PairingChannel> {
-    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: 64 * 1024 })
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', () => resolve())
-      ws.once('error', (err) =>
-        reject(new PairError('interrupted', `cannot reach the hub ${url}: ${err.message}`)),
+    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxLaneFrameBytes })
+    let client: RelayClient
+    try {
+      // A close later reaches the lane subscription's onClosed: the exchange fails there.
+      client = await RelayClient.connect(ws, { url, timeoutMs })
+    } catch (err) {
+      throw new PairError(
+        'interrupted',
+        `cannot reach the hub ${url}: ${err instanceof Error ? err.message : String(err)}`,
       )
-    })
-    const channel = new PairingChannel(ws, pid)
+    }
+    const opened = new PairingChannel(client, pid)
     try {
       await new Promise<void>((resolve, reject) => {
-        channel.subscribed = { resolve, reject }
-        ws.send(JSON.stringify(['REQ', 'pair', { kinds: [Kind.Pairing], '#d': [pid] }]))
+        let subscribed = false
+        opened.sub = client.subscribe(
+          [{ kinds: [Kind.Pairing], '#d': [pid] }],
+          {
+            onEvent: (event) => opened.onEvent(event.content),
+            onEose: () => {
+              subscribed = true
+              resolve()
+            },
+            onClosed: (err, said) => {
+              const e =
+                err.reason === 'refused' && said !== undefined
+                  ? laneError(said)
+                  : new PairError('interrupted', 'the connection to the hub closed')
+              opened.fail(e)
+              if (!subscribed) reject(e)
+            },
+          },
+          'pair',
+        )
       })
     } catch (err) {
       // Refused (used, burnt or expired room): nothing more to say on this connection.
-      ws.close()
+      client.close()
       throw err
     }
-    return channel
+    return opened
   }
 
   /** Delivers every message from the other side to `onMessage`, and the first failure to `onFailure`. */
@@ -77,49 +96,23 @@ export class PairingChannel {
   private fail(err: PairError): void {
     if (this.failure) return
     this.failure = err
-    this.subscribed?.reject(err)
-    for (const w of this.oks.values()) w.reject(err)
-    this.oks.clear()
     this.onFailure?.(err)
   }
 
-  private onFrame(text: string): void {
-    let msg: unknown[]
+  private onEvent(content: string): void {
+    let m: PairMessage
     try {
-      msg = JSON.parse(text) as unknown[]
-    } catch {
-      // Not NIP-01; ignore the frame.
+      m = parsePairMessage(JSON.parse(content))
+    } catch (err) {
+      // Anyone who knows the room id can post junk into it: a stop, never a security verdict.
+      this.fail(
+        err instanceof PairError ? err : new PairError('out-of-order', 'unreadable pairing event'),
+      )
       return
     }
-    if (!Array.isArray(msg)) return
-    const [verb, a, b, c] = msg
-    if (verb === 'EOSE' && a === 'pair') {
-      this.subscribed?.resolve()
-      this.subscribed = undefined
-    } else if (verb === 'CLOSED' && a === 'pair') {
-      this.fail(laneError(String(b)))
-    } else if (verb === 'OK' && typeof a === 'string') {
-      const w = this.oks.get(a)
-      this.oks.delete(a)
-      if (b === true) w?.resolve()
-      else w?.reject(laneError(String(c)))
-    } else if (verb === 'EVENT' && a === 'pair') {
-      let m: PairMessage
-      try {
-        m = parsePairMessage(JSON.parse(parseEvent(b).content))
-      } catch (err) {
-        // Anyone who knows the room id can post junk into it: a stop, never a security verdict.
-        this.fail(
-          err instanceof PairError
-            ? err
-            : new PairError('out-of-order', 'unreadable pairing event'),
-        )
-        return
-      }
-      if (this.failure) return
-      if (this.onMessage) this.onMessage(m)
-      else this.queued.push(m)
-    }
+    if (this.failure) return
+    if (this.onMessage) this.onMessage(m)
+    else this.queued.push(m)
   }
 
   /** Sends one message; resolves on the hub's OK, rejects with its refusal (its words kept). */
@@ -128,7 +121,7 @@ export class PairingChannel {
     return this.post(m)
   }
 
-  private post(m: PairMessage): Promise<void> {
+  private async post(m: PairMessage): Promise<void> {
     const event = signEvent(
       {
         kind: Kind.Pairing,
@@ -138,10 +131,18 @@ export class PairingChannel {
       },
       this.key,
     )
-    return new Promise<void>((resolve, reject) => {
-      this.oks.set(event.id, { resolve, reject })
-      this.ws.send(JSON.stringify(['EVENT', event]))
-    })
+    let answer
+    try {
+      answer = await this.client.publish(event)
+    } catch (err) {
+      // Closed or timed out: the exchange cannot go on, whichever side is waiting.
+      const e =
+        this.failure ??
+        new PairError('interrupted', err instanceof Error ? err.message : String(err))
+      this.fail(e)
+      throw e
+    }
+    if (!answer.ok) throw laneError(answer.message)
   }
 
   /**
@@ -149,8 +150,8 @@ export class PairingChannel {
    * can be), waiting briefly for the hub to take it, then closes.
    */
   async abort(m: PairMessage): Promise<void> {
-    if (this.ws.readyState === this.ws.OPEN && (this.failure === undefined || this.stoppedHere)) {
-      let timer: NodeJS.Timeout | undefined
+    if (!this.client.closed && (this.failure === undefined || this.stoppedHere)) {
+      let timer: ReturnType<typeof setTimeout> | undefined
       await Promise.race([
         this.post(m),
         new Promise<void>((resolve) => {
@@ -163,6 +164,7 @@ export class PairingChannel {
   }
 
   close(): void {
-    this.ws.close()
+    this.sub?.close()
+    this.client.close()
   }
 }

@@ -87,7 +87,7 @@ export const hubServeCommand = declare({
       value: 'URL',
       multiple: true,
       description:
-        "replicate with another hub or NIP-77 relay, both ways (repeatable): a reconciliation on connect and each minute, live in between. Needs this hub's key granted by the founder: see kith hub key",
+        "replicate with another hub or NIP-77 relay, both ways: a reconciliation on connect and each minute, live in between. Needs this hub's key granted by the founder: see kith hub key",
     },
     'no-web': { type: 'boolean', description: "do not serve the web app at this hub's origin" },
     json: { type: 'boolean', description: 'print the listening line as JSON' },
