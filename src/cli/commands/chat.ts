@@ -225,7 +225,11 @@ class ChatSession {
       channel: this.channel(),
       ...(agent === undefined ? {} : { agent }),
     })
-    return open.map((card) => ({ n: this.number({ id: card.id, open: card }), card }))
+    // In the order of their numbers, whatever order the node keeps them in (two cards of one
+    // second have no order of their own).
+    return open
+      .map((card) => ({ n: this.number({ id: card.id, open: card }), card }))
+      .sort((a, b) => a.n - b.n)
   }
 
   private async listCards(): Promise<void> {
