@@ -1,7 +1,10 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { NostrEvent } from '../../src/events/event.js'
 import { HubLink } from '../../src/link/hub-link.js'
-import type { EventKey } from '../../src/link/reconcile.js'
+import WebSocket from 'ws'
+import { signAuthEvent } from '../../src/events/nip42.js'
+import { reconcile, type EventKey } from '../../src/link/reconcile.js'
+import { RelayClient } from '../../src/link/relay-client.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 
 const now = () => Math.floor(Date.now() / 1000)
@@ -81,5 +84,37 @@ describe('catch-up by NIP-77 reconciliation', () => {
       /refused reconciliation \(.*blocked: the filter matches more than 3 events/,
     )
     expect(delivered.map((e) => e.id).sort()).toEqual(events.map((e) => e.id).sort())
+  })
+})
+
+describe('reconcile, a large set in two halves', () => {
+  it('finds exactly what each side lacks, on both sides of the median and at its edge', async () => {
+    const t = await startTestHub()
+    const base = now() - 100_000
+    // 24,000 events, two per second: the halves cut at a second that holds two events.
+    const all = Array.from({ length: 24_000 }, (_, i) =>
+      t.sign({ kind: 9, created_at: base + (i >> 1), tags: [['h', 'ops']], content: `m${i}` }),
+    )
+    t.hub.store.insertBatch(all)
+    const median = base + 6_000
+    const lacking = new Set([all[0]!, all[11_999]!, all[12_000]!, all[12_001]!, all[23_999]!])
+    expect([...lacking].some((e) => e.created_at === median)).toBe(true)
+    const extra = t.sign({
+      kind: 9,
+      created_at: median,
+      tags: [['h', 'ops']],
+      content: 'only here',
+    })
+    const mine: EventKey[] = [...all.filter((e) => !lacking.has(e)), extra].map((e) => ({
+      created_at: e.created_at,
+      id: e.id,
+    }))
+    const client = await RelayClient.connect(new WebSocket(t.url), { url: t.url })
+    onTestFinished(() => client.close())
+    const challenge = await client.challenge()
+    expect((await client.auth(signAuthEvent(t.url, challenge!, t.ownerSk))).ok).toBe(true)
+    const r = await reconcile(client, { kinds: [9] }, mine, 60_000)
+    expect(r.need.sort()).toEqual([...lacking].map((e) => e.id).sort())
+    expect(r.have).toEqual([extra.id])
   })
 })
