@@ -23,9 +23,13 @@ export async function reconcile(
   filter: Record<string, unknown>,
   mine: Iterable<EventKey>,
   timeoutMs: number,
+  opts: {
+    /** Sets at least this large are reconciled in two halves at once. */ splitAtKeys?: number
+  } = {},
 ): Promise<{ need: string[]; have: string[]; rounds: number }> {
   const keys = [...mine]
-  const halves = keys.length >= splitAtKeys ? splitByTime(filter, keys) : undefined
+  const halves =
+    keys.length >= (opts.splitAtKeys ?? defaultSplitAtKeys) ? splitByTime(filter, keys) : undefined
   if (halves === undefined) return reconcileOnce(client, filter, keys, timeoutMs)
   // Two halves of the time range at once: while the relay answers one, this side works on the
   // other, so on two cores a large reconciliation takes little more than half as long. Kith hubs
@@ -40,8 +44,8 @@ export async function reconcile(
   }
 }
 
-/** Sets at least this large are reconciled in two halves at once. */
-const splitAtKeys = 20_000
+/** Below this a set reconciles in well under a second anyway: one session is enough. */
+export const defaultSplitAtKeys = 20_000
 
 /** The filter and keys cut at the median `created_at`, or undefined when it cannot be cut. */
 function splitByTime(

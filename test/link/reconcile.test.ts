@@ -91,13 +91,14 @@ describe('reconcile, a large set in two halves', () => {
   it('finds exactly what each side lacks, on both sides of the median and at its edge', async () => {
     const t = await startTestHub()
     const base = now() - 100_000
-    // 24,000 events, two per second: the halves cut at a second that holds two events.
-    const all = Array.from({ length: 24_000 }, (_, i) =>
+    // 2,400 events, two per second, split from 1,000 keys (20,000 by default; signing that many
+    // here would take most of a minute): the halves cut at a second that holds two events.
+    const all = Array.from({ length: 2_400 }, (_, i) =>
       t.sign({ kind: 9, created_at: base + (i >> 1), tags: [['h', 'ops']], content: `m${i}` }),
     )
     t.hub.store.insertBatch(all)
-    const median = base + 6_000
-    const lacking = new Set([all[0]!, all[11_999]!, all[12_000]!, all[12_001]!, all[23_999]!])
+    const median = base + 600
+    const lacking = new Set([all[0]!, all[1_199]!, all[1_200]!, all[1_201]!, all[2_399]!])
     expect([...lacking].some((e) => e.created_at === median)).toBe(true)
     const extra = t.sign({
       kind: 9,
@@ -113,7 +114,7 @@ describe('reconcile, a large set in two halves', () => {
     onTestFinished(() => client.close())
     const challenge = await client.challenge()
     expect((await client.auth(signAuthEvent(t.url, challenge!, t.ownerSk))).ok).toBe(true)
-    const r = await reconcile(client, { kinds: [9] }, mine, 60_000)
+    const r = await reconcile(client, { kinds: [9] }, mine, 60_000, { splitAtKeys: 1_000 })
     expect(r.need.sort()).toEqual([...lacking].map((e) => e.id).sort())
     expect(r.have).toEqual([extra.id])
   })
