@@ -65,7 +65,8 @@ export function hubGrantRequest(hubSecret: Uint8Array, founder: string): string 
   return `kith-hub:${publicKeyOf(hubSecret)}:${signGrantProof(hubSecret, founder, 'hub')}`
 }
 
-function founderOf(owner: string | undefined): string {
+/** The fleet's founder: `--owner`, else the fleet of KITH_HOME. */
+export function founderOf(owner: string | undefined): string {
   if (owner !== undefined) return parsePubkeyText(owner, '--owner')
   const id = loadIdentity(resolveKithHome())
   const fleet = id.config.fleet ?? id.ownerPubkey

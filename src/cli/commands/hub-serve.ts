@@ -2,19 +2,18 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
-import { loadIdentity } from '../../identity/keys.js'
 import { defaultHubLimits } from '../../hub/limits.js'
 import { startHub, type Hub } from '../../hub/server.js'
 import { publicKeyOf } from '../../events/event.js'
 import { PeerSync } from '../../link/peer-sync.js'
-import { hubGrantRequest, loadOrCreateHubKey } from './hub-peer.js'
+import { founderOf, hubGrantRequest, loadOrCreateHubKey } from './hub-peer.js'
 import { hubWebHandler, loadWebFiles } from '../../web/serve.js'
 import { parseCount, parsePort } from '../args.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { didYouMean } from '../../events/did-you-mean.js'
 import { runUntilSignal } from '../signals.js'
-import { npub, parsePubkeyText } from '../key-text.js'
+import { npub } from '../key-text.js'
 
 export const hubServeCommand = declare({
   name: 'hub',
@@ -119,16 +118,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     throw new KithError('usage', `--sync is full or normal, got ${values.sync}`)
   }
   const home = resolveKithHome()
-  let owner: string
-  if (values.owner !== undefined) owner = parsePubkeyText(values.owner, '--owner')
-  else {
-    const id = loadIdentity(home)
-    const fleet = id.config.fleet ?? id.ownerPubkey
-    if (fleet === undefined) {
-      throw new KithError('not-initialized', 'this machine is in no fleet yet; pass --owner NPUB')
-    }
-    owner = fleet
-  }
+  const owner = founderOf(values.owner)
   const readPem = (path: string) => {
     try {
       return readFileSync(path)
