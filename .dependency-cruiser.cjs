@@ -5,7 +5,7 @@
 const layers = [
   ['events'],
   ['grants', 'store', 'identity', 'verify'],
-  ['acp', 'hub', 'pairing', 'link', 'web'],
+  ['acp', 'hub', 'pairing', 'link', 'web', 'notify'],
   ['node'],
   ['cli'],
 ]

@@ -13,6 +13,10 @@ export const Kind = {
   ObserverFrame: 24142,
   /** Addressable (`d` = channel name): who may read and post in a channel (kith-channels). */
   ChannelDefinition: 34140,
+  /** Addressable (`d` = kith-push): a node that sends Web Push, with its VAPID key (kith-notify). */
+  PushSender: 34150,
+  /** Addressable (`d` = kith-push): a device's Web Push subscription, sealed to one sender. */
+  PushSubscription: 34151,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

@@ -29,6 +29,7 @@ export function ensureKithHome(home: string): void {
  *   node.db                    the node's events, outbox, cursors, sessions, prompt journal
  *   hub.db                     the embedded hub's events (also `kith hub` without --db)
  *   node.sock                  the running node's control socket (0600)
+ *   vapid.key                  the P-256 key that signs this node's Web Push requests (0600)
  *   pairing-failures.json      recent failed pairings, for the lockout
  *   agents/NAME.{json,key,log,pid}   each hosted agent's record, key, log and process id
  */
@@ -40,6 +41,8 @@ export const homeFiles = {
   hubDb: 'hub.db',
   /** A standalone hub's own key (0600), for replicating with its peers (kith hub --peer). */
   hubKey: 'hub.key',
+  /** This node's VAPID key (P-256, 0600): it signs Web Push requests (kith-notify). */
+  vapidKey: 'vapid.key',
   /** The running node's control socket (0600): CLI commands talk to `kith up` through it. */
   controlSocket: 'node.sock',
   /** Failed pairings of the last 15 minutes (pairing/lockout.ts). */

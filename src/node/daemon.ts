@@ -9,6 +9,8 @@ import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
+import { notifyStatus, startNotifications, type TargetStatus } from './notifications.js'
+import type { Notifier } from '../notify/notifier.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
@@ -40,9 +42,16 @@ const followedKinds = [
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
+  Kind.PushSubscription,
 ]
 /** Fetched whole on every connect. */
-const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation, Kind.ChannelDefinition]
+const vitalKinds = [
+  Kind.Profile,
+  Kind.Grant,
+  Kind.Revocation,
+  Kind.ChannelDefinition,
+  Kind.PushSender,
+]
 
 export interface NodeOptions extends AgentBridgeOptions {
   home: string
@@ -117,6 +126,7 @@ export class KithNode {
   removed: string | undefined
   private readonly bridge: AgentBridge
   private readonly outbox: OutboxPump
+  private notifier: Notifier | undefined
 
   private constructor(
     readonly id: Identity,
@@ -250,6 +260,16 @@ export class KithNode {
       this.log(`no hubs configured: embedded hub on ${this.embedded.url}`)
     }
     this.publishProfile()
+    this.notifier = startNotifications({
+      id,
+      store: this.store,
+      book: this.book,
+      names: this.names,
+      fleet: this.fleet,
+      log: this.log,
+      now: () => this.now(),
+      webBase: () => this.webUrl,
+    })
     this.bridge.loadAgents()
     this.bridge.resumeJournal()
     for (const url of hubs) {
@@ -466,6 +486,7 @@ export class KithNode {
       ) {
         this.emit(e)
       }
+      if (e.kind === Kind.PushSubscription) this.notifier?.observe(e)
       if (e.kind === Kind.ChatMessage) this.bridge.dispatch(e)
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
@@ -483,7 +504,9 @@ export class KithNode {
     for (const link of this.links) this.pump(link)
   }
 
+  /** Every chat message, card and decision this node takes in or makes passes here. */
   private emit(event: NostrEvent): void {
+    this.notifier?.observe(event)
     if (this.listeners.size === 0) return
     const item: ChatItem = chatItem(this.store, this.names, event)
     for (const fn of this.listeners) fn(item)
@@ -572,6 +595,7 @@ export class KithNode {
     agents: unknown[]
     devices: DeviceStatus[]
     refused: unknown[]
+    notify: TargetStatus[]
   } {
     return {
       device: this.id.devicePubkey,
@@ -602,6 +626,7 @@ export class KithNode {
       refused: this.store
         .refusals()
         .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
+      notify: notifyStatus(this.store),
     }
   }
 
@@ -663,6 +688,7 @@ export class KithNode {
     this.stopped = true
     clearInterval(this.presenceTimer)
     clearTimeout(this.presenceDue)
+    this.notifier?.stop()
     await this.control?.close()
     // Said before the links close, so the fleet sees this device go at once (bounded: a hub
     // that does not answer must not hold the stop).

@@ -83,4 +83,41 @@ export const nodeMigrations: readonly Migration[] = [
         WHERE json_extract(raw, '$.kind') = 34140;
     `)
   },
+  (db) => {
+    // Where this node sends its person's notifications (kith notify; web devices' subscriptions)
+    // and each notification per target: the primary key is what makes it once per event per
+    // device, restarts included; pending rows are retried with backoff (notify/dispatcher.ts).
+    db.exec(`
+      CREATE TABLE notify_targets (
+        id TEXT PRIMARY KEY,
+        type TEXT NOT NULL CHECK (type IN ('webpush', 'ntfy', 'webhook', 'desktop')),
+        url TEXT NOT NULL,
+        classes TEXT NOT NULL,
+        finished_after INTEGER NOT NULL,
+        open_base TEXT,
+        device TEXT,
+        subscription TEXT,
+        created_at INTEGER NOT NULL,
+        last_ok INTEGER,
+        last_error TEXT,
+        last_error_at INTEGER,
+        gone INTEGER NOT NULL DEFAULT 0
+      );
+      CREATE TABLE notify_deliveries (
+        event_id TEXT NOT NULL,
+        target TEXT NOT NULL,
+        class TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        state TEXT NOT NULL
+          CHECK (state IN ('pending', 'sent', 'failed', 'withdrawn', 'coalesced')),
+        attempts INTEGER NOT NULL DEFAULT 0,
+        next_at INTEGER NOT NULL,
+        last_error TEXT,
+        created_at INTEGER NOT NULL,
+        sent_at INTEGER,
+        PRIMARY KEY (event_id, target)
+      );
+      CREATE INDEX notify_due ON notify_deliveries (state, next_at);
+    `)
+  },
 ]

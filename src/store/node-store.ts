@@ -5,6 +5,7 @@ import { homeFiles } from '../identity/home.js'
 import { openDatabase, type Db } from './db.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
+import { NotifyStore } from './notify-store.js'
 import { PromptJournal } from './prompt-journal.js'
 import type { SavedSession } from './saved-session.js'
 
@@ -30,6 +31,7 @@ export interface Delivery {
 export class NodeStore {
   readonly events: EventStore
   readonly prompts: PromptJournal
+  readonly notify: NotifyStore
   private readonly db: Db
   private readonly stmts: {
     enqueue: Statement<[string, string, number]>
@@ -52,6 +54,7 @@ export class NodeStore {
     this.db = openDatabase(join(home, nodeDbFile), nodeMigrations)
     this.events = new EventStore(this.db)
     this.prompts = new PromptJournal(this.db)
+    this.notify = new NotifyStore(this.db)
     const db = this.db
     this.stmts = {
       enqueue: db.prepare(

@@ -2,6 +2,7 @@ import { readConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
+import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
 import { withStore } from '../local-node.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
@@ -40,6 +41,7 @@ interface Status {
   }[]
   devices?: DeviceStatus[]
   refused: { event: string; hub: string; message: string }[]
+  notify: TargetStatus[]
 }
 
 /** "12 s", "5 min", "3 h", "2 d". */
@@ -48,6 +50,25 @@ export function ago(seconds: number): string {
   if (seconds < 90 * 60) return `${Math.round(seconds / 60)} min`
   if (seconds < 36 * 3600) return `${Math.round(seconds / 3600)} h`
   return `${Math.round(seconds / 86400)} d`
+}
+
+/** One line per notification target, with what failed (kith notify). */
+export function notifyLines(targets: readonly TargetStatus[]): string[] {
+  return targets.map((t) => {
+    const counts = [
+      t.pending > 0 ? `${t.pending} waiting` : '',
+      t.failed > 0 ? `${t.failed} failed` : '',
+      `${t.sent} sent`,
+    ]
+      .filter((x) => x !== '')
+      .join(', ')
+    const trouble = t.gone
+      ? ` — gone: ${t.lastError ?? 'the endpoint no longer exists'}`
+      : t.lastError !== null
+        ? ` — last error: ${t.lastError}`
+        : ''
+    return `notify  ${t.id} ${t.type} → ${t.where}: ${counts}${trouble}`
+  })
 }
 
 /** One line per device: its presence and its agents' states. */
@@ -102,6 +123,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
         refused: store
           .refusals()
           .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
+        notify: notifyStatus(store),
       }
     })
   }
@@ -152,6 +174,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     out.line('devices')
     for (const l of deviceLines(status.devices)) out.line(l)
   } else out.line('devices unknown: presence is live, and kith up is not running')
+  for (const l of notifyLines(status.notify)) out.line(l)
   for (const r of status.refused.slice(0, 5))
     out.line(`refused ${r.event.slice(0, 12)}… by ${r.hub}: ${r.message}`)
   return 0

@@ -1,0 +1,121 @@
+import { signEvent, type NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { makePushSender, pushD } from '../events/push.js'
+import { personOf } from '../grants/members.js'
+import type { Identity } from '../identity/keys.js'
+import type { ClassifyContext } from '../notify/classify.js'
+import { Notifier } from '../notify/notifier.js'
+import { loadOrCreateVapid, type Vapid } from '../notify/vapid.js'
+import type { NodeStore } from '../store/node-store.js'
+import type { GrantBook } from './grant-book.js'
+import type { Names } from './names.js'
+
+interface NotificationsDeps {
+  id: Identity
+  store: NodeStore
+  book: GrantBook
+  names: Names
+  fleet: string
+  log: (line: string) => void
+  now: () => number
+  /** The web app `kith up` serves, once it does (links open there unless a target names one). */
+  webBase: () => string | undefined
+}
+
+/**
+ * A node's notifications for its person (kith-notify/1): the Notifier, fed by what the node
+ * admits, and this node's push-sender announcement (its VAPID key) so its person's web devices
+ * can subscribe through it.
+ */
+export function startNotifications(deps: NotificationsDeps): Notifier {
+  const { id, store, book, names } = deps
+  let vapid: Vapid | undefined
+  const ctx: ClassifyContext = {
+    get person() {
+      return personOf(book.verifier, id.devicePubkey, deps.now()) ?? id.ownerPubkey ?? deps.fleet
+    },
+    personOf: (key) => personOf(book.verifier, key, deps.now()),
+    isAgent: (key) => names.who(key).role === 'agent',
+    nameOf: (key) => names.who(key).name,
+    event: (eventId) => {
+      const row = store.events.query([{ ids: [eventId] }], { defaultLimit: 1, maxLimit: 1 })[0]
+      return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+    },
+    fleet: deps.fleet,
+    now: deps.now,
+  }
+  const notifier = new Notifier({
+    store: store.notify,
+    ctx,
+    deviceSecret: id.deviceSecret,
+    devicePubkey: id.devicePubkey,
+    log: deps.log,
+    vapid: () => (vapid ??= loadOrCreateVapid(id.home)),
+    get webBase() {
+      return deps.webBase()
+    },
+  })
+  vapid = loadOrCreateVapid(id.home)
+  publishSender(deps, vapid)
+  return notifier
+}
+
+/** The push-sender event (34150), signed by the device and sent only when its key changed. */
+function publishSender(deps: NotificationsDeps, vapid: Vapid): void {
+  const { id, store } = deps
+  const current = store.events.query(
+    [{ kinds: [Kind.PushSender], authors: [id.devicePubkey], tags: { d: [pushD] }, limit: 1 }],
+    { defaultLimit: 1, maxLimit: 1 },
+  )[0]
+  const template = makePushSender(vapid.publicKey, deps.now())
+  if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === template.content)
+    return
+  store.enqueue(signEvent(template, id.deviceSecret), deps.now())
+}
+
+/** A target as `kith status` and `kith notify list` show it. */
+export interface TargetStatus {
+  id: string
+  type: string
+  /** Where it goes: a Web Push endpoint shows only its origin (the path is a capability). */
+  where: string
+  classes: string[]
+  finishedAfter: number
+  lastOk: number | null
+  lastError: string | null
+  gone: boolean
+  pending: number
+  failed: number
+  sent: number
+}
+
+export function whereOf(t: { type: string; url: string }): string {
+  if (t.type === 'desktop') return 'this machine'
+  try {
+    const u = new URL(t.url)
+    if (t.type === 'webpush') return `${u.origin} (Web Push)`
+    u.username = ''
+    u.password = ''
+    return u.toString()
+  } catch {
+    return t.url
+  }
+}
+
+export function notifyStatus(store: NodeStore): TargetStatus[] {
+  const counts = store.notify.counts()
+  return store.notify.targets().map((t) => {
+    const c = counts.get(t.id) ?? { pending: 0, failed: 0, sent: 0 }
+    return {
+      id: t.id,
+      type: t.type,
+      where: whereOf(t),
+      classes: t.classes,
+      finishedAfter: t.finishedAfter,
+      lastOk: t.lastOk ?? null,
+      lastError: t.lastError ?? null,
+      gone: t.gone,
+      ...c,
+    }
+  })
+}

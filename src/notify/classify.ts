@@ -1,0 +1,154 @@
+import { channelOf, threadOf } from '../events/chat.js'
+import { isNotice } from '../events/agent-binding.js'
+import type { NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { parsePermissionRequest } from '../events/permission-request.js'
+import type { NotifyClass, PushPayload } from '../events/push.js'
+
+/** What the classifier needs to know of the fleet, from the node that runs it. */
+export interface ClassifyContext {
+  /** The person (owner key) this node notifies. */
+  person: string
+  /** The person a key belongs to now (undefined: not a member). */
+  personOf(key: string): string | undefined
+  /** Whether the key is an agent's. */
+  isAgent(key: string): boolean
+  nameOf(key: string): string
+  /** A stored event by id (a reply's prompt). */
+  event(id: string): NostrEvent | undefined
+  fleet: string
+  now(): number
+}
+
+/** One thing worth a person's attention, before it is addressed to any target. */
+export interface Notice {
+  eventId: string
+  class: NotifyClass
+  /** finished: how long the turn ran (seconds), which each target compares to its threshold. */
+  ranSeconds?: number
+  /** Unix seconds after which it is not worth sending (a card's expiry, an old mention). */
+  until: number
+  payload: Extract<PushPayload, { type: 'notify' }>
+}
+
+/**
+ * An event older than this when it arrives (a node catching up after a night off) notifies
+ * nobody: a flood of stale news is the storm this avoids. Cards count until they expire.
+ */
+export const staleSeconds = 600
+
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim()
+
+function openPath(channel: string, thread: string | undefined): string {
+  return `#/c/${encodeURIComponent(channel)}${thread === undefined ? '' : `/t/${thread}`}`
+}
+
+/**
+ * What an admitted event means for this node's person, if anything. Pure apart from the lookups
+ * in `ctx`. The rules (nips/kith-notify.md, "What notifies"):
+ * - cards: a 4142 of an agent of this person's, or asked in a turn this person prompted;
+ * - errors: an agent's `notice` starting with ⚠ in reply to this person, or by this person's agent;
+ * - finished: an agent's (non-notice) reply to a prompt of this person's;
+ * - mentions: a chat message by another person with a `p` of this person's keys.
+ */
+export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | undefined {
+  const now = ctx.now()
+  const mine = (key: string | undefined) =>
+    key !== undefined && (key === ctx.person || ctx.personOf(key) === ctx.person)
+  if (event.kind === Kind.PermissionRequest) {
+    let card: ReturnType<typeof parsePermissionRequest>
+    try {
+      card = parsePermissionRequest(event)
+    } catch {
+      // Malformed cards are refused by the host that reads them; nobody is paged for one.
+      return undefined
+    }
+    if (card.expires <= now) return undefined
+    if (card.fleet !== undefined && card.fleet !== ctx.fleet) return undefined
+    if (!mine(card.agent) && !mine(card.prompter)) return undefined
+    const allow = card.options.find((o) => o.kind.startsWith('allow'))
+    const reject = card.options.find((o) => o.kind.startsWith('reject'))
+    const agent = ctx.nameOf(card.agent)
+    return {
+      eventId: event.id,
+      class: 'cards',
+      until: card.expires,
+      payload: {
+        type: 'notify',
+        class: 'cards',
+        tag: event.id,
+        title: `${agent} asks: ${oneLine(card.title)}`,
+        body: `#${card.channel} · ${card.toolKind}${card.sensitive === undefined ? '' : ` · ${card.sensitive}`}`,
+        open: openPath(card.channel, card.prompt),
+        card: {
+          id: event.id,
+          channel: card.channel,
+          agent: card.agent,
+          fleet: card.fleet ?? ctx.fleet,
+          ...(allow === undefined ? {} : { allow: allow.optionId }),
+          ...(reject === undefined ? {} : { reject: reject.optionId }),
+        },
+      },
+    }
+  }
+  if (event.kind !== Kind.ChatMessage) return undefined
+  if (now - event.created_at > staleSeconds) return undefined
+  const channel = channelOf(event) ?? 'general'
+  const { root, parent } = threadOf(event)
+  const text = oneLine(event.content)
+  const author = ctx.nameOf(event.pubkey)
+  const until = event.created_at + staleSeconds
+  if (ctx.isAgent(event.pubkey)) {
+    const prompt = parent === undefined ? undefined : ctx.event(parent)
+    const toMe = prompt !== undefined && mine(prompt.pubkey)
+    if (isNotice(event)) {
+      if (!event.content.startsWith('⚠')) return undefined
+      if (!toMe && !mine(event.pubkey)) return undefined
+      return {
+        eventId: event.id,
+        class: 'errors',
+        until,
+        payload: {
+          type: 'notify',
+          class: 'errors',
+          tag: event.id,
+          title: `${author} in #${channel}`,
+          body: text,
+          open: openPath(channel, root),
+        },
+      }
+    }
+    if (!toMe) return undefined
+    const ranSeconds = Math.max(0, event.created_at - prompt.created_at)
+    return {
+      eventId: event.id,
+      class: 'finished',
+      ranSeconds,
+      until,
+      payload: {
+        type: 'notify',
+        class: 'finished',
+        tag: event.id,
+        title: `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`,
+        body: text,
+        open: openPath(channel, root),
+      },
+    }
+  }
+  if (mine(event.pubkey)) return undefined
+  const mentioned = event.tags.some((t) => t[0] === 'p' && t[1] !== undefined && mine(t[1]))
+  if (!mentioned) return undefined
+  return {
+    eventId: event.id,
+    class: 'mentions',
+    until,
+    payload: {
+      type: 'notify',
+      class: 'mentions',
+      tag: event.id,
+      title: `${author} in #${channel}`,
+      body: text,
+      open: openPath(channel, root ?? event.id),
+    },
+  }
+}
