@@ -1,8 +1,8 @@
-import { readdirSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { builtinModules } from 'node:module'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { defineConfig, type Plugin } from 'vite'
+import { build, defineConfig, type Plugin } from 'vite'
 
 // The web app (src/web/app, Preact + signals) built into dist/web/app, which `kith up` and
 // `kith hub` serve (src/web/serve.ts). Part of `npm run build`. Nothing is loaded from another
@@ -18,10 +18,10 @@ const nodeOnly = new Set([
   'better-sqlite3',
 ])
 
-/** Writes the list of emitted files into sw.js (its precache) and fails on any Node import. */
-function kithWeb(): Plugin {
+/** Fails on any Node-only import (the app and the worker run in a browser). */
+function browserOnly(): Plugin {
   return {
-    name: 'kith-web',
+    name: 'kith-browser-only',
     enforce: 'pre',
     resolveId(id, importer) {
       const bare = id.startsWith('node:') ? id : id.split('/')[0]!
@@ -29,25 +29,51 @@ function kithWeb(): Plugin {
         this.error(`the web app imports a Node-only module: ${id} (from ${importer ?? '?'})`)
       return null
     },
+  }
+}
+
+/**
+ * After the app, builds the service worker on its own as one classic script (sw.js) with the
+ * list of files the app build emitted as its precache, so a new build is a new worker.
+ */
+function kithWorker(): Plugin {
+  let files: string[] = []
+  return {
+    name: 'kith-web-worker',
     generateBundle(_options, bundle) {
       // The page itself is cached as `/`; the files Vite copies from public/ are not in the bundle.
       const copied = readdirSync(publicDir, { recursive: true, withFileTypes: true })
         .filter((d) => d.isFile())
         .map((d) => relative(publicDir, join(d.parentPath, d.name)).split(sep).join('/'))
-      const files = [
+      files = [
         '/',
         ...copied.map((f) => `/${f}`),
         ...Object.keys(bundle)
           .filter((f) => f.startsWith('assets/') && !f.endsWith('.map'))
           .map((f) => `/${f}`),
       ].sort()
-      const chunk = bundle['sw.js']
-      if (chunk === undefined || chunk.type !== 'chunk') this.error('sw.js was not built')
-      else {
-        const placeholder = /([`"'])__KITH_PRECACHE__\1/
-        if (!placeholder.test(chunk.code)) this.error('sw.js has no precache placeholder')
-        chunk.code = chunk.code.replace(placeholder, JSON.stringify(files))
-      }
+    },
+    async closeBundle() {
+      await build({
+        configFile: false,
+        logLevel: 'warn',
+        plugins: [browserOnly()],
+        define: { __KITH_PRECACHE__: JSON.stringify(files) },
+        resolve: { conditions: ['browser', 'import', 'module', 'default'] },
+        build: {
+          outDir: out,
+          emptyOutDir: false,
+          target: 'es2022',
+          minify: process.env.KITH_WEB_NO_MINIFY === undefined,
+          sourcemap: true,
+          reportCompressedSize: false,
+          copyPublicDir: false,
+          lib: { entry: sw, formats: ['iife'], name: 'kithServiceWorker', fileName: () => 'sw.js' },
+          rollupOptions: { checks: { pluginTimings: false } },
+        },
+      })
+      if (readFileSync(join(out, 'sw.js'), 'utf8').includes('__KITH_PRECACHE__'))
+        this.error('sw.js was built without its precache list')
     },
   }
 }
@@ -57,7 +83,7 @@ export default defineConfig({
   base: '/',
   publicDir,
   logLevel: 'warn',
-  plugins: [kithWeb()],
+  plugins: [browserOnly(), kithWorker()],
   oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
   resolve: { conditions: ['browser', 'import', 'module', 'default'] },
   build: {
@@ -69,11 +95,11 @@ export default defineConfig({
     modulePreload: { polyfill: false },
     reportCompressedSize: false,
     rollupOptions: {
-      input: { index: `${app}index.html`, sw },
+      input: { index: `${app}index.html` },
       // The build's own timing report is noise in npm run build's output.
       checks: { pluginTimings: false },
       output: {
-        entryFileNames: (chunk) => (chunk.name === 'sw' ? 'sw.js' : 'assets/[name]-[hash].js'),
+        entryFileNames: 'assets/[name]-[hash].js',
         chunkFileNames: 'assets/[name]-[hash].js',
         assetFileNames: 'assets/[name]-[hash][extname]',
       },

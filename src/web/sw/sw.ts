@@ -3,12 +3,17 @@
  * The web app's service worker: the shell (index.html and every file the build emitted) loads
  * without a network, so the app opens offline and says so; hub connections are never touched.
  * The precache list is written into this file at build time (vite.web.config.ts), so a new
- * build is a new worker, and the old cache is dropped when it takes over.
+ * build is a new worker, and the old cache is dropped when it takes over. It is built on its
+ * own, as one classic script (a service worker cannot share the app's module chunks). Web Push
+ * and the actions on its notifications are in push.ts.
  */
+import './push.js'
+
 const sw = self as unknown as ServiceWorkerGlobalScope
 
-// Replaced by the build with the array of emitted paths.
-const precache = '__KITH_PRECACHE__' as unknown as string[]
+// Replaced by the build (a `define`) with the array of emitted paths.
+declare const __KITH_PRECACHE__: string[]
+const precache = __KITH_PRECACHE__
 const cacheName = `kith-shell-${hashOf(precache.join('\n'))}`
 
 /** A short, stable name for this build's cache (FNV-1a over the file list, which holds hashes). */

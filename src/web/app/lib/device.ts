@@ -86,7 +86,9 @@ export async function saveDevice(
   }
   await idbPut('device', 'self', record)
   // Ask the browser not to evict this origin's storage (it would lose the key).
-  await navigator.storage?.persist?.().catch(() => false)
+  // (`persist` is a window API: the service worker, which shares this file, has none.)
+  const storage = navigator.storage as { persist?: () => Promise<boolean> } | undefined
+  await storage?.persist?.().catch(() => false)
   return { record, secret: key.secret }
 }
 

@@ -9,6 +9,9 @@ import {
   openPromptScan,
   parsePermissionDecision,
   parsePermissionRequest,
+  parsePushSender,
+  parsePushSubscription,
+  personOf,
   threadOf,
   verifyEventSignature,
   type NostrEvent,
@@ -32,7 +35,15 @@ export const vitalKinds: number[] = [
   Kind.Grant,
   Kind.Revocation,
   Kind.ChannelDefinition,
+  Kind.PushSender,
+  Kind.PushSubscription,
 ]
+
+/** A node of the fleet that sends Web Push (kith-notify/1), with its VAPID key. */
+export interface PushSenderInfo {
+  device: string
+  vapid: string
+}
 
 /** A device counts as online this long after its last presence (nodes send one a minute). */
 const presenceFreshSeconds = 150
@@ -62,6 +73,9 @@ export class FleetModel {
   readonly removed = signal<string | undefined>(undefined)
   private readonly seen = new Set<string>()
   private readonly profiles = new Map<string, NostrEvent>()
+  private readonly pushSenders = new Map<string, { info: PushSenderInfo; at: number }>()
+  /** This device's newest push subscription: which sender it names, and when. */
+  private mySubscription: { sender: string; at: number; event: NostrEvent } | undefined
   private readonly presence = new Map<string, number>()
   private readonly channelsMap = new Map<string, Entry[]>()
   private readonly requests = new Map<string, PermissionRequest>()
@@ -162,6 +176,28 @@ export class FleetModel {
         }
         return
       }
+      case Kind.PushSender: {
+        try {
+          const info = parsePushSender(e)
+          const prev = this.pushSenders.get(e.pubkey)
+          if (prev === undefined || e.created_at >= prev.at)
+            this.pushSenders.set(e.pubkey, { info, at: e.created_at })
+        } catch {
+          // An announcement that does not read offers nothing to subscribe to.
+        }
+        return
+      }
+      case Kind.PushSubscription: {
+        if (e.pubkey !== this.me) return
+        try {
+          const sub = parsePushSubscription(e)
+          if (this.mySubscription === undefined || e.created_at >= this.mySubscription.at)
+            this.mySubscription = { sender: sub.sender, at: e.created_at, event: e }
+        } catch {
+          // Not one this app made: it names no sender here.
+        }
+        return
+      }
       case Kind.PermissionDecision: {
         try {
           const d = parsePermissionDecision(e)
@@ -251,6 +287,21 @@ export class FleetModel {
 
   repliesTo(id: string): readonly NostrEvent[] {
     return this.replies.get(id) ?? []
+  }
+
+  /** The nodes of this device's person that send Web Push, newest announcement each. */
+  pushSendersOfMine(): PushSenderInfo[] {
+    const t = now()
+    const person = personOf(this.state.grants, this.me, t)
+    if (person === undefined) return []
+    return [...this.pushSenders.values()]
+      .map((s) => s.info)
+      .filter((s) => personOf(this.state.grants, s.device, t) === person)
+  }
+
+  /** The sender this device's newest subscription names (with `off`, the sender it left). */
+  pushSubscription(): { sender: string; at: number; event: NostrEvent } | undefined {
+    return this.mySubscription
   }
 
   profile(pubkey: string): NostrEvent | undefined {

@@ -6,6 +6,7 @@ import {
   makeAgentCancel,
   makeChatMessage,
   makePermissionDecision,
+  makePushSubscription,
   mentionedNames,
   normalizeRelayUrl,
   signEvent,
@@ -13,6 +14,7 @@ import {
   type EventTemplate,
   type NostrEvent,
   type PermissionRequest,
+  type PushSubscriptionBody,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
 import { FleetModel, followedKinds, vitalKinds } from './fleet.js'
@@ -308,6 +310,14 @@ export class Session {
         now(),
       ),
     )
+  }
+
+  /**
+   * Hands one of this person's nodes this browser's Web Push subscription and choices (or `off`),
+   * sealed to that node (kith-notify/1): a kind-34151 event.
+   */
+  async setPush(body: PushSubscriptionBody, sender: string): Promise<NostrEvent> {
+    return this.send(makePushSubscription(body, this.device.secret, sender, now()))
   }
 
   /** Cancels an agent's turn in a channel: a kind-4144 naming the prompts still open to it. */
