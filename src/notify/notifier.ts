@@ -158,7 +158,8 @@ export class Notifier {
       if (d.state === 'pending') this.opts.store.setState(card, d.target, 'withdrawn', nowMs)
       else if (d.state === 'sent' || d.state === 'coalesced') {
         const t = this.opts.store.target(d.target)
-        if (t?.type !== 'webpush' || t.gone) continue
+        // The device that answered has closed its own notification already.
+        if (t?.type !== 'webpush' || t.gone || t.device === decision.pubkey) continue
         const payload: PushPayload = { type: 'withdraw', tag: card }
         added =
           this.opts.store.add(

@@ -294,9 +294,14 @@ export class FleetModel {
     const t = now()
     const person = personOf(this.state.grants, this.me, t)
     if (person === undefined) return []
+    // Online ones first (a sleeping laptop sends nothing), then the newest announcement.
     return [...this.pushSenders.values()]
+      .filter((s) => personOf(this.state.grants, s.info.device, t) === person)
+      .sort(
+        (a, b) =>
+          Number(this.online(b.info.device)) - Number(this.online(a.info.device)) || b.at - a.at,
+      )
       .map((s) => s.info)
-      .filter((s) => personOf(this.state.grants, s.device, t) === person)
   }
 
   /** The sender this device's newest subscription names (with `off`, the sender it left). */

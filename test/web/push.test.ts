@@ -1,0 +1,197 @@
+/// <reference lib="dom" />
+/// <reference lib="webworker" />
+// Callbacks given to page.evaluate and worker.evaluate run in the browser.
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import type { CDPSession, Worker } from 'playwright-core'
+import { Kind } from '../../src/events/kinds.js'
+import { parsePushPayload } from '../../src/events/push.js'
+import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
+import { ask, threadedUnder } from '../helpers/node-chat.js'
+import { codeOf, sasLine } from '../helpers/pair-up.js'
+import { startEndpoint, testCertPath, testSubscription } from '../helpers/push-service.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
+
+interface Shown {
+  title: string
+  tag: string
+  body: string
+  actions: string[]
+}
+
+/** The notifications the service worker shows now. */
+function shown(worker: Worker, tag?: string): Promise<Shown[]> {
+  return worker.evaluate(async (t) => {
+    const sw = self as unknown as ServiceWorkerGlobalScope
+    const list = await sw.registration.getNotifications(t === undefined ? undefined : { tag: t })
+    return list.map((n) => ({
+      title: n.title,
+      tag: n.tag,
+      body: n.body,
+      actions: ((n as unknown as { actions: { action: string }[] }).actions ?? []).map(
+        (a) => a.action,
+      ),
+    }))
+  }, tag)
+}
+
+/** Delivers a push to the app's service worker through the DevTools protocol. */
+async function deliver(cdp: CDPSession, origin: string, registrationId: string, data: string) {
+  await cdp.send('ServiceWorker.deliverPushMessage', { origin, registrationId, data })
+}
+
+describe(
+  'Web Push in the browser device (real node, push-service stand-in, Chromium service worker)',
+  { timeout: 240_000 },
+  () => {
+    it('subscribes through a node of its person, shows a card with Allow / Reject, and its Allow runs the tool call; an answer elsewhere withdraws it', async () => {
+      const { laptop, devbox } = await laptopAndDevbox(tempDir())
+      expect(
+        (
+          await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+            home: devbox,
+          })
+        ).code,
+      ).toBe(0)
+      const push = await startEndpoint({ tls: true })
+      const sub = testSubscription(`${push.url}/push/chromium`)
+      const nd = await startNodeProcess(devbox, ['--no-web', '--permission-timeout', '120'])
+      const nl = await startNodeProcess(laptop, ['--web-port', '0'], {
+        NODE_EXTRA_CA_CERTS: testCertPath,
+      })
+      await nd.waitFor(/linked to/)
+      await nl.waitFor(/linked to/)
+      const web = (JSON.parse(await nl.waitFor(/"event":"ready"/)) as { web: string }).web
+
+      const browser = await launchChromium()
+      const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+      await context.grantPermissions(['notifications'], { origin: web })
+      // The browser's push service (FCM, Mozilla's…) is out of reach here: the page's
+      // PushManager hands out the test's subscription instead, whose keys the test holds.
+      await context.addInitScript((s) => {
+        const fake = {
+          endpoint: s.endpoint,
+          toJSON: () => s,
+          unsubscribe: () => Promise.resolve(true),
+        }
+        let subscribed = false
+        PushManager.prototype.subscribe = function () {
+          subscribed = true
+          return Promise.resolve(fake as unknown as PushSubscription)
+        }
+        PushManager.prototype.getSubscription = function () {
+          return Promise.resolve(subscribed ? (fake as unknown as PushSubscription) : null)
+        }
+      }, sub.subscription)
+      const { page, problems } = await watchedPage(context)
+      const cdp = await context.newCDPSession(page)
+      const registrations = new Map<string, string>()
+      cdp.on('ServiceWorker.workerRegistrationUpdated', (e) => {
+        for (const r of e.registrations) registrations.set(r.scopeURL, r.registrationId)
+      })
+      await cdp.send('ServiceWorker.enable')
+      await page.goto(web)
+
+      // Pair the browser (as in the web app's own test).
+      const pair = spawnKith(['pair', '--name', 'phone'], laptop)
+      const code = (await pair.waitFor(codeOf('kith join')))[1]!
+      await page.getByLabel('Pairing code').fill(code)
+      await page.getByRole('button', { name: 'Continue' }).click()
+      await page.getByRole('button', { name: 'Join' }).click()
+      await page.getByLabel('six digits').waitFor({ timeout: 20_000 })
+      expect((await page.getByLabel('six digits').textContent())!.trim()).toBe(
+        (await pair.waitFor(sasLine))[1],
+      )
+      await page.getByRole('button', { name: 'Same digits' }).click()
+      pair.write('y\n')
+      expect(await pair.exit, pair.output()).toBe(0)
+      await page.getByText(/live on 1 hub/).waitFor({ timeout: 20_000 })
+
+      // Notifications: the fleet view offers the person's nodes that send Web Push.
+      await page.goto(`${web}/#/fleet`)
+      const settings = page.getByRole('region', { name: 'Notifications on this browser' })
+      await settings
+        .getByRole('option', { name: /laptop/ })
+        .waitFor({ state: 'attached', timeout: 20_000 })
+      const laptopDevice = (
+        JSON.parse((await runKith(['whoami', '--json'], { home: laptop })).stdout) as {
+          deviceHex: string
+        }
+      ).deviceHex
+      await settings.getByLabel('Sent by').selectOption(laptopDevice)
+      await settings.getByLabel(/mention me/).uncheck()
+      await settings.getByRole('button', { name: 'Turn on' }).click()
+      await settings
+        .getByText('on: laptop sends them')
+        .waitFor({ timeout: 10_000 })
+        .catch(async (err: unknown) => {
+          throw new Error(`${String(err)}\nthe settings say: ${await settings.textContent()}`)
+        })
+      await nl.waitFor(/phone receives cards, errors, finished by Web Push/)
+      await snap(page, 'notifications-settings')
+
+      const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'))
+      await expect.poll(() => registrations.get(`${web}/`)).toBeDefined()
+      const registrationId = registrations.get(`${web}/`)!
+
+      // A card: the laptop pushes it (RFC 8291, opened here with the subscription's keys); the
+      // service worker gets exactly those bytes' plaintext and shows it with two actions.
+      const q = await ask(laptop, '@claude permission rm -rf build')
+      const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
+      const text = sub.open((await push.nth(0)).body)
+      expect(parsePushPayload(text)).toMatchObject({ tag: card.id, card: { allow: 'allow' } })
+      await deliver(cdp, web, registrationId, text)
+      await expect
+        .poll(() => shown(worker, card.id), { timeout: 15_000 })
+        .toEqual([
+          {
+            title: 'claude asks: rm -rf build',
+            tag: card.id,
+            body: '#ops · execute',
+            actions: ['allow', 'reject'],
+          },
+        ])
+
+      // Allow, as the notification's action: the worker signs the decision with the device's
+      // key and sends it to the hub; the app's page is not involved.
+      await worker.evaluate(async (tag) => {
+        const sw = self as unknown as ServiceWorkerGlobalScope
+        const [n] = await sw.registration.getNotifications({ tag })
+        // A click the test makes is untrusted, so its waitUntil throws; the handler has already
+        // started by then (its promise is the argument), which is what is tested here.
+        try {
+          sw.dispatchEvent(
+            new NotificationEvent('notificationclick', { notification: n!, action: 'allow' }),
+          )
+        } catch {
+          // The untrusted event's waitUntil: see above.
+        }
+      }, card.id)
+      const answer = (await threadedUnder(laptop, q, { kind: 9 }))[0]!.event
+      expect(answer.content).toBe('permission: selected allow')
+      const decision = (await threadedUnder(laptop, card.id, { kind: Kind.PermissionDecision }))[0]!
+      expect(decision.from).toMatchObject({ name: 'phone', role: 'device' })
+      await expect.poll(() => shown(worker, card.id), { timeout: 15_000 }).toEqual([])
+
+      // A second card, answered on the laptop: the laptop withdraws it from the phone.
+      const q2 = await ask(laptop, '@claude permission deploy')
+      const card2 = (await threadedUnder(laptop, q2, { kind: Kind.PermissionRequest }))[0]!.event
+      // (No withdrawal went to the phone for the first card: it answered it itself.)
+      const notify2 = sub.open((await push.nth(1)).body)
+      expect(parsePushPayload(notify2)).toMatchObject({ tag: card2.id })
+      await deliver(cdp, web, registrationId, notify2)
+      await expect
+        .poll(async () => (await shown(worker, card2.id)).length, { timeout: 15_000 })
+        .toBe(1)
+      expect((await runKith(['permit', card2.id, 'reject'], { home: laptop })).code).toBe(0)
+      const withdraw = sub.open((await push.nth(2)).body)
+      expect(parsePushPayload(withdraw)).toEqual({ type: 'withdraw', tag: card2.id })
+      await deliver(cdp, web, registrationId, withdraw)
+      await expect.poll(() => shown(worker, card2.id), { timeout: 15_000 }).toEqual([])
+      expect(problems).toEqual([])
+    })
+  },
+)
