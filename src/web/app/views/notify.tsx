@@ -139,7 +139,7 @@ export function NotifySettings({ session }: { session: Session }) {
               {senders.map((s) => (
                 <option key={s.device} value={s.device}>
                   {m.who(s.device).name}
-                  {m.online(s.device) ? '' : ' (offline)'}
+                  {m.online(s.device) ? '' : m.lastSeen(s.device) === undefined ? '' : ' (offline)'}
                 </option>
               ))}
             </select>
