@@ -1,0 +1,298 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { makeChatMessage } from '../../src/events/chat.js'
+import { signEvent, type NostrEvent } from '../../src/events/event.js'
+import { noticeTag } from '../../src/events/agent-binding.js'
+import { makePermissionRequest } from '../../src/events/permission-request.js'
+import { makePermissionDecision } from '../../src/events/permission-decision.js'
+import { classify, staleSeconds, type ClassifyContext } from '../../src/notify/classify.js'
+import { Notifier } from '../../src/notify/notifier.js'
+import { NodeStore } from '../../src/store/node-store.js'
+import { startEndpoint } from '../helpers/push-service.js'
+import { newKey } from '../helpers/secrets.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const now = () => Math.floor(Date.now() / 1000)
+
+/** A fleet of two people: alice (this node's) with a device and an agent, bob with a device. */
+function fleet() {
+  const alice = newKey()
+  const aliceDevice = newKey()
+  const agent = newKey()
+  const bob = newKey()
+  const bobDevice = newKey()
+  const person = new Map([
+    [alice.pk, alice.pk],
+    [aliceDevice.pk, alice.pk],
+    [agent.pk, alice.pk],
+    [bob.pk, bob.pk],
+    [bobDevice.pk, bob.pk],
+  ])
+  const names = new Map([
+    [aliceDevice.pk, 'laptop'],
+    [agent.pk, 'claude'],
+    [bobDevice.pk, 'bob-phone'],
+  ])
+  const events = new Map<string, NostrEvent>()
+  const ctx: ClassifyContext = {
+    person: alice.pk,
+    personOf: (k) => person.get(k),
+    isAgent: (k) => k === agent.pk,
+    nameOf: (k) => names.get(k) ?? k.slice(0, 8),
+    event: (id) => events.get(id),
+    fleet: alice.pk,
+    now,
+  }
+  const keep = (e: NostrEvent) => (events.set(e.id, e), e)
+  return { alice, aliceDevice, agent, bob, bobDevice, ctx, keep }
+}
+
+function card(f: ReturnType<typeof fleet>, prompt: NostrEvent, expires = now() + 300) {
+  return signEvent(
+    makePermissionRequest(
+      {
+        channel: 'ops',
+        fleet: f.alice.pk,
+        prompt: prompt.id,
+        prompter: prompt.pubkey,
+        title: 'rm -rf build',
+        toolKind: 'execute',
+        options: [
+          { optionId: 'yes', name: 'Allow', kind: 'allow_once' },
+          { optionId: 'no', name: 'Reject', kind: 'reject_once' },
+        ],
+        expires,
+        toolCallId: 't1',
+        sessionId: 's1',
+        input: 'ab'.repeat(32),
+        nonce: '0123456789abcdef',
+      },
+      now(),
+    ),
+    f.agent.sk,
+  )
+}
+
+const chat = (
+  sk: Uint8Array,
+  text: string,
+  at = now(),
+  extra: Partial<Parameters<typeof makeChatMessage>[0]> = {},
+) => signEvent(makeChatMessage({ channel: 'ops', text, ...extra }, at), sk)
+
+describe('what notifies (classify)', () => {
+  it('cards of this person’s agents or turns; errors; finished turns with their length; mentions by others; nothing stale', () => {
+    const f = fleet()
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude fix it', now() - 300))
+    const c = classify(card(f, prompt), f.ctx)
+    expect(c).toMatchObject({
+      class: 'cards',
+      payload: {
+        title: 'claude asks: rm -rf build',
+        card: { allow: 'yes', reject: 'no', channel: 'ops' },
+      },
+    })
+    // An expired card, and a card of another fleet, notify nobody.
+    expect(classify(card(f, prompt, now() - 1), f.ctx)).toBeUndefined()
+    // A reply by the agent to alice's prompt: finished, with how long it ran.
+    const reply = chat(f.agent.sk, 'done: 3 files', now(), { replyTo: { id: prompt.id } })
+    expect(classify(reply, f.ctx)).toMatchObject({
+      class: 'finished',
+      ranSeconds: 300,
+      payload: { body: 'done: 3 files' },
+    })
+    // A ⚠ notice is an error; an informational notice is nothing.
+    const warnT = makeChatMessage(
+      {
+        channel: 'ops',
+        text: '⚠ claude did not answer: agent crashed',
+        replyTo: { id: prompt.id },
+      },
+      now(),
+    )
+    warnT.tags.push([...noticeTag])
+    expect(classify(signEvent(warnT, f.agent.sk), f.ctx)).toMatchObject({ class: 'errors' })
+    const info = signEvent({ ...warnT, content: 'ℹ new session' }, f.agent.sk)
+    expect(classify(info, f.ctx)).toBeUndefined()
+    // A mention of alice (owner key or device) by bob; not by alice herself; not when stale.
+    expect(
+      classify(chat(f.bobDevice.sk, 'look', now(), { mentions: [f.aliceDevice.pk] }), f.ctx),
+    ).toMatchObject({ class: 'mentions', payload: { title: 'bob-phone in #ops' } })
+    expect(
+      classify(chat(f.aliceDevice.sk, 'note to self', now(), { mentions: [f.alice.pk] }), f.ctx),
+    ).toBeUndefined()
+    expect(
+      classify(
+        chat(f.bobDevice.sk, 'old', now() - staleSeconds - 5, { mentions: [f.alice.pk] }),
+        f.ctx,
+      ),
+    ).toBeUndefined()
+    // Bob's prompt to bob's agent is not alice's business; a reply to bob is not hers either.
+    const bobPrompt = f.keep(chat(f.bobDevice.sk, '@claude hi', now() - 10))
+    expect(
+      classify(chat(f.agent.sk, 'hi bob', now(), { replyTo: { id: bobPrompt.id } }), f.ctx),
+    ).toBeUndefined()
+  })
+})
+
+describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }, () => {
+  function start(f: ReturnType<typeof fleet>, opts: { coalesceMs?: number } = {}) {
+    const home = tempDir()
+    const store = new NodeStore(home)
+    const lines: string[] = []
+    const notifier = new Notifier({
+      store: store.notify,
+      ctx: f.ctx,
+      deviceSecret: f.aliceDevice.sk,
+      devicePubkey: f.aliceDevice.pk,
+      log: (l) => lines.push(l),
+      vapid: () => {
+        throw new Error('no Web Push in this test')
+      },
+      webBase: 'http://127.0.0.1:7448',
+      ...opts,
+    })
+    onTestFinished(() => {
+      notifier.stop()
+      store.close()
+    })
+    return { store, notifier, lines, home }
+  }
+
+  it('retries a failing endpoint with backoff until it answers, and shows the error meanwhile', async () => {
+    const f = fleet()
+    const flaky = await startEndpoint({ answer: (n) => (n < 2 ? 503 : 200) })
+    const { store, notifier } = start(f)
+    store.notify.putTarget({
+      id: 'hook',
+      type: 'webhook',
+      url: `${flaky.url}/h`,
+      classes: ['mentions'],
+      finishedAfter: 120,
+      openBase: undefined,
+      device: undefined,
+      subscription: undefined,
+      createdAt: now(),
+    })
+    const m = chat(f.bobDevice.sk, 'are you there?', now(), { mentions: [f.alice.pk] })
+    notifier.observe(m)
+    await flaky.nth(0)
+    await expect
+      .poll(() => store.notify.target('hook')?.lastError)
+      .toBe('the webhook answered 503: refused by the test')
+    expect(store.notify.deliveriesOf(m.id)[0]).toMatchObject({ state: 'pending', attempts: 1 })
+    const third = await flaky.nth(2, 20_000)
+    expect(JSON.parse(third.body.toString())).toMatchObject({
+      class: 'mentions',
+      event: m.id,
+      link: `http://127.0.0.1:7448/#/c/ops/t/${m.id}`,
+    })
+    await expect.poll(() => store.notify.deliveriesOf(m.id)[0]?.state).toBe('sent')
+    expect(store.notify.target('hook')?.lastError).toBeUndefined()
+    // Observed again (a second hub delivering the same event): never sent twice.
+    notifier.observe(m)
+    await notifier.pass()
+    expect(flaky.received).toHaveLength(3)
+  })
+
+  it('folds a burst into one summary, leaves a withdrawn card unsent, and honours each target’s threshold', async () => {
+    const f = fleet()
+    const hook = await startEndpoint({ answer: () => 200 })
+    const quick = await startEndpoint({ answer: () => 200 })
+    const { store, notifier } = start(f, { coalesceMs: 50 })
+    const target = (id: string, url: string, classes: string[], finishedAfter: number) =>
+      store.notify.putTarget({
+        id,
+        type: 'webhook',
+        url,
+        classes,
+        finishedAfter,
+        openBase: undefined,
+        device: undefined,
+        subscription: undefined,
+        createdAt: now(),
+      })
+    target('hook', `${hook.url}/h`, ['mentions', 'cards', 'finished'], 600)
+    target('quick', `${quick.url}/q`, ['finished'], 60)
+    for (let i = 0; i < 5; i++)
+      notifier.observe(chat(f.bobDevice.sk, `ping ${i}`, now() + i, { mentions: [f.alice.pk] }))
+    const summary = JSON.parse((await hook.nth(0)).body.toString()) as Record<string, unknown>
+    expect(summary).toMatchObject({
+      class: 'summary',
+      title: '5 notifications',
+      body: '5 mentions',
+    })
+    await notifier.pass()
+    expect(hook.received).toHaveLength(1)
+
+    // A card answered before the pass that would send it: withdrawn, never sent.
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude go', now() - 200))
+    const c = card(f, prompt)
+    notifier.observe(c)
+    notifier.observe(
+      signEvent(
+        makePermissionDecision(
+          {
+            request: { id: c.id, channel: 'ops', agent: f.agent.pk },
+            fleet: f.alice.pk,
+            optionId: 'yes',
+          },
+          now(),
+        ),
+        f.aliceDevice.sk,
+      ),
+    )
+    await notifier.pass()
+    expect(store.notify.deliveriesOf(c.id)).toEqual([
+      expect.objectContaining({ state: 'withdrawn' }),
+    ])
+
+    // A 200 s turn: past quick's 60 s, short of hook's 600 s.
+    notifier.observe(
+      chat(f.agent.sk, 'finished the refactor', now(), { replyTo: { id: prompt.id } }),
+    )
+    expect(JSON.parse((await quick.nth(0)).body.toString())).toMatchObject({
+      class: 'finished',
+      body: 'finished the refactor',
+    })
+    await notifier.pass()
+    expect(hook.received).toHaveLength(1)
+  })
+
+  it('shows desktop notifications through notify-send', async () => {
+    const f = fleet()
+    // A stand-in for the OS's notify-send (this machine may have none): it records its arguments.
+    const bin = join(tempDir(), 'bin')
+    mkdirSync(bin)
+    const record = join(bin, 'calls.txt')
+    writeFileSync(join(bin, 'notify-send'), `#!/bin/sh\nprintf '%s\\n' "$@" >> '${record}'\n`)
+    chmodSync(join(bin, 'notify-send'), 0o755)
+    const path = process.env.PATH
+    process.env.PATH = `${bin}:${path}`
+    onTestFinished(() => {
+      process.env.PATH = path
+    })
+    const { store, notifier } = start(f)
+    store.notify.putTarget({
+      id: 'desk',
+      type: 'desktop',
+      url: 'desktop',
+      classes: ['mentions'],
+      finishedAfter: 120,
+      openBase: undefined,
+      device: undefined,
+      subscription: undefined,
+      createdAt: now(),
+    })
+    notifier.observe(chat(f.bobDevice.sk, 'lunch?', now(), { mentions: [f.alice.pk] }))
+    await expect.poll(() => store.notify.target('desk')?.lastOk, { timeout: 10_000 }).toBeDefined()
+    expect(readFileSync(record, 'utf8').split('\n')).toEqual([
+      '--app-name=Kith',
+      '--urgency=normal',
+      'bob-phone in #ops',
+      'lunch?',
+      '',
+    ])
+  })
+})
