@@ -17,7 +17,7 @@ export const notifyCommand = declare({
   name: 'notify',
   summary: 'where this node tells you an agent needs you: desktop, ntfy, webhooks, web push',
   usage: [
-    'kith notify [list] [--json]',
+    'kith notify list [--json]',
     'kith notify add ntfy URL [--on CLASSES] [--after DURATION] [--open URL] [--json]',
     'kith notify add webhook URL [--on CLASSES] [--after DURATION] [--open URL] [--json]',
     'kith notify add desktop [--on CLASSES] [--after DURATION] [--json]',
