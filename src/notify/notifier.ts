@@ -28,6 +28,8 @@ export const coalesceAbove = 3
 /** Attempts before a notification is given up (about 10 minutes of backoff). */
 export const maxAttempts = 9
 const firstRetryMs = 1_000
+/** A withdrawal is worth sending for as long as a card's notification may stay up. */
+const withdrawWorthMs = 24 * 3600_000
 const maxRetryMs = 5 * 60_000
 
 /** The target id of a web device's subscription: one per device. */
@@ -94,7 +96,15 @@ export class Notifier {
     let added = false
     for (const t of this.targetsFor(notice)) {
       if (t.type === 'webpush' && !this.stillMine(t)) continue
-      added = this.opts.store.add(notice.eventId, t.id, notice.class, payload, nowMs) || added
+      added =
+        this.opts.store.add(
+          notice.eventId,
+          t.id,
+          notice.class,
+          payload,
+          nowMs,
+          notice.until * 1000,
+        ) || added
     }
     if (added) this.schedule(nowMs + this.coalesceMs)
   }
@@ -168,6 +178,7 @@ export class Notifier {
             'withdraw',
             JSON.stringify(payload),
             nowMs,
+            nowMs + withdrawWorthMs,
           ) || added
       }
     }
@@ -213,6 +224,17 @@ export class Notifier {
     const nowMs = Date.now()
     const byTarget = new Map<string, NotifyDelivery[]>()
     for (const d of this.opts.store.due(nowMs)) {
+      if (d.untilAt < nowMs) {
+        // A card that expired (or news gone stale) while its endpoint was failing: not sent.
+        this.opts.store.setState(
+          d.eventId,
+          d.target,
+          'withdrawn',
+          nowMs,
+          'expired before it could be sent',
+        )
+        continue
+      }
       const list = byTarget.get(d.target) ?? []
       list.push(d)
       byTarget.set(d.target, list)

@@ -112,6 +112,7 @@ export const nodeMigrations: readonly Migration[] = [
           CHECK (state IN ('pending', 'sent', 'failed', 'withdrawn', 'coalesced')),
         attempts INTEGER NOT NULL DEFAULT 0,
         next_at INTEGER NOT NULL,
+        until_at INTEGER NOT NULL,
         last_error TEXT,
         created_at INTEGER NOT NULL,
         sent_at INTEGER,

@@ -32,6 +32,8 @@ export interface NotifyDelivery {
   state: NotifyState
   attempts: number
   nextAt: number
+  /** After this (ms) it is not worth sending: a card's expiry, old news. */
+  untilAt: number
   lastError: string | undefined
   createdAt: number
 }
@@ -60,6 +62,7 @@ interface DeliveryRow {
   state: NotifyState
   attempts: number
   next_at: number
+  until_at: number
   last_error: string | null
   created_at: number
 }
@@ -88,6 +91,7 @@ const delivery = (r: DeliveryRow): NotifyDelivery => ({
   state: r.state,
   attempts: r.attempts,
   nextAt: r.next_at,
+  untilAt: r.until_at,
   lastError: r.last_error ?? undefined,
   createdAt: r.created_at,
 })
@@ -159,15 +163,22 @@ export class NotifyStore {
   }
 
   /** Queues one notification for a target; false when this (event, target) was queued before. */
-  add(eventId: string, targetId: string, cls: string, payload: string, nowMs: number): boolean {
+  add(
+    eventId: string,
+    targetId: string,
+    cls: string,
+    payload: string,
+    nowMs: number,
+    untilMs: number,
+  ): boolean {
     return (
       this.db
         .prepare(
           `INSERT OR IGNORE INTO notify_deliveries
-             (event_id, target, class, payload, state, next_at, created_at)
-           VALUES (?, ?, ?, ?, 'pending', ?, ?)`,
+             (event_id, target, class, payload, state, next_at, until_at, created_at)
+           VALUES (?, ?, ?, ?, 'pending', ?, ?, ?)`,
         )
-        .run(eventId, targetId, cls, payload, nowMs, nowMs).changes > 0
+        .run(eventId, targetId, cls, payload, nowMs, untilMs, nowMs).changes > 0
     )
   }
 

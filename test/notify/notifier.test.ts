@@ -260,6 +260,30 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     expect(hook.received).toHaveLength(1)
   })
 
+  it('gives up on a card that expires while its endpoint keeps failing', async () => {
+    const f = fleet()
+    const down = await startEndpoint({ answer: () => 503 })
+    const { store, notifier } = start(f)
+    store.notify.putTarget({
+      id: 'hook',
+      type: 'webhook',
+      url: `${down.url}/h`,
+      classes: ['cards'],
+      finishedAfter: 120,
+      openBase: undefined,
+      device: undefined,
+      subscription: undefined,
+      createdAt: now(),
+    })
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude go', now()))
+    const c = card(f, prompt, now() + 2)
+    notifier.observe(c)
+    await expect
+      .poll(() => store.notify.deliveriesOf(c.id)[0], { timeout: 15_000 })
+      .toMatchObject({ state: 'withdrawn', lastError: 'expired before it could be sent' })
+    expect(down.received.length).toBeGreaterThanOrEqual(1)
+  })
+
   it('shows desktop notifications through notify-send', async () => {
     const f = fleet()
     // A stand-in for the OS's notify-send (this machine may have none): it records its arguments.
