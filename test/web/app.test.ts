@@ -220,7 +220,7 @@ describe(
       // The fleet: people, devices and agents with their state and what each may do.
       await page.getByRole('link', { name: 'Fleet' }).click()
       const fleet = page.getByRole('main')
-      await fleet.getByText('this browser').waitFor()
+      await fleet.getByText('this browser', { exact: true }).waitFor()
       for (const name of ['laptop', 'devbox', 'phone', 'claude'])
         expect(await fleet.locator('.key .name', { hasText: name }).count()).toBeGreaterThan(0)
       await snap(page, 'fleet')
