@@ -160,8 +160,9 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
       running: boolean
       outbox: number
     }
-    // two messages, the device profile and the device grant made at kith init
-    expect(status).toMatchObject({ running: false, outbox: 4 })
+    // two messages, the device profile, the device grant made at kith init and the node's
+    // push-sender announcement (kith-notify/1)
+    expect(status).toMatchObject({ running: false, outbox: 5 })
     hub = await startHubProcess(['--db', db, '--port', String(port)], hubHome)
     const nb = await startNodeProcess(b)
     await nb.waitFor(/linked to/)
