@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process'
 import { accessSync, constants } from 'node:fs'
 import { delimiter, join } from 'node:path'
-import webpush from 'web-push'
 import type { PushPayload, WebPushSubscription } from '../events/push.js'
 import type { NotifyTarget } from '../store/notify-store.js'
 import type { Vapid } from './vapid.js'
@@ -130,6 +129,8 @@ async function webPush(
   const vapid = ctx.vapid()
   const card = payload.type === 'notify' && payload.card !== undefined
   try {
+    // Loaded with the first push: a node that never sends one does not carry it.
+    const { default: webpush } = await import('web-push')
     await webpush.sendNotification(subscription, JSON.stringify(payload), {
       vapidDetails: {
         subject: vapid.subject,
