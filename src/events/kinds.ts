@@ -14,9 +14,9 @@ export const Kind = {
   /** Addressable (`d` = channel name): who may read and post in a channel (kith-channels). */
   ChannelDefinition: 34140,
   /** Addressable (`d` = kith-push): a node that sends Web Push, with its VAPID key (kith-notify). */
-  PushSender: 34150,
+  PushSender: 34160,
   /** Addressable (`d` = kith-push): a device's Web Push subscription, sealed to one sender. */
-  PushSubscription: 34151,
+  PushSubscription: 34161,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

@@ -11,9 +11,9 @@ import { Kind } from './kinds.js'
  * kith-notify/1: how a node learns where to push its person's notifications, and what a push
  * carries. Two addressable kinds (nips/kith-notify.md):
  *
- * - 34150, a **push sender**: a node that can send Web Push says so, with its VAPID public key
+ * - 34160, a **push sender**: a node that can send Web Push says so, with its VAPID public key
  *   (public: browsers need it to subscribe). `d` = `kith-push`.
- * - 34151, a **push subscription**: a device (the web app) hands one sender its Web Push
+ * - 34161, a **push subscription**: a device (the web app) hands one sender its Web Push
  *   subscription and its choices. `d` = `kith-push`, `p` = the sender device; the content is
  *   NIP-44 v2 encrypted from the subscribing device to that sender, so no other member and no
  *   hub operator learns the endpoint or its keys. A newer one replaces it (addressable); one

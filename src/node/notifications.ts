@@ -60,7 +60,7 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
   return notifier
 }
 
-/** The push-sender event (34150), signed by the device and sent only when its key changed. */
+/** The push-sender event (34160), signed by the device and sent only when its key changed. */
 function publishSender(deps: NotificationsDeps, vapid: Vapid): void {
   const { id, store } = deps
   const current = store.events.query(

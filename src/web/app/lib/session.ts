@@ -314,7 +314,7 @@ export class Session {
 
   /**
    * Hands one of this person's nodes this browser's Web Push subscription and choices (or `off`),
-   * sealed to that node (kith-notify/1): a kind-34151 event.
+   * sealed to that node (kith-notify/1): a kind-34161 event.
    */
   async setPush(body: PushSubscriptionBody, sender: string): Promise<NostrEvent> {
     return this.send(makePushSubscription(body, this.device.secret, sender, now()))
