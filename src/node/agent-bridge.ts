@@ -11,6 +11,7 @@ import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
+import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
@@ -23,6 +24,7 @@ import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
+import { threadFor } from './session-threads.js'
 import { TurnMetrics } from './turn-metrics.js'
 
 export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -100,11 +102,11 @@ export class AgentBridge {
         continue
       }
       const command = record.command
-      const agent = hostAgent(this.node, { ...record, command }, this.opts, (channel, reason) =>
+      const agent = hostAgent(this.node, { ...record, command }, this.opts, (place, reason) =>
         this.noticeAs(
           record.pubkey,
-          channel,
-          `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
+          place.channel,
+          `ℹ ${record.name} started a new session in ${describePlace(place)}: ${reason}`,
         ),
       )
       if (agent === undefined) continue
@@ -172,10 +174,10 @@ export class AgentBridge {
       for (const job of agent.host.runningJobs()) {
         if (!gone(job)) continue
         this.node.log(
-          `cancelling ${agent.record.name}'s turn in #${job.channel}: its author was removed`,
+          `cancelling ${agent.record.name}'s turn in ${describePlace(job)}: its author was removed`,
         )
-        this.permissions.cancelPending(agent.record.pubkey, job.channel)
-        agent.host.cancel(job.channel, this.opts.cancelGraceMs)
+        this.permissions.cancelPending(agent.record.pubkey, job.channel, job.prompt)
+        agent.host.cancel(job, this.opts.cancelGraceMs)
       }
     }
   }
@@ -314,8 +316,25 @@ export class AgentBridge {
     const timing: { promptSentAt?: number; stopAt?: number } = {}
     const journal = this.node.store.prompts
     journal.add(event.id, agent.record.pubkey, this.node.now())
+    const pubkey = agent.record.pubkey
+    // An interrupt goes to the session whose running turn it names (it is sent top-level, as
+    // the message that says "stop that and do this"); any other prompt to its thread's.
+    const interrupted =
+      !resumed && isInterrupt(event)
+        ? agent.host.runningInChannel(channel).find((j) => boundPrompts(event).has(j.prompt ?? ''))
+        : undefined
+    const thread =
+      interrupted !== undefined
+        ? interrupted.thread
+        : threadFor(
+            event,
+            (t) =>
+              agent.host.knows({ channel, thread: t }) ||
+              this.node.store.agentSession(pubkey, { channel, thread: t }) !== undefined,
+          )
     const job: PromptJob = {
       channel,
+      ...(thread === undefined ? {} : { thread }),
       text,
       from: event.pubkey,
       prompt: event.id,
@@ -390,9 +409,9 @@ export class AgentBridge {
       return
     }
     const named = boundPrompts(event)
-    const running = agent.host.runningIn(channel)
+    const running = agent.host.runningIn(job)
     const stops = running?.prompt !== undefined && named.has(running.prompt)
-    if (stops) this.permissions.cancelPending(agent.record.pubkey, channel)
+    if (stops) this.permissions.cancelPending(agent.record.pubkey, channel, running.prompt)
     if (agent.host.interrupt(job, () => stops, this.opts.cancelGraceMs))
       this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
     else if (running !== undefined)
@@ -441,8 +460,11 @@ export class AgentBridge {
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
       if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
-      const running = agent.host.runningIn(channel)
-      // Only the turn it names: a cancel made for an earlier turn never stops a later one.
+      // Only the turns it names: a cancel made for an earlier turn never stops a later one. Each
+      // thread is its own session: the cancel stops the named turns of any of them.
+      const inChannel = agent.host.runningInChannel(channel)
+      const stopping = inChannel.filter((job) => job.prompt !== undefined && named.has(job.prompt))
+      const running = stopping[0] ?? inChannel[0]
       const bound = this.bound(control)
       const refusal = !bound.ok
         ? bound.reason
@@ -475,9 +497,11 @@ export class AgentBridge {
           )
         continue
       }
-      this.permissions.cancelPending(pubkey, channel)
-      if (agent.host.cancel(channel, this.opts.cancelGraceMs))
-        this.node.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
+      for (const job of stopping) {
+        this.permissions.cancelPending(pubkey, channel, job.prompt)
+        if (agent.host.cancel(job, this.opts.cancelGraceMs))
+          this.node.log(`cancelling ${agent.record.name}'s turn in ${describePlace(job)}`)
+      }
     }
   }
 

@@ -1,5 +1,6 @@
 import type { Migration } from './db.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
+import { threadSessionsMigration } from './session-schema.js'
 
 /**
  * node.db: the event tables (grants, chat, profiles this node has seen or made), then the
@@ -83,4 +84,5 @@ export const nodeMigrations: readonly Migration[] = [
         WHERE json_extract(raw, '$.kind') = 34140;
     `)
   },
+  threadSessionsMigration,
 ]

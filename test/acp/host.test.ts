@@ -20,9 +20,15 @@ function host(opts: HostOptions = {}) {
 
 type Outcome = { ok: true; text: string } | { ok: false; reason: string; message: string }
 
-function prompt(h: AgentHost, text: string, channel = 'ops'): Promise<Outcome> {
+function prompt(h: AgentHost, text: string, channel = 'ops', thread?: string): Promise<Outcome> {
   return new Promise((resolve) =>
-    h.enqueue({ channel, text, done: resolve, permission: () => Promise.resolve('cancelled') }),
+    h.enqueue({
+      channel,
+      ...(thread === undefined ? {} : { thread }),
+      text,
+      done: resolve,
+      permission: () => Promise.resolve('cancelled'),
+    }),
   )
 }
 
@@ -37,6 +43,22 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     ])
     expect(h.state).toBe('idle')
     expect(h.info).toEqual({ name: 'kith-fake-agent', version: '1.0.0' })
+  })
+
+  it('runs two threads of one channel side by side, each its own session', async () => {
+    const h = host()
+    // Thread a's turn waits for a cancel; thread b's answers meanwhile (it would wait forever
+    // behind a with one turn at a time per channel).
+    const hung = prompt(h, 'hang', 'ops', 'a')
+    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'a' })).toBeDefined()
+    expect(await prompt(h, 'echo b', 'ops', 'b')).toEqual({ ok: true, text: 'b' })
+    expect(h.busyIn('ops')).toBe(true)
+    expect(h.runningInChannel('ops').map((j) => j.thread)).toEqual(['a'])
+    expect(h.cancel({ channel: 'ops', thread: 'a' })).toBe(true)
+    expect(await hung).toMatchObject({ ok: false, reason: 'cancelled' })
+    // The main thread is another session again.
+    expect(await prompt(h, 'echo main')).toEqual({ ok: true, text: 'main' })
+    expect(h.crashes).toBe(0)
   })
 
   it('opens the circuit breaker after 3 crashes within a minute, and says so', async () => {
@@ -95,7 +117,7 @@ describe('AgentHost cancel', () => {
     const h = host()
     const first = prompt(h, 'hang')
     await expect.poll(() => h.state, { timeout: 15_000 }).toBe('working')
-    expect(h.cancel('ops', 300)).toBe(true)
+    expect(h.cancel({ channel: 'ops' }, 300)).toBe(true)
     expect(await first).toEqual({ ok: false, reason: 'cancelled', message: 'turn cancelled' })
     // Started well inside the first cancel's grace window, and still running after it (its
     // permission answer takes 600 ms): the old timer must not kill it.
