@@ -2,11 +2,12 @@ import { KithError } from '../errors.js'
 import {
   AgentProcess,
   type AgentSpec,
+  type SessionReport,
   type PermissionAnswer,
   type PermissionAsk,
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
-import { steer } from './session-calls.js'
+import { setMode, setModel, steer, type SessionSettings } from './session-calls.js'
 import {
   defaultBreakerCrashes,
   defaultBreakerOpenMs,
@@ -54,6 +55,10 @@ export interface HostOptions {
   turnCapMs?: number
   /** Told each time the agent's state changes (presence tells the fleet). */
   onState?: (state: AgentState) => void
+  /** Told of each session opened (new or resumed), with what a new one reported. */
+  onSessionOpened?: (place: SessionPlace, sessionId: string, report?: SessionReport) => void
+  /** Updates that describe a session (commands, title, usage, mode), whenever they come. */
+  onSessionInfo?: (place: SessionPlace, update: unknown) => void
 }
 
 /**
@@ -87,6 +92,9 @@ const turnFailures: ReadonlySet<string> = new Set<TurnFailure>([
   'error',
 ])
 
+/** Updates kept per session until it is set up: a few (its commands), never a flood. */
+const earlyInfoMax = 20
+
 /** A session's title from its first prompt: the first line that says something, at most 80. */
 export function titleOf(text: string): string {
   const line = text.split('\n').find((l) => l.trim() !== '') ?? ''
@@ -116,6 +124,12 @@ export interface PromptJob {
   text: string
   /** The key that asked (the chat message's author), so a removed member's prompts can go. */
   from?: string
+  /** Where a new session for it starts (a project or worktree); default the agent's cwd. */
+  cwd?: string
+  /** A new session's mode and model, set once it is open (`kith session new --mode`). */
+  settings?: { mode?: string; model?: string }
+  /** What to save with a new session besides its settings (its project, worktree). */
+  describe?: { project?: string; worktree?: { path: string; branch: string } }
   /** The prompt's event id: cancels and interrupts name the turns they stop by it. */
   prompt?: string
   /** Called when its turn begins (it leaves the queue). */
@@ -144,6 +158,10 @@ export class AgentHost {
   private starting: Promise<AgentProcess> | undefined
   /** ACP session ids, by session key (sessionKey: channel, or channel/thread). */
   private readonly sessions = new Map<string, string>()
+  /** Where each open ACP session lives (by its id), for updates about it. */
+  private readonly places = new Map<string, SessionPlace>()
+  /** Updates about sessions not yet set up (see process()), by session id. */
+  private readonly early = new Map<string, unknown[]>()
   /** Waiting jobs and the sessions with a turn in flight, by session key. */
   private readonly queues = new Map<string, PromptJob[]>()
   private readonly busy = new Set<string>()
@@ -339,6 +357,8 @@ export class AgentHost {
       }
       this.state = 'starting'
       this.sessions.clear()
+      this.places.clear()
+      this.early.clear()
       const proc = new AgentProcess(
         this.spec,
         (ask) => {
@@ -347,6 +367,15 @@ export class AgentHost {
           return job ? this.permission(job, ask) : Promise.resolve('cancelled')
         },
         (sessionId, update) => this.running.get(sessionId)?.update?.(update),
+        (sessionId, update) => {
+          const place = this.places.get(sessionId)
+          if (place !== undefined) return this.opts.onSessionInfo?.(place, update)
+          // Sent before session/new was answered and the session set up (its commands): kept
+          // until it is.
+          const early = this.early.get(sessionId) ?? []
+          if (early.length < earlyInfoMax) early.push(update)
+          this.early.set(sessionId, early)
+        },
       )
       try {
         await proc.start()
@@ -409,15 +438,8 @@ export class AgentHost {
     const key = sessionKey(job)
     let sessionId = this.sessions.get(key)
     if (sessionId === undefined) {
-      sessionId = await openSession(
-        proc,
-        job,
-        this.spec.cwd,
-        this.opts,
-        (l) => this.log(`agent ${this.name}: ${l}`),
-        titleOf(job.text),
-      )
-      this.sessions.set(key, sessionId)
+      sessionId = await this.open(proc, job, titleOf(job.text))
+      if (job.settings !== undefined) await this.configure(job, job.settings)
     }
     if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'
@@ -492,6 +514,100 @@ export class AgentHost {
         void proc.stop()
       }
     }, graceMs).unref()
+    return true
+  }
+
+  /** Opens (or resumes) the session of `place` in `proc`, and remembers it. */
+  private async open(
+    proc: AgentProcess,
+    place: SessionPlace & Pick<PromptJob, 'cwd' | 'describe'>,
+    title?: string,
+  ): Promise<string> {
+    const store = this.opts.sessions
+    const sessionId = await openSession(
+      proc,
+      place,
+      place.cwd ?? this.spec.cwd,
+      {
+        ...this.opts,
+        // A new session is saved with its project and worktree.
+        ...(store === undefined || place.describe === undefined
+          ? {}
+          : {
+              sessions: {
+                get: (p) => store.get(p),
+                set: (p, s) => store.set(p, { ...s, ...place.describe }),
+              },
+            }),
+      },
+      (l) => this.log(`agent ${this.name}: ${l}`),
+      title,
+    )
+    this.sessions.set(sessionKey(place), sessionId)
+    const at = { channel: place.channel, thread: place.thread }
+    this.places.set(sessionId, at)
+    for (const update of this.early.get(sessionId) ?? []) this.opts.onSessionInfo?.(at, update)
+    this.early.delete(sessionId)
+    return sessionId
+  }
+
+  /**
+   * Sets the mode and/or model of the session of `place` (resumed first if this process has not
+   * opened it; it must be saved), and saves them so they are set again after every load.
+   * Returns the settings saved. Throws KithError('not-found') for a place with no session.
+   */
+  async configure(
+    place: SessionPlace,
+    change: { mode?: string; model?: string },
+  ): Promise<SessionSettings> {
+    const saved = this.opts.sessions?.get(place)
+    if (saved === undefined && !this.sessions.has(sessionKey(place)))
+      throw new KithError('not-found', `no session in ${describePlace(place)}`)
+    const proc = await this.process()
+    const sessionId = this.sessions.get(sessionKey(place)) ?? (await this.open(proc, place))
+    const log = (l: string) => this.log(`agent ${this.name}: ${l}`)
+    const settings: SessionSettings = {
+      ...(saved?.mode === undefined ? {} : { mode: saved.mode }),
+      ...(saved?.model === undefined ? {} : { model: saved.model }),
+    }
+    if (change.mode !== undefined) {
+      if (!(await setMode(proc, sessionId, change.mode, log)))
+        throw new KithError('invalid', `${this.name} has no modes to set (no session/set_mode)`)
+      settings.mode = change.mode
+    }
+    if (change.model !== undefined) {
+      const model = {
+        value: change.model,
+        ...(saved?.model?.configId === undefined ? {} : { configId: saved.model.configId }),
+      }
+      await setModel(proc, sessionId, model, log)
+      settings.model = model
+    }
+    const now = this.opts.sessions?.get(place)
+    if (now !== undefined) this.opts.sessions?.set(place, { ...now, ...settings })
+    return settings
+  }
+
+  /**
+   * Ends the session of `place`: ACP session/close where the agent advertises it (else it is
+   * only forgotten here). Refused while a turn runs or waits there. Returns whether the agent
+   * was told.
+   */
+  async close(place: SessionPlace): Promise<boolean> {
+    const key = sessionKey(place)
+    if (this.busy.has(key) || (this.queues.get(key)?.length ?? 0) > 0)
+      throw new KithError(
+        'invalid',
+        `a turn runs in ${describePlace(place)}: cancel it first (kith cancel)`,
+        { reason: 'busy' },
+      )
+    const sessionId = this.sessions.get(key)
+    this.sessions.delete(key)
+    if (sessionId === undefined) return false
+    this.places.delete(sessionId)
+    const proc = this.proc
+    if (proc === undefined || !proc.running || !proc.canClose) return false
+    await proc.request('session/close', { sessionId })
     return true
   }
 

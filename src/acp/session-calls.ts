@@ -55,7 +55,8 @@ async function optionalCall(
   }
 }
 
-async function setMode(
+/** session/set_mode; false where the agent has no such method. */
+export async function setMode(
   proc: AgentProcess,
   sessionId: string,
   modeId: string,
@@ -68,7 +69,8 @@ async function setMode(
   }
 }
 
-async function setModel(
+/** The model: a config option where it is one (`configId`), else session/set_model. */
+export async function setModel(
   proc: AgentProcess,
   sessionId: string,
   model: NonNullable<SessionSettings['model']>,

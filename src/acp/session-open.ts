@@ -1,4 +1,4 @@
-import type { AgentProcess } from './agent-process.js'
+import type { AgentProcess, SessionReport } from './agent-process.js'
 import type { SavedSession } from '../store/saved-session.js'
 import { pinNewSession, reapplySettings } from './session-calls.js'
 import { describePlace, type SessionPlace } from './session-key.js'
@@ -15,6 +15,10 @@ export interface OpenSessionOptions {
   sessions?: SessionStore | undefined
   /** Told when a session could not be resumed and a new one was started. */
   onNewSession?: ((place: SessionPlace, reason: string) => void) | undefined
+  /** Told of each session opened: what a new one reported (its modes, models, options). */
+  onSessionOpened?:
+    | ((place: SessionPlace, sessionId: string, report: SessionReport | undefined) => void)
+    | undefined
 }
 
 /**
@@ -38,6 +42,7 @@ export async function openSession(
         await proc.loadSession(saved.sessionId, saved.cwd)
         await reapplySettings(proc, saved.sessionId, saved, log)
         log(`resumed session ${saved.sessionId} for ${describePlace(place)}`)
+        opts.onSessionOpened?.(place, saved.sessionId, undefined)
         return saved.sessionId
       } catch (err) {
         opts.onNewSession?.(
@@ -49,6 +54,7 @@ export async function openSession(
   }
   const report = await proc.newSession(cwd)
   const settings = await pinNewSession(proc, report.sessionId, report, log)
+  opts.onSessionOpened?.(place, report.sessionId, report)
   opts.sessions?.set(place, {
     sessionId: report.sessionId,
     cwd,

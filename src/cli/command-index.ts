@@ -63,6 +63,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'permit', load: () => import('./commands/permit.js') },
   { name: 'cancel', load: () => import('./commands/cancel.js') },
   { name: 'watch', load: () => import('./commands/watch.js') },
+  { name: 'session', load: () => import('./commands/session.js') },
   {
     name: 'completion',
     load: async () => {

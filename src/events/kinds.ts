@@ -13,6 +13,10 @@ export const Kind = {
   ObserverFrame: 24142,
   /** Addressable (`d` = channel name): who may read and post in a channel (kith-channels). */
   ChannelDefinition: 34140,
+  /** A person's request about an agent's session: close it, change its mode or model. */
+  SessionControl: 4150,
+  /** Addressable (`d` = agent:channel:thread): an agent's session as its hosting node reports it. */
+  SessionState: 34150,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

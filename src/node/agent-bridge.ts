@@ -25,6 +25,15 @@ import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import { threadFor } from './session-threads.js'
+import {
+  applySessionControl,
+  requestSession,
+  sessionAnswer,
+  sessionNotice,
+  type SessionControlDeps,
+} from './session-control.js'
+import { SessionReports } from './sessions.js'
+import { settingCommand } from './session-commands.js'
 import { TurnMetrics } from './turn-metrics.js'
 
 export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -61,6 +70,8 @@ export class AgentBridge {
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
   readonly frames: ObserverFrames
+  /** The hosted agents' sessions, reported to the fleet (kind 34150). */
+  readonly sessions: SessionReports
   /** Agents (pubkeys) already said to be not started because their key is not granted. */
   private readonly notStarted = new Set<string>()
   /** Set once the node is stopping: turns it ends are answered after the restart instead. */
@@ -75,6 +86,7 @@ export class AgentBridge {
       mayUse: (agent, key, which) => this.mayUse(agent, key, which),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
     })
+    this.sessions = new SessionReports(node)
     this.frames = new ObserverFrames(
       node,
       (pubkey) => this.personOf(pubkey),
@@ -102,12 +114,21 @@ export class AgentBridge {
         continue
       }
       const command = record.command
-      const agent = hostAgent(this.node, { ...record, command }, this.opts, (place, reason) =>
-        this.noticeAs(
-          record.pubkey,
-          place.channel,
-          `ℹ ${record.name} started a new session in ${describePlace(place)}: ${reason}`,
-        ),
+      const agent = hostAgent(
+        this.node,
+        { ...record, command },
+        this.opts,
+        (place, reason) =>
+          this.noticeAs(
+            record.pubkey,
+            place.channel,
+            `ℹ ${record.name} started a new session in ${describePlace(place)}: ${reason}`,
+          ),
+        {
+          onSessionOpened: (place, id, report) =>
+            this.sessions.opened(record.pubkey, place, id, report),
+          onSessionInfo: (place, update) => this.sessions.info(record.pubkey, place, update),
+        },
       )
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
@@ -332,25 +353,41 @@ export class AgentBridge {
               agent.host.knows({ channel, thread: t }) ||
               this.node.store.agentSession(pubkey, { channel, thread: t }) !== undefined,
           )
+    const place = { channel, ...(thread === undefined ? {} : { thread }) }
+    // `/mode NAME` or `/model NAME` in a thread changes its session instead of prompting.
+    const setting = settingCommand(text)
+    if (setting !== undefined && !resumed && thread !== event.id) {
+      journal.done(event.id, pubkey)
+      const request = { action: 'set' as const, ...setting }
+      void this.sessionControl(agent, event, place, request)
+      return
+    }
     const job: PromptJob = {
-      channel,
-      ...(thread === undefined ? {} : { thread }),
+      ...place,
       text,
       from: event.pubkey,
       prompt: event.id,
       timing,
       started: () => {
         journal.running(event.id, agent.record.pubkey)
+        this.sessions.status(pubkey, place, 'working')
         // Watchers see the turn begin at once, before the agent says anything ("working…").
         this.frames.observe(agent, event, { sessionUpdate: 'kith_turn', state: 'started' })
         this.frames.flush(agent, event)
       },
-      permission: (ask) => this.permissions.ask(agent, event, ask),
+      permission: (ask) => {
+        this.sessions.status(pubkey, place, 'awaiting-permission')
+        return this.permissions
+          .ask(agent, event, ask)
+          .finally(() => this.sessions.status(pubkey, place, 'working'))
+      },
       update: (u) => this.frames.observe(agent, event, u),
       done: (outcome) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
         journal.done(event.id, agent.record.pubkey)
+        if (outcome.ok !== true || outcome.steered !== true)
+          this.sessions.status(pubkey, place, 'idle')
         // Its last progress goes out before its reply, so no watcher sees them the other way
         // round (frames are coalesced for 100 ms; the reply is sent at once).
         if (outcome.ok !== true || outcome.steered !== true) {
@@ -421,6 +458,76 @@ export class AgentBridge {
         `ℹ ${agent.record.name} is running a turn your interrupt does not name (a prompt it had not seen): that turn goes on, and yours runs next`,
         { notice: true },
       )
+  }
+
+  /** What session requests (session-control.ts) use of this bridge. */
+  private get sessionDeps(): SessionControlDeps {
+    return {
+      node: this.node,
+      reports: this.sessions,
+      agent: (pubkey) => this.agents.get(pubkey),
+      mayApprove: (agent, key) => this.mayUse(agent, key, 'approvers'),
+    }
+  }
+
+  /** `/mode` or `/model` in a thread: the approvers policy decides, a notice answers. */
+  private async sessionControl(
+    agent: HostedAgent,
+    event: NostrEvent,
+    place: { channel: string; thread?: string },
+    request: { action: 'set'; mode?: string; model?: string },
+  ): Promise<void> {
+    const d = this.sessionDeps
+    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+      this.replyAs(
+        agent,
+        event,
+        `⚠ you may not change ${agent.record.name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`,
+        { notice: true },
+      )
+      return
+    }
+    try {
+      const set = await agent.host.configure(place, request)
+      this.sessions.settings(agent.record.pubkey, place, {
+        ...(request.mode === undefined ? {} : { mode: request.mode }),
+        ...(request.model === undefined ? {} : { model: set.model?.value ?? request.model }),
+      })
+      this.replyAs(
+        agent,
+        event,
+        `✓ ${request.mode === undefined ? `model ${request.model}` : `mode ${request.mode}`} set for this session`,
+        { notice: true },
+      )
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
+      const cause = err.cause instanceof Error ? `: ${err.cause.message}` : ''
+      sessionNotice(
+        d,
+        agent,
+        place,
+        `⚠ ${agent.record.name} did not change the session: ${err.message}${cause}`,
+        event.id,
+      )
+    }
+  }
+
+  /** Kind 4150 from any device (session-control.ts). */
+  applySessionControl(event: NostrEvent): void {
+    void applySessionControl(this.sessionDeps, event).catch((err: unknown) =>
+      this.node.log(`session request ${event.id.slice(0, 8)} failed: ${String(err)}`),
+    )
+  }
+
+  /** `kith session close|set` from this device. */
+  requestSession(params: Record<string, unknown>): { id: string } {
+    return { id: requestSession(this.sessionDeps, params).event.id }
+  }
+
+  /** The notice that answered a session request, once here. */
+  sessionAnswer(params: Record<string, unknown>): NostrEvent | null {
+    if (typeof params.request !== 'string') throw new KithError('usage', 'which request?')
+    return sessionAnswer(this.node, params.request) ?? null
   }
 
   /** Whether any of the prompts (ids) known here mentions `agent`. */

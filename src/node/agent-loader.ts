@@ -1,5 +1,5 @@
 import { homedir } from 'node:os'
-import { AgentHost, type SessionPlace } from '../acp/host.js'
+import { AgentHost, type HostOptions, type SessionPlace } from '../acp/host.js'
 import { reapLeftover } from '../acp/process-group.js'
 import { realPath } from '../acp/real-path.js'
 import { secretTouched, type ToolCallView } from '../acp/secret-paths.js'
@@ -18,6 +18,8 @@ export function hostAgent(
   record: AgentRecord & { command: string[] },
   opts: AgentBridgeOptions,
   onNewSession: (place: SessionPlace, reason: string) => void,
+  /** What the agent reports of its sessions (sessions.ts). */
+  hooks: Pick<HostOptions, 'onSessionOpened' | 'onSessionInfo'> = {},
 ): HostedAgent | undefined {
   const secret = readAgentSecret(node.id.home, record.name)
   if (secret === undefined) {
@@ -63,6 +65,7 @@ export function hostAgent(
         return undefined
       },
       onNewSession,
+      ...hooks,
       onState: () => node.agentStatesChanged(),
       ...(opts.agentIdleTimeoutMs === undefined ? {} : { idleTimeoutMs: opts.agentIdleTimeoutMs }),
       ...(opts.agentTurnCapMs === undefined ? {} : { turnCapMs: opts.agentTurnCapMs }),

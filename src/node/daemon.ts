@@ -27,6 +27,7 @@ import {
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
+import { listSessions } from './sessions.js'
 
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
@@ -34,12 +35,14 @@ export const defaultEmbeddedPort = 7447
 /** Stored events a reconciliation with a hub covers at most (the hub's own limit is 500,000). */
 const maxReconcileKeys = 500_000
 
-/** Kinds a node follows: chat, permission requests/decisions, agent control. */
+/** Kinds a node follows: chat, permission requests/decisions, agent control, sessions. */
 const followedKinds = [
   Kind.ChatMessage,
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
+  Kind.SessionControl,
+  Kind.SessionState,
 ]
 /** Fetched whole on every connect. */
 const vitalKinds = [Kind.Profile, Kind.Grant, Kind.Revocation, Kind.ChannelDefinition]
@@ -212,6 +215,10 @@ export class KithNode {
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
+      // kith session (sessions.ts, session-control.ts).
+      sessions: () => listSessions(this.store.events),
+      'session-request': (p) => this.bridge.requestSession(p),
+      'session-answer': (p) => this.bridge.sessionAnswer(p),
       // kith agent set changed who may use an agent, or its permissions: apply them now.
       'agents-changed': () => {
         // A new agent's grant was written to node.db by the same command: take it in first.
@@ -469,6 +476,7 @@ export class KithNode {
       if (e.kind === Kind.ChatMessage) this.bridge.dispatch(e)
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
+      if (e.kind === Kind.SessionControl) this.bridge.applySessionControl(e)
     })
   }
 
