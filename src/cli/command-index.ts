@@ -64,6 +64,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'cancel', load: () => import('./commands/cancel.js') },
   { name: 'watch', load: () => import('./commands/watch.js') },
   { name: 'session', load: () => import('./commands/session.js') },
+  { name: 'project', load: () => import('./commands/project.js') },
   {
     name: 'completion',
     load: async () => {

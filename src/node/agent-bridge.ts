@@ -33,6 +33,8 @@ import {
   type SessionControlDeps,
 } from './session-control.js'
 import { SessionReports } from './sessions.js'
+import { parseSessionStart } from '../events/session-start.js'
+import { prepareStart, type StartPlace } from './projects.js'
 import { settingCommand } from './session-commands.js'
 import { TurnMetrics } from './turn-metrics.js'
 
@@ -354,6 +356,27 @@ export class AgentBridge {
               this.node.store.agentSession(pubkey, { channel, thread: t }) !== undefined,
           )
     const place = { channel, ...(thread === undefined ? {} : { thread }) }
+    // A top-level message may ask for a project (and a worktree of it): the host decides.
+    let start: { at: StartPlace; mode?: string; model?: string } | undefined
+    if (thread === event.id) {
+      try {
+        const asked = parseSessionStart(event)
+        if (asked !== undefined)
+          start = {
+            at: prepareStart(this.node.id.home, agent.record.name, asked, event.id),
+            ...(asked.mode === undefined ? {} : { mode: asked.mode }),
+            ...(asked.model === undefined ? {} : { model: asked.model }),
+          }
+      } catch (err) {
+        if (!(err instanceof KithError)) throw err
+        journal.done(event.id, pubkey)
+        this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`)
+        return
+      }
+    }
+    // A thread's later session (its first could not be resumed) starts where the first did.
+    const where =
+      start === undefined ? this.node.store.sessions.record(pubkey, place)?.cwd : start.at.cwd
     // `/mode NAME` or `/model NAME` in a thread changes its session instead of prompting.
     const setting = settingCommand(text)
     if (setting !== undefined && !resumed && thread !== event.id) {
@@ -364,13 +387,41 @@ export class AgentBridge {
     }
     const job: PromptJob = {
       ...place,
+      ...(where === undefined ? {} : { cwd: where }),
+      ...(start === undefined
+        ? {}
+        : {
+            describe: {
+              project: start.at.project,
+              ...(start.at.worktree === undefined ? {} : { worktree: start.at.worktree }),
+            },
+            ...(start.mode === undefined && start.model === undefined
+              ? {}
+              : {
+                  settings: {
+                    ...(start.mode === undefined ? {} : { mode: start.mode }),
+                    ...(start.model === undefined ? {} : { model: start.model }),
+                  },
+                }),
+          }),
       text,
       from: event.pubkey,
       prompt: event.id,
       timing,
       started: () => {
         journal.running(event.id, agent.record.pubkey)
-        this.sessions.status(pubkey, place, 'working')
+        this.sessions.status(
+          pubkey,
+          place,
+          'working',
+          start === undefined
+            ? undefined
+            : {
+                cwd: start.at.cwd,
+                project: start.at.project,
+                ...(start.at.worktree === undefined ? {} : { worktree: start.at.worktree }),
+              },
+        )
         // Watchers see the turn begin at once, before the agent says anything ("working…").
         this.frames.observe(agent, event, { sessionUpdate: 'kith_turn', state: 'started' })
         this.frames.flush(agent, event)

@@ -28,6 +28,7 @@ import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
 import { listSessions } from './sessions.js'
+import { sessionStartOf, sessionStartTags } from '../events/session-start.js'
 
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
@@ -528,6 +529,10 @@ export class KithNode {
       text,
       ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
       ...(params.interrupt === true ? { interrupt: true } : {}),
+      // kith session new: where the agent's new session starts.
+      ...(params.session === undefined
+        ? {}
+        : { extraTags: sessionStartTags(sessionStartOf(params.session)) }),
     })
     // Shown and dispatched (to agents hosted here) before any hub answers; with no hub
     // connected there is nobody to wait for: it is queued, and says so at once.

@@ -15,6 +15,7 @@ import { authTagsOf } from '../identity/agents.js'
 import { signAsAgent } from './agent-signer.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 import type { SessionReports } from './sessions.js'
+import { removeWorktree, uncommitted } from './worktrees.js'
 import { findSession, listSessions } from './sessions.js'
 
 /** What session requests need of the bridge. */
@@ -23,8 +24,6 @@ export interface SessionControlDeps {
   reports: SessionReports
   agent(pubkey: string): HostedAgent | undefined
   mayApprove(agent: HostedAgent, key: string): boolean
-  /** Run before a session is closed (its worktree removed); throws to refuse the close. */
-  beforeClose?: (agent: HostedAgent, place: SessionPlace, keep: boolean) => string | undefined
 }
 
 /**
@@ -91,11 +90,22 @@ async function carryOut(
   const r = c.request
   try {
     if (r.action === 'close') {
-      const keepWhy = deps.beforeClose?.(agent, place, r.keep === true)
+      const wt = record.worktree
+      // Never with uncommitted work in its worktree: nothing is closed, and it says why.
+      const dirty = wt === undefined || r.keep === true ? undefined : uncommitted(wt.path)
+      if (dirty !== undefined)
+        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, or close it with --keep`
       const told = await agent.host.close(place)
       node.store.sessions.close(pubkey, place, node.now())
       deps.reports.closed(pubkey, place)
-      return `✓ ${name} closed this session${told ? ' (ACP session/close)' : ' (the agent has no session/close: it is forgotten here)'}${keepWhy === undefined ? '' : `; ${keepWhy}`}`
+      let after = ''
+      if (wt !== undefined && r.keep === true)
+        after = `; its worktree is kept at ${wt.path} (branch ${wt.branch})`
+      else if (wt !== undefined) {
+        removeWorktree(wt.path)
+        after = `; its worktree ${wt.path} is removed (branch ${wt.branch} is kept)`
+      }
+      return `✓ ${name} closed this session${told ? ' (ACP session/close)' : ' (the agent has no session/close: it is forgotten here)'}${after}`
     }
     if (r.action === 'set') {
       const set = await agent.host.configure(place, {

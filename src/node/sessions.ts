@@ -25,6 +25,8 @@ interface Live {
   models?: string[]
   commands?: { name: string; description: string }[]
   usage?: SessionStateSpec['usage']
+  /** Where a session starts, known before node.db saves it (its first turn's start). */
+  where?: Pick<SessionStateSpec, 'cwd' | 'project' | 'worktree'>
 }
 
 /** At most this many session reports are read when listing (the newest). */
@@ -188,8 +190,9 @@ export class SessionReports {
   }
 
   /** The session's state changed (a turn began or ended, a person is being asked). */
-  status(agent: string, place: SessionPlace, status: Live['status']): void {
+  status(agent: string, place: SessionPlace, status: Live['status'], where?: Live['where']): void {
     const l = this.live_(agent, place)
+    if (where !== undefined) l.where = where
     if (l.status === status) return
     l.status = status
     this.publish(agent, place, true)
@@ -227,7 +230,7 @@ export class SessionReports {
         : rec?.title === undefined
           ? {}
           : { title: rec.title }),
-      ...(rec === undefined ? {} : { cwd: rec.cwd, createdAt: rec.createdAt }),
+      ...(rec === undefined ? (l.where ?? {}) : { cwd: rec.cwd, createdAt: rec.createdAt }),
       ...(rec?.project === undefined ? {} : { project: rec.project }),
       ...(rec?.worktree === undefined ? {} : { worktree: rec.worktree }),
       ...(l.acpSession !== undefined

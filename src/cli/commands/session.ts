@@ -2,6 +2,7 @@ import { KithError } from '../../errors.js'
 import type { NostrEvent } from '../../events/event.js'
 import type { SessionAction } from '../../events/session-control.js'
 import type { SessionState } from '../../events/session-state.js'
+import { parseChannel } from '../../events/chat.js'
 import { findSession, listSessions } from '../../node/sessions.js'
 import { connectNode, requireNode, type ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
@@ -13,12 +14,14 @@ export const sessionCommand = declare({
   summary: "list, show, close and configure agents' sessions across the fleet",
   usage: [
     'kith session list [--all] [--json]',
+    "kith session new AGENT --project NAME [--worktree] [--mode MODE] [--model MODEL]\n                 [--channel NAME] 'first prompt'",
     'kith session show ID [--json]',
     'kith session close ID [--keep]',
     'kith session set ID [--mode MODE] [--model MODEL]',
   ],
   subcommands: {
     list: 'the sessions of every agent of the fleet, most recently active first',
+    new: "start a session in one of the hosting machine's projects (or a worktree of it)",
     show: 'one session: where it runs, its modes, models, commands and usage',
     close: 'end a session (ACP session/close where the agent has it)',
     set: "change a session's mode or model",
@@ -27,6 +30,9 @@ export const sessionCommand = declare({
     all: { type: 'boolean', description: '(list) closed sessions too' },
     json: { type: 'boolean', description: 'machine-readable output' },
     keep: { type: 'boolean', description: '(close) leave its git worktree in place' },
+    project: { type: 'string', value: 'NAME', description: "(new) one of the host's projects" },
+    worktree: { type: 'boolean', description: '(new) in a new git worktree, on a new branch' },
+    channel: { type: 'string', value: 'NAME', description: '(new) the channel (default ops)' },
     mode: { type: 'string', value: 'MODE', description: '(set) the mode, e.g. plan' },
     model: { type: 'string', value: 'MODEL', description: '(set) the model' },
   },
@@ -38,7 +44,12 @@ tokens and cost the agent reports. ID is the short id kith session list shows (a
 do), or the thread's root event id. close and set are signed requests (kind 4150) the hosting
 node carries out for people its agent's approvers policy allows; its answer is a notice in the
 thread, which this command prints. In a thread, /mode NAME and /model NAME do the same as set.
-list and show read this node's copy (no node needed); close and set need kith up.`,
+new starts a session from any device the agent's allow policy admits: in one of the hosting
+machine's projects (kith project add there), with --worktree in a git worktree of its own on a
+new branch (closed with it, unless --keep; never with uncommitted changes). A directory that is
+not one of its projects is refused, with the reason. It is a message that mentions the agent,
+so the session is a thread like any other.
+list and show read this node's copy (no node needed); the rest need kith up.`,
 })
 
 type Named = SessionState & { agentName: string; hostName: string }
@@ -111,11 +122,73 @@ async function request(
   }
 }
 
+/** kith session new: the prompt, sent with where to start; waits for the host to take it. */
+async function startSession(
+  args: string[],
+  values: { project?: string; worktree?: boolean; mode?: string; model?: string; channel?: string },
+  out: Out,
+): Promise<number> {
+  const [agent, prompt, ...extra] = args
+  if (agent === undefined || prompt === undefined || extra.length > 0)
+    throw new KithError('usage', "kith session new AGENT --project NAME 'first prompt'")
+  if (values.project === undefined)
+    throw new KithError(
+      'usage',
+      'kith session new needs --project NAME (kith project list on the host)',
+    )
+  const channel = parseChannel(values.channel ?? 'ops')
+  const daemon = await requireNode('kith session new needs the node running: start kith up')
+  try {
+    const sent = await daemon.request<{ event: NostrEvent }>('send', {
+      channel,
+      text: `@${agent.replace(/^@/, '')} ${prompt}`,
+      session: {
+        project: values.project,
+        ...(values.worktree === true ? { worktree: true } : {}),
+        ...(values.mode === undefined ? {} : { mode: values.mode }),
+        ...(values.model === undefined ? {} : { model: values.model }),
+      },
+    })
+    const root = sent.event.id
+    // Taken when its host reports the session (kind 34150); refused with a reply saying why.
+    const deadline = Date.now() + 30_000
+    for (;;) {
+      const listed = (await daemon.request<SessionState[]>('sessions')).find(
+        (s) => s.thread === root,
+      )
+      if (listed !== undefined) {
+        out.line(
+          `session ${listed.id} started in #${channel}/${root.slice(0, 8)}${listed.worktree === undefined ? (listed.cwd === undefined ? '' : ` in ${listed.cwd}`) : ` in worktree ${listed.worktree.path} (branch ${listed.worktree.branch})`}`,
+        )
+        out.line(
+          `  follow it: kith watch '#${channel}', kith log '#${channel}' --thread ${root.slice(0, 8)}`,
+        )
+        return 0
+      }
+      const answer = await daemon.request<NostrEvent | null>('session-answer', { request: root })
+      if (answer !== null && answer.content.startsWith('⚠')) {
+        out.err(answer.content)
+        return 1
+      }
+      if (Date.now() > deadline) {
+        out.err(
+          `⚠ sent ${root.slice(0, 8)}; its host has not taken it within 30 s (is its kith up running?)`,
+        )
+        return 1
+      }
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  } finally {
+    daemon.close()
+  }
+}
+
 export async function runSession(argv: string[], out: Out): Promise<number> {
   const parsed = sessionCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
   const [sub, id, ...extra] = positionals
+  if (sub === 'new') return startSession(positionals.slice(1), values, out)
   if (extra.length > 0) throw new KithError('usage', `unexpected argument ${extra[0]}`)
   if (sub === 'list') {
     const all = (await sessions()).filter((s) => values.all === true || s.status !== 'closed')
