@@ -65,6 +65,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'watch', load: () => import('./commands/watch.js') },
   { name: 'session', load: () => import('./commands/session.js') },
   { name: 'project', load: () => import('./commands/project.js') },
+  { name: 'broadcast', load: () => import('./commands/broadcast.js') },
   {
     name: 'completion',
     load: async () => {

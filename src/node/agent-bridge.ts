@@ -316,6 +316,7 @@ export class AgentBridge {
           agent,
           event,
           `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+          { outcome: ['failed', 'stopped'] },
         )
         continue
       }
@@ -331,6 +332,7 @@ export class AgentBridge {
         agent,
         event,
         `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        { outcome: ['refused', 'policy'] },
       )
       return
     }
@@ -370,7 +372,12 @@ export class AgentBridge {
       } catch (err) {
         if (!(err instanceof KithError)) throw err
         journal.done(event.id, pubkey)
-        this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`)
+        this.replyAs(
+          agent,
+          event,
+          `⚠ ${agent.record.name} did not start a session: ${err.message}`,
+          { outcome: ['refused', 'project'] },
+        )
         return
       }
     }
@@ -453,7 +460,16 @@ export class AgentBridge {
           })
           this.frames.flush(agent, event)
         }
-        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome))
+        const reply = this.replyAs(
+          agent,
+          event,
+          replyText(agent.record.name, outcome),
+          outcome.ok
+            ? {}
+            : {
+                outcome: [outcome.reason === 'cancelled' ? 'cancelled' : 'failed', outcome.reason],
+              },
+        )
         if (
           reply &&
           outcome.ok &&
@@ -798,6 +814,7 @@ export class AgentBridge {
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
     if (opts.notice) tags.push([...noticeTag])
+    if (opts.outcome) tags.push(['outcome', ...opts.outcome])
     return tags
   }
 
