@@ -111,6 +111,14 @@ describe('threads are sessions (kith up, fake ACP agent)', () => {
       expect(show.stdout).toMatch(/\/review {2}review the changes/)
       expect(show.stdout).toMatch(/usage {5}1200\/200000 tokens, 0\.05 USD/)
 
+      // kith log --thread: the thread's messages only.
+      const log = await runKith(['log', '#ops', '--thread', first.slice(0, 8)], { home })
+      expect(log.code, log.stderr).toBe(0)
+      expect(log.stdout).toMatch(/@bot usage/)
+      expect(log.stdout).toMatch(/counted/)
+      expect(log.stdout).toMatch(/reviewed: nothing to say/)
+      expect(log.stdout).not.toMatch(/beside it/)
+
       // Closed with ACP session/close: gone from the list, kept with --all.
       const close = await runKith(['session', 'close', s1.id], { home })
       expect(close.code, close.stderr).toBe(0)
