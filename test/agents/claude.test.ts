@@ -45,11 +45,14 @@ describe('claude-agent-acp@0.23.1 without credentials', { timeout: 150_000 }, ()
     // After a restart the node resumes that session with session/load (claude advertises it);
     // the replayed history (the prompt, claude's "Not logged in" message) is not posted again.
     await fleet.restartDevbox()
-    const q2 = await fleet.ask('@claude second try')
+    // In the first prompt's thread: its session.
+    const q2 = await fleet.ask('@claude second try', q1)
     const r2 = await fleet.threaded(q2)
     expect(r2.event.content).toBe('⚠ claude did not answer: authentication required')
     await fleet.devboxNode.waitFor(
-      new RegExp(`agent claude: resumed session ${sessionId} for #ops`),
+      new RegExp(
+        `agent claude: resumed session ${sessionId} for #ops \\(thread ${q1.slice(0, 8)}\\)`,
+      ),
       30_000,
     )
     const contents = (await fleet.history()).map((i) => i.event.content)
