@@ -7,7 +7,7 @@ import {
   type PermissionAsk,
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
-import { setMode, setModel, steer, type SessionSettings } from './session-calls.js'
+import { setMode, setModel, setOption, steer, type SessionSettings } from './session-calls.js'
 import {
   defaultBreakerCrashes,
   defaultBreakerOpenMs,
@@ -558,7 +558,7 @@ export class AgentHost {
    */
   async configure(
     place: SessionPlace,
-    change: { mode?: string; model?: string },
+    change: { mode?: string; model?: string; options?: Record<string, string> },
   ): Promise<SessionSettings> {
     const saved = this.opts.sessions?.get(place)
     if (saved === undefined && !this.sessions.has(sessionKey(place)))
@@ -583,6 +583,10 @@ export class AgentHost {
       await setModel(proc, sessionId, model, log)
       settings.model = model
     }
+    // Other config options are set now, not kept: an agent that forgets them on load needs
+    // them set again (kith session set).
+    for (const [id, value] of Object.entries(change.options ?? {}))
+      await setOption(proc, sessionId, id, value, log)
     const now = this.opts.sessions?.get(place)
     if (now !== undefined) this.opts.sessions?.set(place, { ...now, ...settings })
     return settings

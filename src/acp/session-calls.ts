@@ -94,6 +94,34 @@ export async function setModel(
   }
 }
 
+/** Any session config option (ACP session/set_config_option); throws where the agent has none. */
+export async function setOption(
+  proc: AgentProcess,
+  sessionId: string,
+  configId: string,
+  value: string,
+  log: (line: string) => void,
+): Promise<void> {
+  let answered: boolean
+  try {
+    answered = await optionalCall(
+      proc,
+      'session/set_config_option',
+      { sessionId, configId, value },
+      log,
+    )
+  } catch (err) {
+    throw new KithError('error', `could not set the session's ${configId} to ${value}`, {
+      cause: err,
+    })
+  }
+  if (!answered)
+    throw new KithError(
+      'invalid',
+      'the agent has no session config options (session/set_config_option)',
+    )
+}
+
 /**
  * Pins a new session's permission mode: where the agent advertises modes, the asking one is
  * set explicitly (an agent may start in a bypass mode inherited from ambient settings). Returns

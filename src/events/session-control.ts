@@ -20,7 +20,7 @@ import { sessionAddress } from './session-state.js'
 
 export type SessionAction =
   | { action: 'close'; keep?: boolean }
-  | { action: 'set'; mode?: string; model?: string }
+  | { action: 'set'; mode?: string; model?: string; options?: Record<string, string> }
   | { action: 'command'; name: string; input?: string }
 
 export interface SessionControlSpec {
@@ -56,6 +56,13 @@ export function makeSessionControl(spec: SessionControlSpec, createdAt: number):
 }
 
 const optStr = (v: unknown) => v === undefined || typeof v === 'string'
+/** Absent, or config option ids to string values. */
+const optionMap = (v: unknown): v is Record<string, string> | undefined =>
+  v === undefined ||
+  (typeof v === 'object' &&
+    v !== null &&
+    !Array.isArray(v) &&
+    Object.values(v).every((x) => typeof x === 'string'))
 
 /**
  * Reads a kind-4150 event. Throws KithError('invalid') with reason `wrong-kind`, `bad-tags` (no
@@ -84,12 +91,16 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
     c.action === 'set' &&
     optStr(c.mode) &&
     optStr(c.model) &&
-    (c.mode !== undefined || c.model !== undefined)
+    optionMap(c.options) &&
+    (c.mode !== undefined ||
+      c.model !== undefined ||
+      (c.options !== undefined && Object.keys(c.options).length > 0))
   )
     request = {
       action: 'set',
       ...(typeof c.mode === 'string' ? { mode: c.mode } : {}),
       ...(typeof c.model === 'string' ? { model: c.model } : {}),
+      ...(c.options === undefined ? {} : { options: c.options }),
     }
   else if (c.action === 'command' && typeof c.name === 'string' && optStr(c.input))
     request = {

@@ -51,6 +51,8 @@ export interface SessionStateSpec {
   modes?: { id: string; name: string }[]
   model?: string
   models?: string[]
+  /** The session's other ACP config options (the model's is `model`): id, name, value, choices. */
+  options?: { id: string; name: string; value: string; values: string[] }[]
   /** The agent's commands (available_commands_update), runnable as /name in the thread. */
   commands?: { name: string; description: string }[]
   usage?: SessionUsage
@@ -143,6 +145,19 @@ export function parseSessionState(event: NostrEvent): SessionState {
       str(m.id) ? [{ id: m.id, name: str(m.name) ? m.name : m.id }] : [],
     )
   if (Array.isArray(c.models)) out.models = (c.models as unknown[]).filter(str)
+  if (Array.isArray(c.options))
+    out.options = (c.options as Record<string, unknown>[]).flatMap((o) =>
+      str(o.id) && str(o.value)
+        ? [
+            {
+              id: o.id,
+              name: str(o.name) ? o.name : o.id,
+              value: o.value,
+              values: Array.isArray(o.values) ? (o.values as unknown[]).filter(str) : [],
+            },
+          ]
+        : [],
+    )
   if (Array.isArray(c.commands))
     out.commands = (c.commands as { name?: unknown; description?: unknown }[]).flatMap((m) =>
       str(m.name) ? [{ name: m.name, description: str(m.description) ? m.description : '' }] : [],

@@ -111,14 +111,17 @@ async function carryOut(
       const set = await agent.host.configure(place, {
         ...(r.mode === undefined ? {} : { mode: r.mode }),
         ...(r.model === undefined ? {} : { model: r.model }),
+        ...(r.options === undefined ? {} : { options: r.options }),
       })
       deps.reports.settings(pubkey, place, {
         ...(r.mode === undefined ? {} : { mode: r.mode }),
         ...(r.model === undefined ? {} : { model: set.model?.value ?? r.model }),
+        ...(r.options === undefined ? {} : { options: r.options }),
       })
       const what = [
         ...(r.mode === undefined ? [] : [`mode ${r.mode}`]),
         ...(r.model === undefined ? [] : [`model ${r.model}`]),
+        ...Object.entries(r.options ?? {}).map(([id, v]) => `${id} ${v}`),
       ]
       return `✓ ${name}: this session's ${what.join(' and ')} set`
     }

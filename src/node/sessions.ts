@@ -23,10 +23,27 @@ interface Live {
   modes?: { id: string; name: string }[]
   model?: string
   models?: string[]
+  options?: SessionStateSpec['options']
   commands?: { name: string; description: string }[]
   usage?: SessionStateSpec['usage']
   /** Where a session starts, known before node.db saves it (its first turn's start). */
   where?: Pick<SessionStateSpec, 'cwd' | 'project' | 'worktree'>
+}
+
+/** A session's config options but the model's (shown as its model), as a report lists them. */
+function otherOptions(options: unknown[]): NonNullable<SessionStateSpec['options']> {
+  return (options as Record<string, unknown>[]).flatMap((o) => {
+    if (o.category === 'model' || typeof o.id !== 'string') return []
+    const choices = Array.isArray(o.options) ? (o.options as { value?: unknown }[]) : []
+    return [
+      {
+        id: o.id,
+        name: typeof o.name === 'string' ? o.name : o.id,
+        value: typeof o.currentValue === 'string' ? o.currentValue : String(o.currentValue),
+        values: choices.flatMap((c) => (typeof c.value === 'string' ? [c.value] : [])),
+      },
+    ]
+  })
 }
 
 /** At most this many session reports are read when listing (the newest). */
@@ -102,6 +119,7 @@ export class SessionReports {
         if (last.modes !== undefined) l.modes = last.modes
         if (last.model !== undefined) l.model = last.model
         if (last.models !== undefined) l.models = last.models
+        if (last.options !== undefined) l.options = last.options
         if (last.commands !== undefined) l.commands = last.commands
         if (last.usage !== undefined) l.usage = last.usage
       }
@@ -140,6 +158,7 @@ export class SessionReports {
       // Its mode is the one it was pinned to (node.db), not the one it reported at first.
       l.modes = report.modes.availableModes.map((m) => ({ id: m.id, name: m.name }))
     }
+    if (report?.configOptions) l.options = otherOptions(report.configOptions)
     const option = report?.configOptions?.find((o) => o.category === 'model')
     const options = (option as { options?: { value?: unknown }[] } | undefined)?.options
     if (Array.isArray(options))
@@ -178,6 +197,9 @@ export class SessionReports {
         }
         break
       }
+      case 'config_option_update':
+        if (Array.isArray(u.configOptions)) l.options = otherOptions(u.configOptions as unknown[])
+        break
       case 'current_mode_update':
         if (typeof u.currentModeId === 'string') l.mode = u.currentModeId
         break
@@ -199,10 +221,19 @@ export class SessionReports {
   }
 
   /** The session's mode or model was changed here. */
-  settings(agent: string, place: SessionPlace, s: { mode?: string; model?: string }): void {
+  settings(
+    agent: string,
+    place: SessionPlace,
+    s: { mode?: string; model?: string; options?: Record<string, string> },
+  ): void {
     const l = this.live_(agent, place)
     if (s.mode !== undefined) l.mode = s.mode
     if (s.model !== undefined) l.model = s.model
+    for (const [id, value] of Object.entries(s.options ?? {})) {
+      const o = l.options?.find((x) => x.id === id)
+      if (o !== undefined) o.value = value
+      else (l.options ??= []).push({ id, name: id, value, values: [] })
+    }
     this.publish(agent, place)
   }
 
@@ -251,6 +282,7 @@ export class SessionReports {
           ? {}
           : { model: rec.model.value }),
       ...(l.models === undefined ? {} : { models: l.models }),
+      ...(l.options === undefined ? {} : { options: l.options }),
       ...(l.commands === undefined ? {} : { commands: l.commands }),
       ...(l.usage === undefined ? {} : { usage: l.usage }),
     }

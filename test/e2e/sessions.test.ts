@@ -103,7 +103,13 @@ describe('threads are sessions (kith up, fake ACP agent)', () => {
       expect(set.stdout).toMatch(/✓ bot: this session's model fake-small set/)
       expect(await askForReply(home, '@bot mode', first)).toBe('mode: plan, model: fake-small')
       await sessionOf(home, first, (s) => s.mode === 'plan' && s.model === 'fake-small')
+      // Any other session config option, listed and set the same way.
+      const effort = await runKith(['session', 'set', s1.id, '--option', 'effort=high'], { home })
+      expect(effort.code, effort.stdout).toBe(0)
+      expect(await askForReply(home, '@bot effort', first)).toBe('effort: high')
+      await sessionOf(home, first, (s) => s.options?.[0]?.value === 'high')
       const show = await runKith(['session', 'show', s1.id], { home })
+      expect(show.stdout).toMatch(/option {4}effort = high \(of low, medium, high\) {2}Effort/)
       expect(show.code, show.stderr).toBe(0)
       expect(show.stdout).toMatch(
         /mode {6}plan \(of default, acceptEdits, plan, bypassPermissions\)/,

@@ -17,7 +17,7 @@ export const sessionCommand = declare({
     "kith session new AGENT --project NAME [--worktree] [--mode MODE] [--model MODEL]\n                 [--channel NAME] 'first prompt'",
     'kith session show ID [--json]',
     'kith session close ID [--keep]',
-    'kith session set ID [--mode MODE] [--model MODEL]',
+    'kith session set ID [--mode MODE] [--model MODEL] [--option ID=VALUE]…',
   ],
   subcommands: {
     list: 'the sessions of every agent of the fleet, most recently active first',
@@ -35,6 +35,12 @@ export const sessionCommand = declare({
     channel: { type: 'string', value: 'NAME', description: '(new) the channel (default ops)' },
     mode: { type: 'string', value: 'MODE', description: '(set) the mode, e.g. plan' },
     model: { type: 'string', value: 'MODEL', description: '(set) the model' },
+    option: {
+      type: 'string',
+      value: 'ID=VALUE',
+      multiple: true,
+      description: '(set) a session config option (kith session show lists them)',
+    },
   },
   about: `Each thread an agent answers in is a session: a top-level message that mentions an agent
 starts one, replies in the thread continue it. The node hosting an agent reports each of its
@@ -238,6 +244,10 @@ export async function runSession(argv: string[], out: Out): Promise<number> {
     if (s.models !== undefined)
       out.line(`  model     ${s.model ?? '?'} (of ${s.models.join(', ')})`)
     else if (s.model !== undefined) out.line(`  model     ${s.model}`)
+    for (const o of s.options ?? [])
+      out.line(
+        `  option    ${o.id} = ${o.value}${o.values.length === 0 ? '' : ` (of ${o.values.join(', ')})`}${o.name === o.id ? '' : `  ${o.name}`}`,
+      )
     if (s.commands !== undefined && s.commands.length > 0) {
       out.line('  commands  (run as /name in the thread)')
       for (const c of s.commands) out.line(`    /${c.name}  ${c.description}`)
@@ -249,12 +259,22 @@ export async function runSession(argv: string[], out: Out): Promise<number> {
     let req: SessionAction
     if (sub === 'close') req = { action: 'close', ...(values.keep === true ? { keep: true } : {}) }
     else {
-      if (values.mode === undefined && values.model === undefined)
-        throw new KithError('usage', 'kith session set ID needs --mode MODE or --model MODEL')
+      const options: Record<string, string> = {}
+      for (const o of values.option ?? []) {
+        const eq = o.indexOf('=')
+        if (eq <= 0) throw new KithError('usage', `--option takes ID=VALUE, not ${o}`)
+        options[o.slice(0, eq)] = o.slice(eq + 1)
+      }
+      if (values.mode === undefined && values.model === undefined && values.option === undefined)
+        throw new KithError(
+          'usage',
+          'kith session set ID needs --mode MODE, --model MODEL or --option ID=VALUE',
+        )
       req = {
         action: 'set',
         ...(values.mode === undefined ? {} : { mode: values.mode }),
         ...(values.model === undefined ? {} : { model: values.model }),
+        ...(values.option === undefined ? {} : { options }),
       }
     }
     const daemon = await requireNode(`kith session ${sub} needs the node running: start kith up`)
