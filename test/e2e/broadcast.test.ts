@@ -18,6 +18,8 @@ describe('kith broadcast (kith up, fake ACP agents)', () => {
         ['twin', [process.execPath, fakeAgent]],
         // Its command cannot start: its turn fails, and the receipt says why.
         ['broken', [join(tempDir(), 'no-such-agent')]],
+        // It dies on every prompt.
+        ['crashy', [process.execPath, fakeAgent, '--crash']],
         ['gone', [process.execPath, fakeAgent]],
       ] as const) {
         const add = await runKith(['agent', 'add', name, '--', ...command], { home })
@@ -31,7 +33,7 @@ describe('kith broadcast (kith up, fake ACP agents)', () => {
           '#ops',
           'echo hello all',
           '--agents',
-          'bot,twin,broken,gone',
+          'bot,twin,broken,crashy,gone',
           '--json',
           '--wait',
           '60',
@@ -55,6 +57,8 @@ describe('kith broadcast (kith up, fake ACP agents)', () => {
       expect(by.bot!.prompt).not.toBe(by.twin!.prompt)
       expect(by.broken).toMatchObject({ status: 'failed' })
       expect(by.broken!.reason).toMatch(/^⚠ broken did not answer: /)
+      expect(by.crashy).toMatchObject({ status: 'failed' })
+      expect(by.crashy!.reason).toMatch(/^⚠ crashy did not answer: agent crashed/)
       expect(by.gone).toMatchObject({ status: 'refused' })
       expect(by.gone!.reason).toMatch(/not sent/)
 

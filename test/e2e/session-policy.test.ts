@@ -67,6 +67,26 @@ describe("sessions from another person's device, under the agent's policies", ()
       expect(refused.code).toBe(1)
       expect(refused.stderr).toMatch(/⚠ mine does not take your prompts: its policy allows/)
 
+      // A broadcast from Bob: bot answers, mine refuses (its policy), each receipt says so.
+      const b = await runKith(
+        ['broadcast', '#ops', 'echo to all', '--agents', 'bot,mine', '--json', '--wait', '60'],
+        { home: bob },
+      )
+      expect(b.code).toBe(1)
+      const receipts = (
+        JSON.parse(b.stdout) as {
+          receipts: { agent: string; status: string; reason?: string; answer?: string }[]
+        }
+      ).receipts
+      expect(receipts.find((r) => r.agent === 'bot')).toMatchObject({
+        status: 'answered',
+        answer: 'to all',
+      })
+      expect(receipts.find((r) => r.agent === 'mine')).toMatchObject({ status: 'refused' })
+      expect(receipts.find((r) => r.agent === 'mine')!.reason).toMatch(
+        /^⚠ mine does not take your prompts: its policy allows/,
+      )
+
       // Closing or configuring bot's session takes its approvers policy: Bob is refused, with why.
       const close = await runKith(['session', 'close', id], { home: bob })
       expect(close.code).toBe(1)
