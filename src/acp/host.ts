@@ -594,10 +594,11 @@ export class AgentHost {
 
   /**
    * Ends the session of `place`: ACP session/close where the agent advertises it (else it is
-   * only forgotten here). Refused while a turn runs or waits there. Returns whether the agent
-   * was told.
+   * only forgotten here). Refused while a turn runs or waits there. Returns `closed` (the agent
+   * was told), `not-open` (the agent process does not have it open: nothing to tell) or
+   * `no-close` (the agent has no session/close).
    */
-  async close(place: SessionPlace): Promise<boolean> {
+  async close(place: SessionPlace): Promise<'closed' | 'not-open' | 'no-close'> {
     const key = sessionKey(place)
     if (this.busy.has(key) || (this.queues.get(key)?.length ?? 0) > 0)
       throw new KithError(
@@ -607,12 +608,13 @@ export class AgentHost {
       )
     const sessionId = this.sessions.get(key)
     this.sessions.delete(key)
-    if (sessionId === undefined) return false
+    if (sessionId === undefined) return 'not-open'
     this.places.delete(sessionId)
     const proc = this.proc
-    if (proc === undefined || !proc.running || !proc.canClose) return false
+    if (proc === undefined || !proc.running) return 'not-open'
+    if (!proc.canClose) return 'no-close'
     await proc.request('session/close', { sessionId })
-    return true
+    return 'closed'
   }
 
   /**

@@ -95,7 +95,7 @@ async function carryOut(
       const dirty = wt === undefined || r.keep === true ? undefined : uncommitted(wt.path)
       if (dirty !== undefined)
         return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, or close it with --keep`
-      const told = await agent.host.close(place)
+      const closed = await agent.host.close(place)
       node.store.sessions.close(pubkey, place, node.now())
       deps.reports.closed(pubkey, place)
       let after = ''
@@ -105,7 +105,12 @@ async function carryOut(
         removeWorktree(wt.path)
         after = `; its worktree ${wt.path} is removed (branch ${wt.branch} is kept)`
       }
-      return `✓ ${name} closed this session${told ? ' (ACP session/close)' : ' (the agent has no session/close: it is forgotten here)'}${after}`
+      const how = {
+        closed: ' (ACP session/close)',
+        'not-open': ' (it was not open in the agent: it is forgotten here)',
+        'no-close': ' (the agent has no session/close: it is forgotten here)',
+      }[closed]
+      return `✓ ${name} closed this session${how}${after}`
     }
     if (r.action === 'set') {
       const set = await agent.host.configure(place, {

@@ -61,6 +61,35 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     expect(h.crashes).toBe(0)
   })
 
+  it('closes a session with ACP session/close where advertised, never while a turn runs there', async () => {
+    const dir = tempDir()
+    const make = (flags: string[]) => {
+      const h = new AgentHost(
+        'fake',
+        { argv: [process.execPath, fakeAgent, ...flags], cwd: dir, logPath: join(dir, 'f.log') },
+        () => undefined,
+      )
+      onTestFinished(() => h.stop())
+      return h
+    }
+    const h = make(['--close'])
+    expect(await prompt(h, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
+    const hung = prompt(h, 'hang', 'ops', 'b')
+    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'b' })).toBeDefined()
+    await expect(h.close({ channel: 'ops', thread: 'b' })).rejects.toMatchObject({
+      reason: 'busy',
+    })
+    expect(await h.close({ channel: 'ops', thread: 'a' })).toBe('closed')
+    expect(await h.close({ channel: 'ops', thread: 'a' })).toBe('not-open')
+    h.cancel({ channel: 'ops', thread: 'b' })
+    await hung
+    const plain = make([])
+    expect(await prompt(plain, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
+    // Its turn is told its end just before the session is free again.
+    await expect.poll(() => plain.busyIn('ops')).toBe(false)
+    expect(await plain.close({ channel: 'ops', thread: 'a' })).toBe('no-close')
+  })
+
   it('opens the circuit breaker after 3 crashes within a minute, and says so', async () => {
     const h = host({ respawnBaseMs: 10 })
     for (let i = 0; i < 3; i++) {
