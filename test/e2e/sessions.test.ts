@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import type { SessionState } from '../../src/events/session-state.js'
 import { runKith, startNodeProcess } from '../helpers/cli.js'
@@ -134,6 +135,41 @@ describe('threads are sessions (kith up, fake ACP agent)', () => {
       const again = await runKith(['session', 'close', s1.id], { home })
       expect(again.code).toBe(1)
       expect(again.stdout).toMatch(/⚠ bot has no open session there \(it was closed\)/)
+      expect(await node.stop()).toBe(0)
+    },
+  )
+})
+
+describe("a channel's session from before threads were sessions", () => {
+  it(
+    "carries on as the channel's main thread: replies in old threads resume it",
+    { timeout: 120_000 },
+    async () => {
+      const home = join(tempDir(), 'h')
+      await runKith(['init', '--name', 'box'], { home })
+      const add = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
+        home,
+      })
+      expect(add.code, add.stderr).toBe(0)
+      let node = await startNodeProcess(home, ['--port', '0'])
+      const old = await ask(home, '@bot echo one')
+      expect((await threadedUnder(home, old))[0]!.event.content).toBe('one')
+      expect(await node.stop()).toBe(0)
+      // As the migration leaves a session kept per (agent, channel): the channel's main thread.
+      const db = new Database(join(home, 'node.db'))
+      expect(db.prepare("UPDATE agent_sessions SET thread = ''").run().changes).toBe(1)
+      db.close()
+
+      node = await startNodeProcess(home, ['--port', '0'])
+      // A reply in a thread of before goes to the main thread's session, resumed.
+      expect(await askForReply(home, '@bot echo two', old)).toBe('two')
+      await node.waitFor(/agent bot: resumed session fake-1 for #ops(?! \()/)
+      const sessions = (
+        JSON.parse((await runKith(['session', 'list', '--json'], { home })).stdout) as {
+          sessions: Listed[]
+        }
+      ).sessions
+      expect(sessions.map((s) => s.thread ?? 'main')).toContain('main')
       expect(await node.stop()).toBe(0)
     },
   )
