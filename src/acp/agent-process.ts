@@ -95,6 +95,15 @@ export interface SessionReport {
   models?: { currentModelId?: unknown } | null
 }
 
+/** session/update kinds that describe the session itself, not a turn's work. */
+const sessionInfoUpdates: ReadonlySet<string> = new Set([
+  'available_commands_update',
+  'session_info_update',
+  'usage_update',
+  'current_mode_update',
+  'config_option_update',
+])
+
 /** The JSON-RPC error code behind a failed call (-32601 method absent, …), if the agent sent one. */
 export function acpErrorCode(err: unknown): number | undefined {
   const cause = err instanceof KithError ? err.cause : err
@@ -138,6 +147,8 @@ export class AgentProcess {
   private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
   canLoadSession = false
+  /** The agent advertised session/close (initialize sessionCapabilities.close). */
+  canClose = false
   /** The adapter advertised steering (initialize `_meta.steering.supported === true`). */
   canSteer = false
   /** Why the agent's log file stopped taking writes, if it did. */
@@ -164,6 +175,11 @@ export class AgentProcess {
       Promise.resolve('cancelled'),
     /** Every session/update of a turn in progress, as the agent sent it (for observer frames). */
     private readonly onUpdate: (sessionId: string, update: unknown) => void = () => undefined,
+    /**
+     * Updates about a session rather than a turn (its commands, title, usage, mode, config),
+     * whenever they come: they describe the session (`kith session show`).
+     */
+    private readonly onSessionInfo: (sessionId: string, update: unknown) => void = () => undefined,
   ) {}
 
   async start(): Promise<void> {
@@ -262,6 +278,7 @@ export class AgentProcess {
       .onNotification(acp.methods.client.session.update, ({ params }) => {
         const u = params.update
         this.lastUpdateAt.set(params.sessionId, Date.now())
+        if (sessionInfoUpdates.has(u.sessionUpdate)) this.onSessionInfo(params.sessionId, u)
         // Only updates of a turn we run are passed on: a session/load replay is not.
         if (!this.turns.has(params.sessionId)) return
         if (u.sessionUpdate === 'tool_call' || u.sessionUpdate === 'tool_call_update')
@@ -312,6 +329,7 @@ export class AgentProcess {
       ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}),
     }
     this.canLoadSession = init.agentCapabilities?.loadSession === true
+    this.canClose = init.agentCapabilities?.sessionCapabilities?.close != null
     const steering = init._meta?.['steering']
     this.canSteer =
       typeof steering === 'object' &&

@@ -2,11 +2,12 @@ import { KithError } from '../errors.js'
 import {
   AgentProcess,
   type AgentSpec,
+  type SessionReport,
   type PermissionAnswer,
   type PermissionAsk,
 } from './agent-process.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
-import { steer } from './session-calls.js'
+import { setMode, setModel, setOption, steer, type SessionSettings } from './session-calls.js'
 import {
   defaultBreakerCrashes,
   defaultBreakerOpenMs,
@@ -22,8 +23,10 @@ import {
   watchdogTickMinMs,
 } from './timings.js'
 import { openSession, type SessionStore } from './session-open.js'
+import { describePlace, sessionKey, type SessionPlace } from './session-key.js'
 
 export type { SavedSession, SessionStore } from './session-open.js'
+export { sessionKey, type SessionPlace } from './session-key.js'
 
 export type AgentState =
   'stopped' | 'starting' | 'idle' | 'working' | 'awaiting-permission' | 'crashed' | 'circuit-open'
@@ -38,7 +41,7 @@ export interface HostOptions {
    */
   guard?: (ask: PermissionAsk) => string | undefined
   /** Told when a session could not be resumed and a new one was started. */
-  onNewSession?: (channel: string, reason: string) => void
+  onNewSession?: (place: SessionPlace, reason: string) => void
   /** First respawn delay after a crash; doubles per recent crash up to 30 s, jittered. */
   respawnBaseMs?: number
   /** Crashes within `breakerWindowMs` that open the breaker. */
@@ -52,6 +55,10 @@ export interface HostOptions {
   turnCapMs?: number
   /** Told each time the agent's state changes (presence tells the fleet). */
   onState?: (state: AgentState) => void
+  /** Told of each session opened (new or resumed), with what a new one reported. */
+  onSessionOpened?: (place: SessionPlace, sessionId: string, report?: SessionReport) => void
+  /** Updates that describe a session (commands, title, usage, mode), whenever they come. */
+  onSessionInfo?: (place: SessionPlace, update: unknown) => void
 }
 
 /**
@@ -85,6 +92,16 @@ const turnFailures: ReadonlySet<string> = new Set<TurnFailure>([
   'error',
 ])
 
+/** Updates kept per session until it is set up: a few (its commands), never a flood. */
+const earlyInfoMax = 20
+
+/** A session's title from its first prompt: the first line that says something, at most 80. */
+export function titleOf(text: string): string {
+  const line = text.split('\n').find((l) => l.trim() !== '') ?? ''
+  const t = line.trim()
+  return t.length > 80 ? `${t.slice(0, 79)}…` : t
+}
+
 /** The failure code an error thrown during a turn carries (its KithError reason), else `error`. */
 export function turnFailureOf(err: unknown): TurnFailure {
   return err instanceof KithError && err.reason !== undefined && turnFailures.has(err.reason)
@@ -99,9 +116,20 @@ export type TurnOutcome =
 
 export interface PromptJob {
   channel: string
+  /**
+   * The thread (its root event id) whose session runs this prompt; absent: the channel's main
+   * thread. Each thread is its own ACP session with its own queue: two threads run side by side.
+   */
+  thread?: string
   text: string
   /** The key that asked (the chat message's author), so a removed member's prompts can go. */
   from?: string
+  /** Where a new session for it starts (a project or worktree); default the agent's cwd. */
+  cwd?: string
+  /** A new session's mode and model, set once it is open (`kith session new --mode`). */
+  settings?: { mode?: string; model?: string }
+  /** What to save with a new session besides its settings (its project, worktree). */
+  describe?: { project?: string; worktree?: { path: string; branch: string } }
   /** The prompt's event id: cancels and interrupts name the turns they stop by it. */
   prompt?: string
   /** Called when its turn begins (it leaves the queue). */
@@ -121,13 +149,20 @@ export interface PromptJob {
 
 /**
  * One hosted agent: its process (spawned on first use, respawned after a crash), one ACP
- * session per channel, and a FIFO per channel with one turn in flight.
+ * session per thread of a channel (see session-key.ts), and a FIFO per session with one turn
+ * in flight (sessions run side by side).
  */
 export class AgentHost {
   private current: AgentState = 'stopped'
   private proc: AgentProcess | undefined
   private starting: Promise<AgentProcess> | undefined
+  /** ACP session ids, by session key (sessionKey: channel, or channel/thread). */
   private readonly sessions = new Map<string, string>()
+  /** Where each open ACP session lives (by its id), for updates about it. */
+  private readonly places = new Map<string, SessionPlace>()
+  /** Updates about sessions not yet set up (see process()), by session id. */
+  private readonly early = new Map<string, unknown[]>()
+  /** Waiting jobs and the sessions with a turn in flight, by session key. */
   private readonly queues = new Map<string, PromptJob[]>()
   private readonly busy = new Set<string>()
   /** The job whose turn is running in each session, to route its permission requests. */
@@ -190,10 +225,10 @@ export class AgentHost {
   }
 
   enqueue(job: PromptJob): void {
-    const q = this.queues.get(job.channel) ?? []
+    const q = this.queues.get(sessionKey(job)) ?? []
     // Mid-turn, with nothing queued before it, a message steers the running turn where the
     // adapter advertises steering; otherwise (or when the steer is not taken) it waits its turn.
-    const sessionId = this.sessions.get(job.channel)
+    const sessionId = this.sessions.get(sessionKey(job))
     const proc = this.proc
     if (
       q.length === 0 &&
@@ -204,7 +239,9 @@ export class AgentHost {
       void steer(proc, sessionId, job.text, (l) => this.log(`agent ${this.name}: ${l}`)).then(
         (taken) => {
           if (!taken) return this.queue(job)
-          this.log(`agent ${this.name}: steered a message into the turn running in #${job.channel}`)
+          this.log(
+            `agent ${this.name}: steered a message into the turn running in ${describePlace(job)}`,
+          )
           job.done({ ok: true, text: '↪ added to the turn in progress', steered: true })
         },
       )
@@ -214,43 +251,60 @@ export class AgentHost {
   }
 
   /**
-   * Runs `job` next in its channel: it goes to the front of the queue (never steered) and the
+   * Runs `job` next in its session: it goes to the front of the queue (never steered) and the
    * running turn there, if any and if `stops` says so of it, is cancelled (session/cancel, then a
    * kill after `graceMs`). Returns whether a turn was cancelled.
    */
   interrupt(job: PromptJob, stops: (running: PromptJob) => boolean, graceMs?: number): boolean {
-    const q = this.queues.get(job.channel) ?? []
+    const key = sessionKey(job)
+    const q = this.queues.get(key) ?? []
     q.unshift(job)
-    this.queues.set(job.channel, q)
-    const running = this.runningIn(job.channel)
-    const cancelled = running !== undefined && stops(running) && this.cancel(job.channel, graceMs)
-    this.drain(job.channel)
+    this.queues.set(key, q)
+    const running = this.runningIn(job)
+    const cancelled = running !== undefined && stops(running) && this.cancel(job, graceMs)
+    this.drain(key)
     return cancelled
   }
 
-  /** Whether a turn runs (or is starting, or waits) in `channel`. */
+  /** Whether a turn runs (or is starting, or waits) in any session of `channel`. */
   busyIn(channel: string): boolean {
-    return this.busy.has(channel) || (this.queues.get(channel)?.length ?? 0) > 0
+    const inChannel = (key: string) => key === channel || key.startsWith(`${channel}/`)
+    return (
+      [...this.busy].some(inChannel) ||
+      [...this.queues].some(([key, q]) => q.length > 0 && inChannel(key))
+    )
   }
 
-  /** The job whose turn runs in `channel` now, if any. */
-  runningIn(channel: string): PromptJob | undefined {
-    const sessionId = this.sessions.get(channel)
+  /** Whether this host has a session, a queue or a turn for `place` (since it started). */
+  knows(place: SessionPlace): boolean {
+    const key = sessionKey(place)
+    return this.sessions.has(key) || this.busy.has(key) || (this.queues.get(key)?.length ?? 0) > 0
+  }
+
+  /** The job whose turn runs in the session of `place` now, if any. */
+  runningIn(place: SessionPlace): PromptJob | undefined {
+    const sessionId = this.sessions.get(sessionKey(place))
     return sessionId === undefined ? undefined : this.running.get(sessionId)
   }
 
-  private queue(job: PromptJob): void {
-    const q = this.queues.get(job.channel) ?? []
-    q.push(job)
-    this.queues.set(job.channel, q)
-    this.drain(job.channel)
+  /** The jobs whose turns run now in any session (thread) of `channel`. */
+  runningInChannel(channel: string): PromptJob[] {
+    return [...this.running.values()].filter((job) => job.channel === channel)
   }
 
-  private drain(channel: string): void {
-    if (this.stopped || this.busy.has(channel)) return
-    const job = this.queues.get(channel)?.shift()
+  private queue(job: PromptJob): void {
+    const key = sessionKey(job)
+    const q = this.queues.get(key) ?? []
+    q.push(job)
+    this.queues.set(key, q)
+    this.drain(key)
+  }
+
+  private drain(key: string): void {
+    if (this.stopped || this.busy.has(key)) return
+    const job = this.queues.get(key)?.shift()
     if (job === undefined) return
-    this.busy.add(channel)
+    this.busy.add(key)
     job.started?.()
     void this.run(job)
       .catch((err: unknown): TurnOutcome => ({
@@ -260,13 +314,13 @@ export class AgentHost {
       }))
       .then((outcome) => this.finish(job, outcome))
       .finally(() => {
-        this.busy.delete(channel)
+        this.busy.delete(key)
         if (
           this.busy.size === 0 &&
           (this.state === 'working' || this.state === 'awaiting-permission')
         )
           this.state = 'idle'
-        this.drain(channel)
+        this.drain(key)
       })
   }
 
@@ -277,7 +331,7 @@ export class AgentHost {
     } catch (err) {
       // The node goes on hosting every other turn; this one's outcome is in the log.
       this.log(
-        `agent ${this.name}: the end of a turn in #${job.channel} could not be posted: ${String(err)}`,
+        `agent ${this.name}: the end of a turn in ${describePlace(job)} could not be posted: ${String(err)}`,
       )
     }
   }
@@ -303,6 +357,8 @@ export class AgentHost {
       }
       this.state = 'starting'
       this.sessions.clear()
+      this.places.clear()
+      this.early.clear()
       const proc = new AgentProcess(
         this.spec,
         (ask) => {
@@ -311,6 +367,15 @@ export class AgentHost {
           return job ? this.permission(job, ask) : Promise.resolve('cancelled')
         },
         (sessionId, update) => this.running.get(sessionId)?.update?.(update),
+        (sessionId, update) => {
+          const place = this.places.get(sessionId)
+          if (place !== undefined) return this.opts.onSessionInfo?.(place, update)
+          // Sent before session/new was answered and the session set up (its commands): kept
+          // until it is.
+          const early = this.early.get(sessionId) ?? []
+          if (early.length < earlyInfoMax) early.push(update)
+          this.early.set(sessionId, early)
+        },
       )
       try {
         await proc.start()
@@ -362,7 +427,7 @@ export class AgentHost {
       })
     }
     this.log(
-      `agent ${this.name}: auto-allowed ${ask.toolKind} "${ask.title}" in #${job.channel} (permissions: ${mode})`,
+      `agent ${this.name}: auto-allowed ${ask.toolKind} "${ask.title}" in ${describePlace(job)} (permissions: ${mode})`,
     )
     job.update?.(autoAllowedUpdate(mode, ask, optionId))
     return Promise.resolve({ optionId })
@@ -370,12 +435,11 @@ export class AgentHost {
 
   private async run(job: PromptJob): Promise<TurnOutcome> {
     const proc = await this.process()
-    let sessionId = this.sessions.get(job.channel)
+    const key = sessionKey(job)
+    let sessionId = this.sessions.get(key)
     if (sessionId === undefined) {
-      sessionId = await openSession(proc, job.channel, this.spec.cwd, this.opts, (l) =>
-        this.log(`agent ${this.name}: ${l}`),
-      )
-      this.sessions.set(job.channel, sessionId)
+      sessionId = await this.open(proc, job, titleOf(job.text))
+      if (job.settings !== undefined) await this.configure(job, job.settings)
     }
     if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'
@@ -396,7 +460,7 @@ export class AgentHost {
           timedOut = `the turn ran past its ${Math.round(cap / 1000)} s cap`
         if (timedOut === undefined) return
         this.log(`agent ${this.name}: ${timedOut}; ending the turn`)
-        this.cancel(job.channel, watchdogCancelGraceMs)
+        this.cancel(job, watchdogCancelGraceMs)
       },
       Math.max(watchdogTickMinMs, Math.min(watchdogTickMaxMs, Math.min(idle, cap) / 4)),
     )
@@ -429,12 +493,12 @@ export class AgentHost {
   }
 
   /**
-   * Cancels the turn running in `channel`: ACP session/cancel first, then, if the agent has not
-   * ended the turn within the grace window, the process is killed (and restarted on the next
-   * prompt). Returns false when nothing was running there.
+   * Cancels the turn running in the session of `place`: ACP session/cancel first, then, if the
+   * agent has not ended the turn within the grace window, the process is killed (and restarted
+   * on the next prompt). Returns false when nothing was running there.
    */
-  cancel(channel: string, graceMs = defaultCancelGraceMs): boolean {
-    const sessionId = this.sessions.get(channel)
+  cancel(place: SessionPlace, graceMs = defaultCancelGraceMs): boolean {
+    const sessionId = this.sessions.get(sessionKey(place))
     if (sessionId === undefined || !this.running.has(sessionId) || this.proc === undefined)
       return false
     const proc = this.proc
@@ -451,6 +515,106 @@ export class AgentHost {
       }
     }, graceMs).unref()
     return true
+  }
+
+  /** Opens (or resumes) the session of `place` in `proc`, and remembers it. */
+  private async open(
+    proc: AgentProcess,
+    place: SessionPlace & Pick<PromptJob, 'cwd' | 'describe'>,
+    title?: string,
+  ): Promise<string> {
+    const store = this.opts.sessions
+    const sessionId = await openSession(
+      proc,
+      place,
+      place.cwd ?? this.spec.cwd,
+      {
+        ...this.opts,
+        // A new session is saved with its project and worktree.
+        ...(store === undefined || place.describe === undefined
+          ? {}
+          : {
+              sessions: {
+                get: (p) => store.get(p),
+                set: (p, s) => store.set(p, { ...s, ...place.describe }),
+              },
+            }),
+      },
+      (l) => this.log(`agent ${this.name}: ${l}`),
+      title,
+    )
+    this.sessions.set(sessionKey(place), sessionId)
+    const at = { channel: place.channel, thread: place.thread }
+    this.places.set(sessionId, at)
+    for (const update of this.early.get(sessionId) ?? []) this.opts.onSessionInfo?.(at, update)
+    this.early.delete(sessionId)
+    return sessionId
+  }
+
+  /**
+   * Sets the mode and/or model of the session of `place` (resumed first if this process has not
+   * opened it; it must be saved), and saves them so they are set again after every load.
+   * Returns the settings saved. Throws KithError('not-found') for a place with no session.
+   */
+  async configure(
+    place: SessionPlace,
+    change: { mode?: string; model?: string; options?: Record<string, string> },
+  ): Promise<SessionSettings> {
+    const saved = this.opts.sessions?.get(place)
+    if (saved === undefined && !this.sessions.has(sessionKey(place)))
+      throw new KithError('not-found', `no session in ${describePlace(place)}`)
+    const proc = await this.process()
+    const sessionId = this.sessions.get(sessionKey(place)) ?? (await this.open(proc, place))
+    const log = (l: string) => this.log(`agent ${this.name}: ${l}`)
+    const settings: SessionSettings = {
+      ...(saved?.mode === undefined ? {} : { mode: saved.mode }),
+      ...(saved?.model === undefined ? {} : { model: saved.model }),
+    }
+    if (change.mode !== undefined) {
+      if (!(await setMode(proc, sessionId, change.mode, log)))
+        throw new KithError('invalid', `${this.name} has no modes to set (no session/set_mode)`)
+      settings.mode = change.mode
+    }
+    if (change.model !== undefined) {
+      const model = {
+        value: change.model,
+        ...(saved?.model?.configId === undefined ? {} : { configId: saved.model.configId }),
+      }
+      await setModel(proc, sessionId, model, log)
+      settings.model = model
+    }
+    // Other config options are set now, not kept: an agent that forgets them on load needs
+    // them set again (kith session set).
+    for (const [id, value] of Object.entries(change.options ?? {}))
+      await setOption(proc, sessionId, id, value, log)
+    const now = this.opts.sessions?.get(place)
+    if (now !== undefined) this.opts.sessions?.set(place, { ...now, ...settings })
+    return settings
+  }
+
+  /**
+   * Ends the session of `place`: ACP session/close where the agent advertises it (else it is
+   * only forgotten here). Refused while a turn runs or waits there. Returns `closed` (the agent
+   * was told), `not-open` (the agent process does not have it open: nothing to tell) or
+   * `no-close` (the agent has no session/close).
+   */
+  async close(place: SessionPlace): Promise<'closed' | 'not-open' | 'no-close'> {
+    const key = sessionKey(place)
+    if (this.busy.has(key) || (this.queues.get(key)?.length ?? 0) > 0)
+      throw new KithError(
+        'invalid',
+        `a turn runs in ${describePlace(place)}: cancel it first (kith cancel)`,
+        { reason: 'busy' },
+      )
+    const sessionId = this.sessions.get(key)
+    this.sessions.delete(key)
+    if (sessionId === undefined) return 'not-open'
+    this.places.delete(sessionId)
+    const proc = this.proc
+    if (proc === undefined || !proc.running) return 'not-open'
+    if (!proc.canClose) return 'no-close'
+    await proc.request('session/close', { sessionId })
+    return 'closed'
   }
 
   /**
@@ -472,11 +636,11 @@ export class AgentHost {
   /** Removes and returns the queued (not yet running) jobs that match. */
   dropQueued(match: (job: PromptJob) => boolean): PromptJob[] {
     const dropped: PromptJob[] = []
-    for (const [channel, q] of this.queues) {
+    for (const [key, q] of this.queues) {
       const keep = q.filter((job) => !match(job))
       if (keep.length === q.length) continue
       dropped.push(...q.filter(match))
-      this.queues.set(channel, keep)
+      this.queues.set(key, keep)
     }
     return dropped
   }

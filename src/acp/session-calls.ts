@@ -55,7 +55,8 @@ async function optionalCall(
   }
 }
 
-async function setMode(
+/** session/set_mode; false where the agent has no such method. */
+export async function setMode(
   proc: AgentProcess,
   sessionId: string,
   modeId: string,
@@ -68,7 +69,8 @@ async function setMode(
   }
 }
 
-async function setModel(
+/** The model: a config option where it is one (`configId`), else session/set_model. */
+export async function setModel(
   proc: AgentProcess,
   sessionId: string,
   model: NonNullable<SessionSettings['model']>,
@@ -90,6 +92,34 @@ async function setModel(
       cause: err,
     })
   }
+}
+
+/** Any session config option (ACP session/set_config_option); throws where the agent has none. */
+export async function setOption(
+  proc: AgentProcess,
+  sessionId: string,
+  configId: string,
+  value: string,
+  log: (line: string) => void,
+): Promise<void> {
+  let answered: boolean
+  try {
+    answered = await optionalCall(
+      proc,
+      'session/set_config_option',
+      { sessionId, configId, value },
+      log,
+    )
+  } catch (err) {
+    throw new KithError('error', `could not set the session's ${configId} to ${value}`, {
+      cause: err,
+    })
+  }
+  if (!answered)
+    throw new KithError(
+      'invalid',
+      'the agent has no session config options (session/set_config_option)',
+    )
 }
 
 /**

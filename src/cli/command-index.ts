@@ -64,6 +64,9 @@ export const commandIndex: readonly Entry[] = [
   { name: 'cancel', load: () => import('./commands/cancel.js') },
   { name: 'watch', load: () => import('./commands/watch.js') },
   { name: 'notify', load: () => import('./commands/notify.js') },
+  { name: 'session', load: () => import('./commands/session.js') },
+  { name: 'project', load: () => import('./commands/project.js') },
+  { name: 'broadcast', load: () => import('./commands/broadcast.js') },
   {
     name: 'completion',
     load: async () => {

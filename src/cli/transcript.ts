@@ -1,4 +1,5 @@
 import type { WatchFrame } from '../node/daemon.js'
+import { reviewLines } from './review-lines.js'
 
 /** A session/update as `kith watch` and `kith chat` read it (ACP, or an entry the host adds). */
 export interface Update {
@@ -97,8 +98,22 @@ export class TranscriptLines {
         // Bounded: a watch left open for days must not grow without end.
         if (this.titles.size > 5000) this.titles.delete(this.titles.keys().next().value!)
         const title = u.title ?? this.titles.get(id)
+        // An edit's diffs and a tool's output are shown for review under its line.
+        const review = reviewLines(raw as Record<string, unknown>, title)
+        if (review !== undefined) {
+          out.push(...review.map((l) => `${prefix}${l}`))
+          continue
+        }
         line = describeUpdate(title === undefined ? u : { ...u, title })
-      } else line = describeUpdate(u)
+      } else {
+        // A plan as a checklist, usage as one line.
+        const review = reviewLines(raw as Record<string, unknown>, undefined)
+        if (review !== undefined) {
+          out.push(...review.map((l) => `${prefix}${l}`))
+          continue
+        }
+        line = describeUpdate(u)
+      }
       if (line !== undefined) out.push(`${prefix}${line}`)
     }
     return out

@@ -17,6 +17,10 @@ export const Kind = {
   PushSender: 34160,
   /** Addressable (`d` = kith-push): a device's Web Push subscription, sealed to one sender. */
   PushSubscription: 34161,
+  /** A person's request about an agent's session: close it, change its mode or model. */
+  SessionControl: 4150,
+  /** Addressable (`d` = agent:channel:thread): an agent's session as its hosting node reports it. */
+  SessionState: 34150,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

@@ -11,6 +11,7 @@ import { channelOf, isInterrupt } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
+import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy, policyAllows } from '../grants/policy.js'
@@ -23,6 +24,18 @@ import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
+import { threadFor } from './session-threads.js'
+import {
+  applySessionControl,
+  requestSession,
+  sessionAnswer,
+  sessionNotice,
+  type SessionControlDeps,
+} from './session-control.js'
+import { SessionReports } from './sessions.js'
+import { parseSessionStart } from '../events/session-start.js'
+import { prepareStart, type StartPlace } from './projects.js'
+import { settingCommand } from './session-commands.js'
 import { TurnMetrics } from './turn-metrics.js'
 
 export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -59,6 +72,8 @@ export class AgentBridge {
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
   readonly frames: ObserverFrames
+  /** The hosted agents' sessions, reported to the fleet (kind 34150). */
+  readonly sessions: SessionReports
   /** Agents (pubkeys) already said to be not started because their key is not granted. */
   private readonly notStarted = new Set<string>()
   /** Set once the node is stopping: turns it ends are answered after the restart instead. */
@@ -73,6 +88,7 @@ export class AgentBridge {
       mayUse: (agent, key, which) => this.mayUse(agent, key, which),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
     })
+    this.sessions = new SessionReports(node)
     this.frames = new ObserverFrames(
       node,
       (pubkey) => this.personOf(pubkey),
@@ -100,12 +116,21 @@ export class AgentBridge {
         continue
       }
       const command = record.command
-      const agent = hostAgent(this.node, { ...record, command }, this.opts, (channel, reason) =>
-        this.noticeAs(
-          record.pubkey,
-          channel,
-          `ℹ ${record.name} started a new session in #${channel}: ${reason}`,
-        ),
+      const agent = hostAgent(
+        this.node,
+        { ...record, command },
+        this.opts,
+        (place, reason) =>
+          this.noticeAs(
+            record.pubkey,
+            place.channel,
+            `ℹ ${record.name} started a new session in ${describePlace(place)}: ${reason}`,
+          ),
+        {
+          onSessionOpened: (place, id, report) =>
+            this.sessions.opened(record.pubkey, place, id, report),
+          onSessionInfo: (place, update) => this.sessions.info(record.pubkey, place, update),
+        },
       )
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
@@ -172,10 +197,10 @@ export class AgentBridge {
       for (const job of agent.host.runningJobs()) {
         if (!gone(job)) continue
         this.node.log(
-          `cancelling ${agent.record.name}'s turn in #${job.channel}: its author was removed`,
+          `cancelling ${agent.record.name}'s turn in ${describePlace(job)}: its author was removed`,
         )
-        this.permissions.cancelPending(agent.record.pubkey, job.channel)
-        agent.host.cancel(job.channel, this.opts.cancelGraceMs)
+        this.permissions.cancelPending(agent.record.pubkey, job.channel, job.prompt)
+        agent.host.cancel(job, this.opts.cancelGraceMs)
       }
     }
   }
@@ -291,6 +316,7 @@ export class AgentBridge {
           agent,
           event,
           `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+          { outcome: ['failed', 'stopped'] },
         )
         continue
       }
@@ -306,6 +332,7 @@ export class AgentBridge {
         agent,
         event,
         `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        { outcome: ['refused', 'policy'] },
       )
       return
     }
@@ -314,24 +341,111 @@ export class AgentBridge {
     const timing: { promptSentAt?: number; stopAt?: number } = {}
     const journal = this.node.store.prompts
     journal.add(event.id, agent.record.pubkey, this.node.now())
+    const pubkey = agent.record.pubkey
+    // An interrupt goes to the session whose running turn it names (it is sent top-level, as
+    // the message that says "stop that and do this"); any other prompt to its thread's.
+    const interrupted =
+      !resumed && isInterrupt(event)
+        ? agent.host.runningInChannel(channel).find((j) => boundPrompts(event).has(j.prompt ?? ''))
+        : undefined
+    const thread =
+      interrupted !== undefined
+        ? interrupted.thread
+        : threadFor(
+            event,
+            (t) =>
+              agent.host.knows({ channel, thread: t }) ||
+              this.node.store.agentSession(pubkey, { channel, thread: t }) !== undefined,
+          )
+    const place = { channel, ...(thread === undefined ? {} : { thread }) }
+    // A top-level message may ask for a project (and a worktree of it): the host decides.
+    let start: { at: StartPlace; mode?: string; model?: string } | undefined
+    if (thread === event.id) {
+      try {
+        const asked = parseSessionStart(event)
+        if (asked !== undefined)
+          start = {
+            at: prepareStart(this.node.id.home, agent.record.name, asked, event.id),
+            ...(asked.mode === undefined ? {} : { mode: asked.mode }),
+            ...(asked.model === undefined ? {} : { model: asked.model }),
+          }
+      } catch (err) {
+        if (!(err instanceof KithError)) throw err
+        journal.done(event.id, pubkey)
+        this.replyAs(
+          agent,
+          event,
+          `⚠ ${agent.record.name} did not start a session: ${err.message}`,
+          { outcome: ['refused', 'project'] },
+        )
+        return
+      }
+    }
+    // A thread's later session (its first could not be resumed) starts where the first did.
+    const where =
+      start === undefined ? this.node.store.sessions.record(pubkey, place)?.cwd : start.at.cwd
+    // `/mode NAME` or `/model NAME` in a thread changes its session instead of prompting.
+    const setting = settingCommand(text)
+    if (setting !== undefined && !resumed && thread !== event.id) {
+      journal.done(event.id, pubkey)
+      const request = { action: 'set' as const, ...setting }
+      void this.sessionControl(agent, event, place, request)
+      return
+    }
     const job: PromptJob = {
-      channel,
+      ...place,
+      ...(where === undefined ? {} : { cwd: where }),
+      ...(start === undefined
+        ? {}
+        : {
+            describe: {
+              project: start.at.project,
+              ...(start.at.worktree === undefined ? {} : { worktree: start.at.worktree }),
+            },
+            ...(start.mode === undefined && start.model === undefined
+              ? {}
+              : {
+                  settings: {
+                    ...(start.mode === undefined ? {} : { mode: start.mode }),
+                    ...(start.model === undefined ? {} : { model: start.model }),
+                  },
+                }),
+          }),
       text,
       from: event.pubkey,
       prompt: event.id,
       timing,
       started: () => {
         journal.running(event.id, agent.record.pubkey)
+        this.sessions.status(
+          pubkey,
+          place,
+          'working',
+          start === undefined
+            ? undefined
+            : {
+                cwd: start.at.cwd,
+                project: start.at.project,
+                ...(start.at.worktree === undefined ? {} : { worktree: start.at.worktree }),
+              },
+        )
         // Watchers see the turn begin at once, before the agent says anything ("working…").
         this.frames.observe(agent, event, { sessionUpdate: 'kith_turn', state: 'started' })
         this.frames.flush(agent, event)
       },
-      permission: (ask) => this.permissions.ask(agent, event, ask),
+      permission: (ask) => {
+        this.sessions.status(pubkey, place, 'awaiting-permission')
+        return this.permissions
+          .ask(agent, event, ask)
+          .finally(() => this.sessions.status(pubkey, place, 'working'))
+      },
       update: (u) => this.frames.observe(agent, event, u),
       done: (outcome) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
         journal.done(event.id, agent.record.pubkey)
+        if (outcome.ok !== true || outcome.steered !== true)
+          this.sessions.status(pubkey, place, 'idle')
         // Its last progress goes out before its reply, so no watcher sees them the other way
         // round (frames are coalesced for 100 ms; the reply is sent at once).
         if (outcome.ok !== true || outcome.steered !== true) {
@@ -346,7 +460,16 @@ export class AgentBridge {
           })
           this.frames.flush(agent, event)
         }
-        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome))
+        const reply = this.replyAs(
+          agent,
+          event,
+          replyText(agent.record.name, outcome),
+          outcome.ok
+            ? {}
+            : {
+                outcome: [outcome.reason === 'cancelled' ? 'cancelled' : 'failed', outcome.reason],
+              },
+        )
         if (
           reply &&
           outcome.ok &&
@@ -390,9 +513,9 @@ export class AgentBridge {
       return
     }
     const named = boundPrompts(event)
-    const running = agent.host.runningIn(channel)
+    const running = agent.host.runningIn(job)
     const stops = running?.prompt !== undefined && named.has(running.prompt)
-    if (stops) this.permissions.cancelPending(agent.record.pubkey, channel)
+    if (stops) this.permissions.cancelPending(agent.record.pubkey, channel, running.prompt)
     if (agent.host.interrupt(job, () => stops, this.opts.cancelGraceMs))
       this.node.log(`interrupting ${agent.record.name}'s turn in #${channel}`)
     else if (running !== undefined)
@@ -402,6 +525,76 @@ export class AgentBridge {
         `ℹ ${agent.record.name} is running a turn your interrupt does not name (a prompt it had not seen): that turn goes on, and yours runs next`,
         { notice: true },
       )
+  }
+
+  /** What session requests (session-control.ts) use of this bridge. */
+  private get sessionDeps(): SessionControlDeps {
+    return {
+      node: this.node,
+      reports: this.sessions,
+      agent: (pubkey) => this.agents.get(pubkey),
+      mayApprove: (agent, key) => this.mayUse(agent, key, 'approvers'),
+    }
+  }
+
+  /** `/mode` or `/model` in a thread: the approvers policy decides, a notice answers. */
+  private async sessionControl(
+    agent: HostedAgent,
+    event: NostrEvent,
+    place: { channel: string; thread?: string },
+    request: { action: 'set'; mode?: string; model?: string },
+  ): Promise<void> {
+    const d = this.sessionDeps
+    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+      this.replyAs(
+        agent,
+        event,
+        `⚠ you may not change ${agent.record.name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`,
+        { notice: true },
+      )
+      return
+    }
+    try {
+      const set = await agent.host.configure(place, request)
+      this.sessions.settings(agent.record.pubkey, place, {
+        ...(request.mode === undefined ? {} : { mode: request.mode }),
+        ...(request.model === undefined ? {} : { model: set.model?.value ?? request.model }),
+      })
+      this.replyAs(
+        agent,
+        event,
+        `✓ ${request.mode === undefined ? `model ${request.model}` : `mode ${request.mode}`} set for this session`,
+        { notice: true },
+      )
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
+      const cause = err.cause instanceof Error ? `: ${err.cause.message}` : ''
+      sessionNotice(
+        d,
+        agent,
+        place,
+        `⚠ ${agent.record.name} did not change the session: ${err.message}${cause}`,
+        event.id,
+      )
+    }
+  }
+
+  /** Kind 4150 from any device (session-control.ts). */
+  applySessionControl(event: NostrEvent): void {
+    void applySessionControl(this.sessionDeps, event).catch((err: unknown) =>
+      this.node.log(`session request ${event.id.slice(0, 8)} failed: ${String(err)}`),
+    )
+  }
+
+  /** `kith session close|set` from this device. */
+  requestSession(params: Record<string, unknown>): { id: string } {
+    return { id: requestSession(this.sessionDeps, params).event.id }
+  }
+
+  /** The notice that answered a session request, once here. */
+  sessionAnswer(params: Record<string, unknown>): NostrEvent | null {
+    if (typeof params.request !== 'string') throw new KithError('usage', 'which request?')
+    return sessionAnswer(this.node, params.request) ?? null
   }
 
   /** Whether any of the prompts (ids) known here mentions `agent`. */
@@ -441,8 +634,11 @@ export class AgentBridge {
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
       if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
-      const running = agent.host.runningIn(channel)
-      // Only the turn it names: a cancel made for an earlier turn never stops a later one.
+      // Only the turns it names: a cancel made for an earlier turn never stops a later one. Each
+      // thread is its own session: the cancel stops the named turns of any of them.
+      const inChannel = agent.host.runningInChannel(channel)
+      const stopping = inChannel.filter((job) => job.prompt !== undefined && named.has(job.prompt))
+      const running = stopping[0] ?? inChannel[0]
       const bound = this.bound(control)
       const refusal = !bound.ok
         ? bound.reason
@@ -475,9 +671,11 @@ export class AgentBridge {
           )
         continue
       }
-      this.permissions.cancelPending(pubkey, channel)
-      if (agent.host.cancel(channel, this.opts.cancelGraceMs))
-        this.node.log(`cancelling ${agent.record.name}'s turn in #${channel}`)
+      for (const job of stopping) {
+        this.permissions.cancelPending(pubkey, channel, job.prompt)
+        if (agent.host.cancel(job, this.opts.cancelGraceMs))
+          this.node.log(`cancelling ${agent.record.name}'s turn in ${describePlace(job)}`)
+      }
     }
   }
 
@@ -616,6 +814,7 @@ export class AgentBridge {
     if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
     tags.push(['p', question.pubkey])
     if (opts.notice) tags.push([...noticeTag])
+    if (opts.outcome) tags.push(['outcome', ...opts.outcome])
     return tags
   }
 

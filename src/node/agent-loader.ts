@@ -1,5 +1,5 @@
 import { homedir } from 'node:os'
-import { AgentHost } from '../acp/host.js'
+import { AgentHost, type HostOptions, type SessionPlace } from '../acp/host.js'
 import { reapLeftover } from '../acp/process-group.js'
 import { realPath } from '../acp/real-path.js'
 import { secretTouched, type ToolCallView } from '../acp/secret-paths.js'
@@ -17,7 +17,9 @@ export function hostAgent(
   node: NodeContext,
   record: AgentRecord & { command: string[] },
   opts: AgentBridgeOptions,
-  onNewSession: (channel: string, reason: string) => void,
+  onNewSession: (place: SessionPlace, reason: string) => void,
+  /** What the agent reports of its sessions (sessions.ts). */
+  hooks: Pick<HostOptions, 'onSessionOpened' | 'onSessionInfo'> = {},
 ): HostedAgent | undefined {
   const secret = readAgentSecret(node.id.home, record.name)
   if (secret === undefined) {
@@ -43,8 +45,8 @@ export function hostAgent(
     node.log,
     {
       sessions: {
-        get: (channel) => node.store.agentSession(record.pubkey, channel),
-        set: (channel, session) => node.store.setAgentSession(record.pubkey, channel, session),
+        get: (place) => node.store.agentSession(record.pubkey, place),
+        set: (place, session) => node.store.setAgentSession(record.pubkey, place, session),
       },
       permissions: record.permissions ?? 'ask',
       // A call naming KITH_HOME or another secret place always goes to a person, and says why.
@@ -63,6 +65,7 @@ export function hostAgent(
         return undefined
       },
       onNewSession,
+      ...hooks,
       onState: () => node.agentStatesChanged(),
       ...(opts.agentIdleTimeoutMs === undefined ? {} : { idleTimeoutMs: opts.agentIdleTimeoutMs }),
       ...(opts.agentTurnCapMs === undefined ? {} : { turnCapMs: opts.agentTurnCapMs }),

@@ -4,6 +4,11 @@
 /** How an agent reply is tagged: a `notice` leaves its prompt unanswered (kith-agents/1). */
 export interface ReplyOptions {
   notice?: boolean
+  /**
+   * How the prompt ended when it got no answer: `refused` (policy, project), `failed` (with the
+   * turn's failure code) or `cancelled`, as an `outcome` tag (kith-agents, "Outcome").
+   */
+  outcome?: ['refused' | 'failed' | 'cancelled', string]
 }
 
 export interface AgentBridgeOptions {

@@ -348,10 +348,14 @@ export class PermissionRequests {
     this.decided.set(requestId, entry)
   }
 
-  /** Answers `cancelled` to the agent's pending permission requests in `channel` (or all). */
-  cancelPending(agent: string, channel?: string): void {
+  /**
+   * Answers `cancelled` to the agent's pending permission requests in `channel` (or all), of the
+   * turn of `prompt` when given (other threads' turns in the channel go on).
+   */
+  cancelPending(agent: string, channel?: string, prompt?: string): void {
     for (const [id, p] of this.pending) {
       if (p.agent !== agent || (channel !== undefined && p.channel !== channel)) continue
+      if (prompt !== undefined && p.question.id !== prompt) continue
       clearTimeout(p.timer)
       this.pending.delete(id)
       p.resolve('cancelled')

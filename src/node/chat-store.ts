@@ -1,7 +1,7 @@
 import { KithError } from '../errors.js'
 import { didYouMean } from '../events/did-you-mean.js'
 import { makeChatMessage, mentionedNames, channelOf, threadOf } from '../events/chat.js'
-import { signEvent, type NostrEvent } from '../events/event.js'
+import { signEvent, type EventTemplate, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
@@ -70,12 +70,24 @@ export function causalOrder<T extends { event: NostrEvent; seq?: number }>(items
   return out
 }
 
+/** A template with `extra` tags after its own. */
+function withTags(template: EventTemplate, extra: string[][] | undefined): EventTemplate {
+  return extra === undefined ? template : { ...template, tags: [...template.tags, ...extra] }
+}
+
 /** A signed chat message from this device, with @mentions resolved to p tags. */
 export function buildChat(
   id: Identity,
   names: Names,
   store: NodeStore,
-  spec: { channel: string; text: string; reply?: string; interrupt?: boolean },
+  spec: {
+    channel: string
+    text: string
+    reply?: string
+    interrupt?: boolean
+    /** Tags added as they are (a session start: events/session-start.ts). */
+    extraTags?: string[][]
+  },
 ): NostrEvent {
   // Names resolve among this device's own person's keys first; an ambiguous one is refused.
   // A name that resolves to nobody is refused, never sent unheard: a typo, or an agent that
@@ -107,16 +119,19 @@ export function buildChat(
   }
   const sign = (createdAt: number) =>
     signEvent(
-      makeChatMessage(
-        {
-          channel: spec.channel,
-          text: spec.text,
-          mentions,
-          ...(replyTo === undefined ? {} : { replyTo }),
-          ...(spec.interrupt ? { interrupt: true, interruptPrompts } : {}),
-          ...(id.config.fleet === undefined ? {} : { fleet: id.config.fleet }),
-        },
-        createdAt,
+      withTags(
+        makeChatMessage(
+          {
+            channel: spec.channel,
+            text: spec.text,
+            mentions,
+            ...(replyTo === undefined ? {} : { replyTo }),
+            ...(spec.interrupt ? { interrupt: true, interruptPrompts } : {}),
+            ...(id.config.fleet === undefined ? {} : { fleet: id.config.fleet }),
+          },
+          createdAt,
+        ),
+        spec.extraTags,
       ),
       id.deviceSecret,
     )

@@ -29,6 +29,8 @@ import {
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
+import { listSessions } from './sessions.js'
+import { sessionStartOf, sessionStartTags } from '../events/session-start.js'
 
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
@@ -36,13 +38,15 @@ export const defaultEmbeddedPort = 7447
 /** Stored events a reconciliation with a hub covers at most (the hub's own limit is 500,000). */
 const maxReconcileKeys = 500_000
 
-/** Kinds a node follows: chat, permission requests/decisions, agent control. */
+/** Kinds a node follows: chat, permission requests/decisions, agent control, sessions. */
 const followedKinds = [
   Kind.ChatMessage,
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
   Kind.PushSubscription,
+  Kind.SessionControl,
+  Kind.SessionState,
 ]
 /** Fetched whole on every connect. */
 const vitalKinds = [
@@ -222,6 +226,10 @@ export class KithNode {
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
+      // kith session (sessions.ts, session-control.ts).
+      sessions: () => listSessions(this.store.events),
+      'session-request': (p) => this.bridge.requestSession(p),
+      'session-answer': (p) => this.bridge.sessionAnswer(p),
       // kith agent set changed who may use an agent, or its permissions: apply them now.
       'agents-changed': () => {
         // A new agent's grant was written to node.db by the same command: take it in first.
@@ -490,6 +498,7 @@ export class KithNode {
       if (e.kind === Kind.ChatMessage) this.bridge.dispatch(e)
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
+      if (e.kind === Kind.SessionControl) this.bridge.applySessionControl(e)
     })
   }
 
@@ -543,6 +552,10 @@ export class KithNode {
       text,
       ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
       ...(params.interrupt === true ? { interrupt: true } : {}),
+      // kith session new: where the agent's new session starts.
+      ...(params.session === undefined
+        ? {}
+        : { extraTags: sessionStartTags(sessionStartOf(params.session)) }),
     })
     // Shown and dispatched (to agents hosted here) before any hub answers; with no hub
     // connected there is nobody to wait for: it is queued, and says so at once.

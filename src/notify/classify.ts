@@ -47,7 +47,8 @@ function openPath(channel: string, thread: string | undefined): string {
  * What an admitted event means for this node's person, if anything. Pure apart from the lookups
  * in `ctx`. The rules (nips/kith-notify.md, "What notifies"):
  * - cards: a 4142 of an agent of this person's, or asked in a turn this person prompted;
- * - errors: an agent's `notice` starting with ⚠ in reply to this person, or by this person's agent;
+ * - errors: a turn that failed or was refused (`outcome` tag), or an agent's `notice` starting
+ *   with ⚠, in reply to this person or by this person's agent; a cancelled turn is nothing;
  * - finished: an agent's (non-notice) reply to a prompt of this person's;
  * - mentions: a chat message by another person with a `p` of this person's keys.
  */
@@ -101,8 +102,13 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
   if (ctx.isAgent(event.pubkey)) {
     const prompt = parent === undefined ? undefined : ctx.event(parent)
     const toMe = prompt !== undefined && mine(prompt.pubkey)
-    if (isNotice(event)) {
-      if (!event.content.startsWith('⚠')) return undefined
+    // A turn that failed (kith-agents/1 `outcome` failed or refused) is an error, whatever its
+    // length; so is a ⚠ notice.
+    const outcome = event.tags.find((t) => t[0] === 'outcome')?.[1]
+    const failed = outcome === 'failed' || outcome === 'refused'
+    if (outcome === 'cancelled') return undefined
+    if (isNotice(event) || failed) {
+      if (!failed && !event.content.startsWith('⚠')) return undefined
       if (!toMe && !mine(event.pubkey)) return undefined
       return {
         eventId: event.id,

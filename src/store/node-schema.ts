@@ -1,5 +1,6 @@
 import type { Migration } from './db.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
+import { threadSessionsMigration } from './session-schema.js'
 
 /**
  * node.db: the event tables (grants, chat, profiles this node has seen or made), then the
@@ -86,7 +87,7 @@ export const nodeMigrations: readonly Migration[] = [
   (db) => {
     // Where this node sends its person's notifications (kith notify; web devices' subscriptions)
     // and each notification per target: the primary key is what makes it once per event per
-    // device, restarts included; pending rows are retried with backoff (notify/dispatcher.ts).
+    // device, restarts included; pending rows are retried with backoff (notify/notifier.ts).
     db.exec(`
       CREATE TABLE notify_targets (
         id TEXT PRIMARY KEY,
@@ -121,4 +122,5 @@ export const nodeMigrations: readonly Migration[] = [
       CREATE INDEX notify_due ON notify_deliveries (state, next_at);
     `)
   },
+  threadSessionsMigration,
 ]

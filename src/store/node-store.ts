@@ -8,18 +8,9 @@ import { nodeMigrations } from './node-schema.js'
 import { NotifyStore } from './notify-store.js'
 import { PromptJournal } from './prompt-journal.js'
 import type { SavedSession } from './saved-session.js'
+import { AgentSessions, savedPart, type SessionWhere } from './agent-sessions.js'
 
 export const nodeDbFile = homeFiles.nodeDb
-
-interface SessionRow {
-  session_id: string
-  cwd: string
-  adapter: string | null
-  version: string | null
-  mode: string | null
-  model: string | null
-  model_option: string | null
-}
 
 export interface Delivery {
   hub: string
@@ -32,6 +23,8 @@ export class NodeStore {
   readonly events: EventStore
   readonly prompts: PromptJournal
   readonly notify: NotifyStore
+  /** Hosted agents' sessions, one per thread. */
+  readonly sessions: AgentSessions
   private readonly db: Db
   private readonly stmts: {
     enqueue: Statement<[string, string, number]>
@@ -43,9 +36,6 @@ export class NodeStore {
     cursors: Statement<[], { hub: string; since: number }>
     refused: Statement<[], { event_id: string; hub: string; message: string; raw: string }>
     outboxSize: Statement<[], { n: number }>
-    session: Statement<[string, string], SessionRow>
-    setSession: Statement<[SessionRow & { agent: string; channel: string }]>
-    sessionCount: Statement<[string], { n: number }>
     markHeld: Statement<[string, string]>
     holds: Statement<[{ id: string; hub: string }], { one: number }>
   }
@@ -55,6 +45,7 @@ export class NodeStore {
     this.events = new EventStore(this.db)
     this.prompts = new PromptJournal(this.db)
     this.notify = new NotifyStore(this.db)
+    this.sessions = new AgentSessions(this.db)
     const db = this.db
     this.stmts = {
       enqueue: db.prepare(
@@ -80,16 +71,6 @@ export class NodeStore {
          WHERE d.state = 'refused' ORDER BY d.at DESC LIMIT 50`,
       ),
       outboxSize: db.prepare('SELECT count(*) AS n FROM outbox'),
-      session: db.prepare(
-        `SELECT session_id, cwd, adapter, version, mode, model, model_option FROM agent_sessions
-         WHERE agent = ? AND channel = ?`,
-      ),
-      setSession: db.prepare(
-        `INSERT OR REPLACE INTO agent_sessions
-           (agent, channel, session_id, cwd, adapter, version, mode, model, model_option)
-         VALUES (@agent, @channel, @session_id, @cwd, @adapter, @version, @mode, @model, @model_option)`,
-      ),
-      sessionCount: db.prepare('SELECT count(*) AS n FROM agent_sessions WHERE agent = ?'),
       markHeld: db.prepare('INSERT OR IGNORE INTO hub_holds (event_id, hub) VALUES (?, ?)'),
       holds: db.prepare(
         `SELECT 1 AS one FROM hub_holds WHERE event_id = @id AND hub = @hub
@@ -173,40 +154,20 @@ export class NodeStore {
     }))
   }
 
-  agentSession(agent: string, channel: string): SavedSession | undefined {
-    const row = this.stmts.session.get(agent, channel)
-    if (row === undefined) return undefined
-    const opt = <K extends string>(key: K, value: string | null) =>
-      value === null ? {} : ({ [key]: value } as Record<K, string>)
-    return {
-      sessionId: row.session_id,
-      cwd: row.cwd,
-      ...opt('adapter', row.adapter),
-      ...opt('version', row.version),
-      ...opt('mode', row.mode),
-      ...(row.model === null
-        ? {}
-        : { model: { value: row.model, ...opt('configId', row.model_option) } }),
-    }
+  /** The open session of a channel's thread (a channel name alone: its main thread). */
+  agentSession(agent: string, where: SessionWhere | string): SavedSession | undefined {
+    const r = this.sessions.get(agent, typeof where === 'string' ? { channel: where } : where)
+    return r === undefined ? undefined : savedPart(r)
   }
 
-  setAgentSession(agent: string, channel: string, s: SavedSession): void {
-    this.stmts.setSession.run({
-      agent,
-      channel,
-      session_id: s.sessionId,
-      cwd: s.cwd,
-      adapter: s.adapter ?? null,
-      version: s.version ?? null,
-      mode: s.mode ?? null,
-      model: s.model?.value ?? null,
-      model_option: s.model?.configId ?? null,
-    })
+  setAgentSession(agent: string, where: SessionWhere | string, s: SavedSession): void {
+    const w = typeof where === 'string' ? { channel: where } : where
+    this.sessions.set(agent, w, s, Math.floor(Date.now() / 1000))
   }
 
-  /** How many channels have a session with this agent (kept for resuming). */
+  /** How many open sessions (threads) this agent has (kept for resuming). */
   agentSessionCount(agent: string): number {
-    return this.stmts.sessionCount.get(agent)!.n
+    return this.sessions.count(agent)
   }
 
   cursor(hub: string): number | undefined {

@@ -16,4 +16,21 @@ export interface SavedSession extends SessionSettings {
   cwd: string
   adapter?: string
   version?: string
+  /** The session's title: its first prompt's first line, or the agent's own (session_info). */
+  title?: string
+  /** The host's project it was started in (`kith session new --project`). */
+  project?: string
+  /** The git worktree made for it (its path is `cwd`) and the branch checked out there. */
+  worktree?: { path: string; branch: string }
+}
+
+/** A saved session with where it lives and when, as `kith session list` reads it. */
+export interface SessionRecord extends SavedSession {
+  agent: string
+  channel: string
+  /** The thread's root event id; '' for the channel's main thread. */
+  thread: string
+  createdAt: number
+  updatedAt: number
+  closedAt?: number
 }

@@ -2,7 +2,12 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { PermissionAnswer, PermissionAsk } from '../../src/acp/agent-process.js'
-import { AgentHost, type HostOptions, type PromptJob } from '../../src/acp/host.js'
+import {
+  AgentHost,
+  type HostOptions,
+  type PromptJob,
+  type SessionPlace,
+} from '../../src/acp/host.js'
 import { NodeStore } from '../../src/store/node-store.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -30,9 +35,9 @@ function sessionStore(dir: string) {
   return {
     store,
     sessions: {
-      get: (channel: string) => store.agentSession('fake', channel),
-      set: (channel: string, s: Parameters<NodeStore['setAgentSession']>[2]) =>
-        store.setAgentSession('fake', channel, s),
+      get: (place: SessionPlace) => store.agentSession('fake', place),
+      set: (place: SessionPlace, s: Parameters<NodeStore['setAgentSession']>[2]) =>
+        store.setAgentSession('fake', place, s),
     },
   }
 }
@@ -66,6 +71,8 @@ describe('session mode pinned at creation', () => {
       adapter: 'kith-fake-agent',
       version: '1.0.0',
       mode: 'default',
+      // Its first prompt's first line.
+      title: 'mode',
     })
   })
 

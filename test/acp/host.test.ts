@@ -20,9 +20,15 @@ function host(opts: HostOptions = {}) {
 
 type Outcome = { ok: true; text: string } | { ok: false; reason: string; message: string }
 
-function prompt(h: AgentHost, text: string, channel = 'ops'): Promise<Outcome> {
+function prompt(h: AgentHost, text: string, channel = 'ops', thread?: string): Promise<Outcome> {
   return new Promise((resolve) =>
-    h.enqueue({ channel, text, done: resolve, permission: () => Promise.resolve('cancelled') }),
+    h.enqueue({
+      channel,
+      ...(thread === undefined ? {} : { thread }),
+      text,
+      done: resolve,
+      permission: () => Promise.resolve('cancelled'),
+    }),
   )
 }
 
@@ -37,6 +43,51 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     ])
     expect(h.state).toBe('idle')
     expect(h.info).toEqual({ name: 'kith-fake-agent', version: '1.0.0' })
+  })
+
+  it('runs two threads of one channel side by side, each its own session', async () => {
+    const h = host()
+    // Thread a's turn waits for a cancel; thread b's answers meanwhile (it would wait forever
+    // behind a with one turn at a time per channel).
+    const hung = prompt(h, 'hang', 'ops', 'a')
+    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'a' })).toBeDefined()
+    expect(await prompt(h, 'echo b', 'ops', 'b')).toEqual({ ok: true, text: 'b' })
+    expect(h.busyIn('ops')).toBe(true)
+    expect(h.runningInChannel('ops').map((j) => j.thread)).toEqual(['a'])
+    expect(h.cancel({ channel: 'ops', thread: 'a' })).toBe(true)
+    expect(await hung).toMatchObject({ ok: false, reason: 'cancelled' })
+    // The main thread is another session again.
+    expect(await prompt(h, 'echo main')).toEqual({ ok: true, text: 'main' })
+    expect(h.crashes).toBe(0)
+  })
+
+  it('closes a session with ACP session/close where advertised, never while a turn runs there', async () => {
+    const dir = tempDir()
+    const make = (flags: string[]) => {
+      const h = new AgentHost(
+        'fake',
+        { argv: [process.execPath, fakeAgent, ...flags], cwd: dir, logPath: join(dir, 'f.log') },
+        () => undefined,
+      )
+      onTestFinished(() => h.stop())
+      return h
+    }
+    const h = make(['--close'])
+    expect(await prompt(h, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
+    const hung = prompt(h, 'hang', 'ops', 'b')
+    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'b' })).toBeDefined()
+    await expect(h.close({ channel: 'ops', thread: 'b' })).rejects.toMatchObject({
+      reason: 'busy',
+    })
+    expect(await h.close({ channel: 'ops', thread: 'a' })).toBe('closed')
+    expect(await h.close({ channel: 'ops', thread: 'a' })).toBe('not-open')
+    h.cancel({ channel: 'ops', thread: 'b' })
+    await hung
+    const plain = make([])
+    expect(await prompt(plain, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
+    // Its turn is told its end just before the session is free again.
+    await expect.poll(() => plain.busyIn('ops')).toBe(false)
+    expect(await plain.close({ channel: 'ops', thread: 'a' })).toBe('no-close')
   })
 
   it('opens the circuit breaker after 3 crashes within a minute, and says so', async () => {
@@ -95,7 +146,7 @@ describe('AgentHost cancel', () => {
     const h = host()
     const first = prompt(h, 'hang')
     await expect.poll(() => h.state, { timeout: 15_000 }).toBe('working')
-    expect(h.cancel('ops', 300)).toBe(true)
+    expect(h.cancel({ channel: 'ops' }, 300)).toBe(true)
     expect(await first).toEqual({ ok: false, reason: 'cancelled', message: 'turn cancelled' })
     // Started well inside the first cancel's grace window, and still running after it (its
     // permission answer takes 600 ms): the old timer must not kill it.

@@ -7,6 +7,8 @@ import { basename, join } from 'node:path'
 import { Readable, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { runKith } from '../helpers/cli.js'
+import { startEndpoint } from '../helpers/push-service.js'
 import { pinnedFile, processesIn, startFleet, status } from './fleet.js'
 
 const claudeAcp = () => pinnedFile('@zed-industries', 'claude-agent-acp', 'dist', 'index.js')
@@ -25,8 +27,19 @@ function transcripts(home: string): string[] {
 describe('claude-agent-acp@0.23.1 without credentials', { timeout: 150_000 }, () => {
   it('starts, keeps its session across a node restart, and answers prompts with "authentication required"', async () => {
     const fleet = await startFleet({ name: 'claude', command: [process.execPath, claudeAcp()] })
+    // The laptop's person is told of the agent's error (kith-notify/1) through a webhook.
+    const hook = await startEndpoint({ answer: () => 200 })
+    const added = await runKith(['notify', 'add', 'webhook', `${hook.url}/h`, '--on', 'errors'], {
+      home: fleet.laptop,
+    })
+    expect(added.code, added.stderr).toBe(0)
     const q1 = await fleet.ask('@claude hello, are you there?')
     const r1 = await fleet.threaded(q1)
+    expect(JSON.parse((await hook.nth(0)).body.toString())).toMatchObject({
+      class: 'errors',
+      event: r1.event.id,
+      body: '⚠ claude did not answer: authentication required',
+    })
     // claude-agent-acp lists no authMethods to a client without terminal-auth support and says
     // only "Authentication required": so the line has no login hint of the agent's to carry.
     expect(r1.event.content).toBe('⚠ claude did not answer: authentication required')
@@ -45,11 +58,14 @@ describe('claude-agent-acp@0.23.1 without credentials', { timeout: 150_000 }, ()
     // After a restart the node resumes that session with session/load (claude advertises it);
     // the replayed history (the prompt, claude's "Not logged in" message) is not posted again.
     await fleet.restartDevbox()
-    const q2 = await fleet.ask('@claude second try')
+    // In the first prompt's thread: its session.
+    const q2 = await fleet.ask('@claude second try', q1)
     const r2 = await fleet.threaded(q2)
     expect(r2.event.content).toBe('⚠ claude did not answer: authentication required')
     await fleet.devboxNode.waitFor(
-      new RegExp(`agent claude: resumed session ${sessionId} for #ops`),
+      new RegExp(
+        `agent claude: resumed session ${sessionId} for #ops \\(thread ${q1.slice(0, 8)}\\)`,
+      ),
       30_000,
     )
     const contents = (await fleet.history()).map((i) => i.event.content)

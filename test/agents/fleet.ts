@@ -37,8 +37,8 @@ export interface Fleet {
   agentPubkey: string
   devboxNode: NodeProcess
   laptopNode: NodeProcess
-  /** `kith send '#ops' TEXT` from the laptop; the prompt's event id. */
-  ask: (text: string) => Promise<string>
+  /** `kith send '#ops' TEXT` from the laptop (in `reply`'s thread); the prompt's event id. */
+  ask: (text: string, reply?: string) => Promise<string>
   /** The laptop's view of #ops. */
   history: () => Promise<ChatItem[]>
   /** The first event of `kind` threaded under `question` on the laptop, once it has arrived. */
@@ -123,8 +123,11 @@ export async function startFleet(opts: {
     agentPubkey,
     devboxNode: await startDevbox(),
     laptopNode: await startNodeProcess(laptop),
-    ask: async (text) => {
-      const r = await runKith(['send', '#ops', text, '--json'], { home: laptop })
+    ask: async (text, reply) => {
+      const r = await runKith(
+        ['send', '#ops', text, '--json', ...(reply === undefined ? [] : ['--reply', reply])],
+        { home: laptop },
+      )
       expect(r.code, r.stderr).toBe(0)
       return (JSON.parse(r.stdout) as { id: string }).id
     },

@@ -58,9 +58,9 @@ describe('gemini-cli@0.61.0 with a loopback model', { timeout: 150_000 }, () => 
       }),
     ])
 
-    // A second turn in the same channel reuses the session: gemini sends the earlier exchange.
+    // A second turn in the same thread reuses the session: gemini sends the earlier exchange.
     model.respond(() => ({ text: 'second answer' }))
-    const q2 = await fleet.ask('@gemini and now?')
+    const q2 = await fleet.ask('@gemini and now?', q)
     expect((await fleet.threaded(q2)).event.content).toBe('second answer')
     expect(JSON.stringify(model.requests.at(-1)!.body)).toContain(
       'The build is green (mock Gemini).',
@@ -74,7 +74,7 @@ describe('gemini-cli@0.61.0 with a loopback model', { timeout: 150_000 }, () => 
     // and the load succeeds. Either way the channel gets its answer, and a failed resume is said.
     await fleet.restartDevbox()
     model.respond(() => ({ text: 'third answer' }))
-    const q3 = await fleet.ask('@gemini still there?')
+    const q3 = await fleet.ask('@gemini still there?', q)
     expect((await fleet.threaded(q3)).event.content).toBe('third answer')
     // The restarted node logs which it was: a resumed session, or a new one pinned to a mode.
     const opened = await fleet.devboxNode.waitFor(/agent gemini: (resumed|pinned) session/)
@@ -91,7 +91,7 @@ describe('gemini-cli@0.61.0 with a loopback model', { timeout: 150_000 }, () => 
       await expect
         .poll(notices, { timeout: 30_000 })
         .toEqual([
-          'ℹ gemini started a new session in #ops: the agent could not resume it (agent error: Internal error: No previous sessions found for this project.)',
+          `ℹ gemini started a new session in #ops (thread ${q.slice(0, 8)}): the agent could not resume it (agent error: Internal error: No previous sessions found for this project.)`,
         ])
     }
     // What the agent replayed while loading is never posted again.

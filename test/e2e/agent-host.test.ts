@@ -36,13 +36,16 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
     async () => {
       const home = await boxWithBot(['--permissions', 'allow-reads'], ['--modes', '--model-option'])
       let node = await startNodeProcess(home, ['--port', '0'])
-      expect(await askForReply(home, '@bot mode')).toBe('mode: default, model: fake-large')
+      const first = await ask(home, '@bot mode')
+      expect((await threadedUnder(home, first))[0]!.event.content).toBe(
+        'mode: default, model: fake-large',
+      )
       // A read runs at once (no 4142 card), and the node says so.
       expect(await askForReply(home, '@bot permission-read src/index.ts')).toBe(
         'permission: selected allow',
       )
       await node.waitFor(
-        /auto-allowed read .*src\/index\.ts.* in #ops \(permissions: allow-reads\)/,
+        /auto-allowed read .*src\/index\.ts.* in #ops \(thread \w+\) \(permissions: allow-reads\)/,
       )
       expect((await history(home)).filter((i) => i.event.kind === 4142)).toEqual([])
       expect(await listed(home)).toMatchObject({
@@ -50,15 +53,17 @@ describe('agent host behaviours through a real node (kith up, fake ACP agent)', 
         state: 'idle',
         adapter: { name: 'kith-fake-agent', version: '1.0.0' },
         queue: 0,
-        sessions: 1,
+        // Each top-level prompt started a thread, and each thread is a session.
+        sessions: 2,
       })
       expect(await node.stop()).toBe(0)
-      expect(await listed(home)).toMatchObject({ state: 'not running', sessions: 1 })
+      expect(await listed(home)).toMatchObject({ state: 'not running', sessions: 2 })
 
-      // Restarted: the session is resumed and its mode and model set again (the agent forgot).
+      // Restarted: a reply in the first thread resumes its session, and its mode and model are
+      // set again (the agent forgot).
       node = await startNodeProcess(home, ['--port', '0'])
-      expect(await askForReply(home, '@bot mode')).toBe('mode: default, model: fake-large')
-      await node.waitFor(/resumed session fake-1 for #ops/)
+      expect(await askForReply(home, '@bot mode', first)).toBe('mode: default, model: fake-large')
+      await node.waitFor(/resumed session fake-1 for #ops \(thread /)
       const code = await node.stop()
       expect(code, node.lines.join('\n')).toBe(0)
     },
@@ -124,16 +129,20 @@ describe('interrupting a turn', () => {
       const node = await startNodeProcess(home, ['--port', '0', '--cancel-grace', '1'])
       const long = await ask(home, '@bot hang')
       await expect.poll(async () => (await listed(home)).state, { timeout: 20_000 }).toBe('working')
-      // Queued behind it: another turn that runs until cancelled. Had it run before the
-      // interrupting prompt, that prompt would get no answer until this one is cancelled.
-      const queued = await ask(home, '@bot hang')
+      // Queued behind it in its thread: another turn that runs until cancelled. Had it run
+      // before the interrupting prompt, that prompt would get no answer until this one is
+      // cancelled.
+      const queued = await ask(home, '@bot hang', 'ops', long)
       const sent = await runKith(['send', '#ops', '@bot echo right now', '--interrupt', '--json'], {
         home,
       })
       expect(sent.code, sent.stderr).toBe(0)
       const urgent = (JSON.parse(sent.stdout) as { id: string }).id
       await node.waitFor(/interrupting bot's turn in #ops/)
-      expect((await threadedUnder(home, long))[0]!.event.content).toBe('⏹ bot: turn cancelled')
+      // Under it: the prompt queued in its thread, and its end.
+      expect((await threadedUnder(home, long, { count: 2 })).map((i) => i.event.content)).toContain(
+        '⏹ bot: turn cancelled',
+      )
       expect((await threadedUnder(home, urgent))[0]!.event.content).toBe('right now')
       const answered = (await history(home)).filter((i) =>
         i.event.tags.some((t) => t[0] === 'e' && t[1] === queued),
@@ -157,14 +166,16 @@ describe('a node stopping mid-turn', () => {
         await expect
           .poll(async () => (await listed(home)).state, { timeout: 20_000 })
           .toBe('working')
-        const queued = await ask(home, `@bot echo queued across a ${signal}`)
+        // In the running turn's thread (its session), so it waits behind that turn.
+        const queued = await ask(home, `@bot echo queued across a ${signal}`, 'ops', running)
         await node.stop(signal)
         node = await startNodeProcess(home, ['--port', '0'])
         expect((await threadedUnder(home, queued))[0]!.event.content).toBe(
           `queued across a ${signal}`,
         )
-        const notices = await threadedUnder(home, running)
-        expect(notices.map((n) => n.event.content)).toEqual([
+        // The thread holds the queued prompt and its answer too: the notices are the ⚠ lines.
+        const notices = await threadedUnder(home, running, { count: 3 })
+        expect(notices.map((n) => n.event.content).filter((c) => c.startsWith('⚠'))).toEqual([
           '⚠ bot did not answer: this node stopped during the turn; ask again if it is still needed',
         ])
         expect(await node.stop()).toBe(0)

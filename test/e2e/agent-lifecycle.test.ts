@@ -63,15 +63,17 @@ describe('keys dropped while an agent works (kith up must not crash)', () => {
       const node = await startNodeProcess(home, ['--port', '0'])
       const running = await ask(home, '@bot hang')
       const pid = await working(home)
-      const queued = await ask(home, '@bot echo after the hang')
+      // In the running turn's thread (its session), so it waits behind that turn.
+      const queued = await ask(home, '@bot echo after the hang', 'ops', running)
       const revoke = await runKith(['agent', 'revoke', 'bot', '--yes'], { home })
       expect(revoke.code, revoke.stderr).toBe(0)
       await node.waitFor(/agent bot: its key was revoked; no longer hosted/)
       // Each prompt it had taken gets one visible line (from this device: the agent's key is
       // gone), instead of silence.
-      expect((await threadedUnder(home, running))[0]!.event.content).toBe(
-        '⚠ bot stopped during this turn: its key was revoked; it will not answer',
-      )
+      // (The thread holds the queued prompt and its notice too.)
+      expect(
+        (await threadedUnder(home, running, { count: 3 })).map((i) => i.event.content),
+      ).toContain('⚠ bot stopped during this turn: its key was revoked; it will not answer')
       expect((await threadedUnder(home, queued))[0]!.event.content).toBe(
         '⚠ bot will not answer: its key was revoked',
       )

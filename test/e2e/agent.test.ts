@@ -200,14 +200,17 @@ describe('agent sessions across a node restart', { timeout: 90_000 }, () => {
     })
     let node = await startNodeProcess(devbox)
     await node.waitFor(/linked to/)
+    const threads: Record<string, string> = {}
     for (const name of ['claude', 'gemini']) {
       const q = await ask(devbox, `@${name} echo before`)
+      threads[name] = q
       expect((await replyTo(devbox, q)).event.content).toBe('before')
     }
     await node.stop()
     node = await startNodeProcess(devbox)
     await node.waitFor(/linked to/)
-    const q1 = await ask(devbox, '@claude echo after')
+    // A reply in the thread continues its session.
+    const q1 = await ask(devbox, '@claude echo after', 'ops', threads.claude)
     expect((await replyTo(devbox, q1)).event.content).toBe('after')
     await node.waitFor(/agent claude: resumed session fake-1 for #ops/)
     // Nothing replayed is posted: neither what comes before the load's answer nor what an agent
@@ -215,10 +218,10 @@ describe('agent sessions across a node restart', { timeout: 90_000 }, () => {
     expect(
       (await history(devbox)).some((i) => /REPLAYED HISTORY|LATE REPLAY/.test(i.event.content)),
     ).toBe(false)
-    const q2 = await ask(devbox, '@gemini echo after')
+    const q2 = await ask(devbox, '@gemini echo after', 'ops', threads.gemini)
     expect((await replyTo(devbox, q2)).event.content).toBe('after')
     expect((await history(devbox)).map((i) => i.event.content)).toContain(
-      'ℹ gemini started a new session in #ops: the agent cannot resume sessions (no session/load)',
+      `ℹ gemini started a new session in #ops (thread ${threads.gemini!.slice(0, 8)}): the agent cannot resume sessions (no session/load)`,
     )
   })
 })

@@ -15,9 +15,17 @@ export async function history(home: string, channel = 'ops', limit = 1000): Prom
   }
 }
 
-/** `kith send` from `home`; returns the sent event's id. */
-export async function ask(home: string, text: string, channel = 'ops'): Promise<string> {
-  const r = await runKith(['send', `#${channel}`, text, '--json'], { home })
+/** `kith send` from `home` (`reply`: in that message's thread); returns the sent event's id. */
+export async function ask(
+  home: string,
+  text: string,
+  channel = 'ops',
+  reply?: string,
+): Promise<string> {
+  const r = await runKith(
+    ['send', `#${channel}`, text, '--json', ...(reply === undefined ? [] : ['--reply', reply])],
+    { home },
+  )
   expect(r.code, r.stderr).toBe(0)
   return (JSON.parse(r.stdout) as { id: string }).id
 }
@@ -48,7 +56,10 @@ export async function threadedUnder(
   return found
 }
 
-/** Sends `text` and returns the content of the first reply threaded under it. */
-export async function askForReply(home: string, text: string): Promise<string> {
-  return (await threadedUnder(home, await ask(home, text)))[0]!.event.content
+/**
+ * Sends `text` (in the thread of `reply`, when given) and returns the content of the first
+ * reply threaded under it.
+ */
+export async function askForReply(home: string, text: string, reply?: string): Promise<string> {
+  return (await threadedUnder(home, await ask(home, text, 'ops', reply)))[0]!.event.content
 }

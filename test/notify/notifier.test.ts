@@ -113,6 +113,23 @@ describe('what notifies (classify)', () => {
     )
     warnT.tags.push([...noticeTag])
     expect(classify(signEvent(warnT, f.agent.sk), f.ctx)).toMatchObject({ class: 'errors' })
+    // A failed turn (its outcome tag) is an error whatever its length; a cancelled one is nothing.
+    const failedT = makeChatMessage(
+      {
+        channel: 'ops',
+        text: '⚠ claude did not answer: agent crashed',
+        replyTo: { id: prompt.id },
+      },
+      now(),
+    )
+    failedT.tags.push(['outcome', 'failed', 'crashed'])
+    expect(classify(signEvent(failedT, f.agent.sk), f.ctx)).toMatchObject({ class: 'errors' })
+    const cancelledT = {
+      ...failedT,
+      content: '⏹ claude: cancelled',
+      tags: [...failedT.tags.slice(0, -1), ['outcome', 'cancelled', 'cancelled']],
+    }
+    expect(classify(signEvent(cancelledT, f.agent.sk), f.ctx)).toBeUndefined()
     const info = signEvent({ ...warnT, content: 'ℹ new session' }, f.agent.sk)
     expect(classify(info, f.ctx)).toBeUndefined()
     // A mention of alice (owner key or device) by bob; not by alice herself; not when stale.

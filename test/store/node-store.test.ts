@@ -54,7 +54,7 @@ describe('node.db agent sessions', () => {
     const v = (at: number) =>
       signEvent({ kind: 34140, created_at: at, tags: [['d', 'ops']], content: '' }, sk)
     const [v1, v2] = [v(1), v(2)]
-    const old = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -2))
+    const old = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -3))
     const enqueue = old.prepare('INSERT INTO outbox (event_id, raw, queued_at) VALUES (?, ?, ?)')
     enqueue.run(v1.id, JSON.stringify(v1), 1)
     enqueue.run(v2.id, JSON.stringify(v2), 2)

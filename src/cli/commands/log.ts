@@ -8,11 +8,12 @@ import type { Out } from '../io.js'
 import { formatChat, stdoutLayout } from './chat-common.js'
 import { connectNode } from '../control-client.js'
 import { withLocalNode } from '../local-node.js'
+import { threadRootOf } from '../../node/session-threads.js'
 
 export const logCommand = declare({
   name: 'log',
   summary: 'print messages (--follow, --json)',
-  usage: ['kith log [#channel] [--since T] [--limit N] [--follow] [--json]'],
+  usage: ['kith log [#channel] [--thread ID] [--since T] [--limit N] [--follow] [--json]'],
   arity: { min: 0, max: 1, error: 'kith log takes at most one channel' },
   options: {
     since: {
@@ -27,14 +28,25 @@ export const logCommand = declare({
       description: 'keep printing new messages as they arrive (needs kith up)',
     },
     json: { type: 'boolean', description: 'one JSON object per line' },
+    thread: {
+      type: 'string',
+      value: 'ID',
+      description: "one thread (a session): its root message's id, or its first 8+ hex",
+    },
   },
   about: `Prints chat messages this node has (sent or received), oldest first: the newest N (default 50).
 --since takes unix seconds, an ISO date, or a duration ago (15m, 2h, 7d). --follow keeps
 printing new messages as they arrive (needs kith up running). --json prints one JSON object per
 line: id, created_at, channel, from {pubkey, name, role}, content, tags. A channel with nothing
 to print says so on stderr; one nobody ever posted in exits 5 (not found), with the nearest
-channel names.`,
+channel names. --thread shows one thread: the message that began it and the replies in it (an
+agent's session; see kith session list).`,
 })
+
+/** Whether `event` began the thread `id` (a prefix) or is in it. */
+function inThread(event: ChatItem['event'], id: string): boolean {
+  return event.id.startsWith(id) || (threadRootOf(event)?.startsWith(id) ?? false)
+}
 
 function parseSince(text: string): number {
   if (/^\d+$/.test(text)) return Number(text)
@@ -52,9 +64,14 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
   const params = {
     ...(channel === undefined ? {} : { channel }),
     ...(values.since === undefined ? {} : { since: parseSince(values.since) }),
-    limit: parseCount('--limit', values.limit, 50),
+    // A thread is picked out of the channel's recent messages: read more of them.
+    limit: parseCount('--limit', values.limit, values.thread === undefined ? 50 : 5000),
   }
+  const thread = values.thread?.toLowerCase()
+  if (thread !== undefined && !/^[0-9a-f]{8,64}$/.test(thread))
+    throw new KithError('usage', '--thread takes a message id (8 to 64 hex)')
   const print = (item: ChatItem) => {
+    if (thread !== undefined && !inThread(item.event, thread)) return
     if (values.json) {
       out.line(
         JSON.stringify({

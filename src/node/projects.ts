@@ -1,0 +1,106 @@
+import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { KithError } from '../errors.js'
+import { isProjectName, type SessionStart } from '../events/session-start.js'
+import { addWorktree, isGitRepo } from './worktrees.js'
+
+/**
+ * The directories this machine lets agents be started in from other devices (`kith project add`),
+ * in KITH_HOME/projects.json. A remote `kith session new --project NAME` names one of them; no
+ * other directory can be asked for.
+ */
+export interface Project {
+  name: string
+  /** Its real path (symlinks resolved when added). */
+  dir: string
+  /** Sessions may ask for a git worktree of it of their own (`--worktree`). */
+  worktrees: boolean
+}
+
+const projectsFile = 'projects.json'
+
+export function listProjects(home: string): Project[] {
+  const path = join(home, projectsFile)
+  if (!existsSync(path)) return []
+  let data: unknown
+  try {
+    data = JSON.parse(readFileSync(path, 'utf8'))
+  } catch (cause) {
+    throw new KithError('invalid', `${path} is not JSON: fix or remove it`, { cause })
+  }
+  const list = (data as { projects?: unknown }).projects
+  if (!Array.isArray(list)) throw new KithError('invalid', `${path} holds no project list`)
+  return (list as Project[]).filter(
+    (p) =>
+      typeof p.name === 'string' && typeof p.dir === 'string' && typeof p.worktrees === 'boolean',
+  )
+}
+
+function save(home: string, projects: Project[]): void {
+  writeFileSync(join(home, projectsFile), `${JSON.stringify({ projects }, null, 2)}\n`, {
+    mode: 0o600,
+  })
+}
+
+/** Adds (or changes) a project; `--worktrees` needs a git repository. */
+export function addProject(home: string, name: string, dir: string, worktrees: boolean): Project {
+  if (!isProjectName(name))
+    throw new KithError('usage', `${JSON.stringify(name)} is not a project name (a-z, 0-9, _ . -)`)
+  if (!existsSync(dir) || !statSync(dir).isDirectory())
+    throw new KithError('not-found', `${dir} is not a directory`)
+  const real = realpathSync(dir)
+  if (worktrees && !isGitRepo(real))
+    throw new KithError('invalid', `${real} is not a git repository: --worktrees needs one`)
+  const project = { name, dir: real, worktrees }
+  save(home, [...listProjects(home).filter((p) => p.name !== name), project])
+  return project
+}
+
+export function removeProject(home: string, name: string): void {
+  const projects = listProjects(home)
+  if (!projects.some((p) => p.name === name))
+    throw new KithError('not-found', `no project ${name} on this machine (kith project list)`)
+  save(
+    home,
+    projects.filter((p) => p.name !== name),
+  )
+}
+
+/** Where a session asked to start: its directory, and its worktree when one was made. */
+export interface StartPlace {
+  cwd: string
+  project: string
+  worktree?: { path: string; branch: string }
+}
+
+/**
+ * Resolves a session start against this machine's projects: the project's directory, or a new
+ * git worktree of it on a new branch (`kith/AGENT-ID`, in KITH_HOME/worktrees/PROJECT/). Throws
+ * KithError with the reason for anything the host does not allow. Idempotent for one `id`: a
+ * worktree already made for it (a restart before the session began) is used again.
+ */
+export function prepareStart(
+  home: string,
+  agent: string,
+  start: SessionStart,
+  id: string,
+): StartPlace {
+  const projects = listProjects(home)
+  const project = projects.find((p) => p.name === start.project)
+  if (project === undefined)
+    throw new KithError(
+      'restricted',
+      `${start.project} is not one of this machine's projects (${projects.length === 0 ? 'it has none: kith project add NAME DIR' : projects.map((p) => p.name).join(', ')}); an agent starts only in those`,
+    )
+  if (start.worktree !== true) return { cwd: project.dir, project: project.name }
+  if (!project.worktrees)
+    throw new KithError(
+      'restricted',
+      `project ${project.name} does not allow worktrees (kith project add ${project.name} DIR --worktrees)`,
+    )
+  const short = `${agent}-${id.slice(0, 8)}`
+  const path = join(home, 'worktrees', project.name, short)
+  const branch = `kith/${short}`
+  if (!existsSync(path)) addWorktree(project.dir, path, branch)
+  return { cwd: path, project: project.name, worktree: { path, branch } }
+}

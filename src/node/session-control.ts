@@ -1,0 +1,211 @@
+import type { SessionPlace } from '../acp/session-key.js'
+import { KithError } from '../errors.js'
+import { checkFresh, noticeTag } from '../events/agent-binding.js'
+import { signEvent, type NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import {
+  makeSessionControl,
+  parseSessionControl,
+  type SessionAction,
+  type SessionControl,
+} from '../events/session-control.js'
+import { authTagFor } from '../grants/nip-oa.js'
+import { describePolicy } from '../grants/policy.js'
+import { authTagsOf } from '../identity/agents.js'
+import { signAsAgent } from './agent-signer.js'
+import type { HostedAgent, NodeContext } from './node-context.js'
+import type { SessionReports } from './sessions.js'
+import { removeWorktree, uncommitted } from './worktrees.js'
+import { findSession, listSessions } from './sessions.js'
+
+/** What session requests need of the bridge. */
+export interface SessionControlDeps {
+  node: NodeContext
+  reports: SessionReports
+  agent(pubkey: string): HostedAgent | undefined
+  mayApprove(agent: HostedAgent, key: string): boolean
+}
+
+/**
+ * A notice by the agent in the session's thread (under its root; the channel for the main
+ * thread), naming the request it answers (`e` … `mention`). `✓` done, `⚠` refused or failed.
+ */
+export function sessionNotice(
+  deps: SessionControlDeps,
+  agent: HostedAgent,
+  place: SessionPlace,
+  text: string,
+  request?: string,
+): NostrEvent | undefined {
+  const { node } = deps
+  if (node.stopped()) return undefined
+  const tags: string[][] = [
+    ['h', place.channel],
+    ['fleet', node.book.fleet],
+  ]
+  if (place.thread !== undefined && place.thread !== '') tags.push(['e', place.thread, '', 'root'])
+  if (request !== undefined) tags.push(['e', request, '', 'mention'])
+  tags.push([...noticeTag])
+  const createdAt = node.now()
+  const auth = authTagFor(authTagsOf(agent.record), {
+    kind: Kind.ChatMessage,
+    created_at: createdAt,
+  })
+  if (auth) tags.push(auth)
+  const notice = signAsAgent(
+    agent,
+    { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
+    node.log,
+    'a session notice',
+  )
+  if (notice === undefined) return undefined
+  node.enqueue(notice)
+  node.emit(notice)
+  node.pump()
+  return notice
+}
+
+/** Carries out a parsed request for a session of `agent` (hosted here); returns the notice text. */
+async function carryOut(
+  deps: SessionControlDeps,
+  agent: HostedAgent,
+  c: SessionControl,
+): Promise<string> {
+  const { node } = deps
+  const pubkey = agent.record.pubkey
+  const name = agent.record.name
+  const place: SessionPlace = {
+    channel: c.channel,
+    ...(c.thread === undefined ? {} : { thread: c.thread }),
+  }
+  const fresh = checkFresh({ created_at: c.createdAt }, node.now())
+  if (c.fleet !== node.book.fleet)
+    return `⚠ ${name} did not act on a session request: it names another fleet`
+  if (!fresh.ok) return `⚠ ${name} did not act on a session request: ${fresh.reason}`
+  if (!deps.mayApprove(agent, c.author))
+    return `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`
+  const record = node.store.sessions.record(pubkey, place)
+  if (record === undefined || record.closedAt !== undefined)
+    return `⚠ ${name} has no open session there${record?.closedAt !== undefined ? ' (it was closed)' : ''}`
+  const r = c.request
+  try {
+    if (r.action === 'close') {
+      const wt = record.worktree
+      // Never with uncommitted work in its worktree: nothing is closed, and it says why.
+      const dirty = wt === undefined || r.keep === true ? undefined : uncommitted(wt.path)
+      if (dirty !== undefined)
+        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, or close it with --keep`
+      const closed = await agent.host.close(place)
+      node.store.sessions.close(pubkey, place, node.now())
+      deps.reports.closed(pubkey, place)
+      let after = ''
+      if (wt !== undefined && r.keep === true)
+        after = `; its worktree is kept at ${wt.path} (branch ${wt.branch})`
+      else if (wt !== undefined) {
+        removeWorktree(wt.path)
+        after = `; its worktree ${wt.path} is removed (branch ${wt.branch} is kept)`
+      }
+      const how = {
+        closed: ' (ACP session/close)',
+        'not-open': ' (it was not open in the agent: it is forgotten here)',
+        'no-close': ' (the agent has no session/close: it is forgotten here)',
+      }[closed]
+      return `✓ ${name} closed this session${how}${after}`
+    }
+    if (r.action === 'set') {
+      const set = await agent.host.configure(place, {
+        ...(r.mode === undefined ? {} : { mode: r.mode }),
+        ...(r.model === undefined ? {} : { model: r.model }),
+        ...(r.options === undefined ? {} : { options: r.options }),
+      })
+      deps.reports.settings(pubkey, place, {
+        ...(r.mode === undefined ? {} : { mode: r.mode }),
+        ...(r.model === undefined ? {} : { model: set.model?.value ?? r.model }),
+        ...(r.options === undefined ? {} : { options: r.options }),
+      })
+      const what = [
+        ...(r.mode === undefined ? [] : [`mode ${r.mode}`]),
+        ...(r.model === undefined ? [] : [`model ${r.model}`]),
+        ...Object.entries(r.options ?? {}).map(([id, v]) => `${id} ${v}`),
+      ]
+      return `✓ ${name}: this session's ${what.join(' and ')} set`
+    }
+    return `⚠ ${name}: run /${r.name} as a message in the thread (@${name} /${r.name})`
+  } catch (err) {
+    if (!(err instanceof KithError)) throw err
+    const cause = err.cause instanceof Error ? `: ${err.cause.message}` : ''
+    return `⚠ ${name} did not ${r.action === 'close' ? 'close the session' : 'change the session'}: ${err.message}${cause}`
+  }
+}
+
+/**
+ * Kind 4150 from any device: for an agent hosted here, carried out if its author may approve
+ * for the agent, and answered with a notice in the session's thread either way.
+ */
+export async function applySessionControl(
+  deps: SessionControlDeps,
+  event: NostrEvent,
+): Promise<void> {
+  let c: SessionControl
+  try {
+    c = parseSessionControl(event)
+  } catch (err) {
+    if (!(err instanceof KithError)) throw err
+    // Unreadable requests do nothing (they are stored; there is nobody to tell).
+    deps.node.log(`ignored a session request (${event.id.slice(0, 8)}): ${err.message}`)
+    return
+  }
+  const agent = deps.agent(c.agent)
+  if (agent === undefined) return
+  const text = await carryOut(deps, agent, c)
+  deps.node.log(`agent ${agent.record.name}: session request ${event.id.slice(0, 8)}: ${text}`)
+  sessionNotice(
+    deps,
+    agent,
+    { channel: c.channel, ...(c.thread === undefined ? {} : { thread: c.thread }) },
+    text,
+    event.id,
+  )
+}
+
+/**
+ * A request from this device (`kith session close|set`): the session named by its short id,
+ * signed as a 4150, sent, and carried out here at once when its agent is hosted here.
+ */
+export function requestSession(
+  deps: SessionControlDeps,
+  params: Record<string, unknown>,
+): { event: NostrEvent } {
+  const { node } = deps
+  if (typeof params.session !== 'string') throw new KithError('usage', 'which session?')
+  const request = params.request as SessionAction
+  const s = findSession(listSessions(node.store.events), params.session)
+  const event = signEvent(
+    makeSessionControl(
+      {
+        agent: s.agent,
+        channel: s.channel,
+        ...(s.thread === undefined ? {} : { thread: s.thread }),
+        fleet: node.book.fleet,
+        request,
+      },
+      node.now(),
+    ),
+    node.id.deviceSecret,
+  )
+  node.enqueue(event)
+  node.pump()
+  void applySessionControl(deps, event).catch((err: unknown) =>
+    node.log(`session request ${event.id.slice(0, 8)} failed: ${String(err)}`),
+  )
+  return { event }
+}
+
+/** The notice answering a request, once it has arrived here. */
+export function sessionAnswer(node: NodeContext, request: string): NostrEvent | undefined {
+  const row = node.store.events.query(
+    [{ kinds: [Kind.ChatMessage], tags: { e: [request] }, limit: 1 }],
+    { defaultLimit: 1, maxLimit: 1 },
+  )[0]
+  return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+}

@@ -1,0 +1,55 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { KithError } from '../errors.js'
+
+/** git can take a while on a large repository; it never runs unbounded. */
+const gitTimeoutMs = 60_000
+
+function git(cwd: string, args: string[]): string {
+  try {
+    return execFileSync('git', ['-C', cwd, ...args], {
+      encoding: 'utf8',
+      timeout: gitTimeoutMs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+  } catch (err) {
+    const stderr = (err as { stderr?: unknown }).stderr
+    const why = typeof stderr === 'string' && stderr.trim() !== '' ? stderr.trim() : String(err)
+    throw new KithError('io', `git ${args[0] ?? ''} failed: ${why}`, { cause: err })
+  }
+}
+
+export function isGitRepo(dir: string): boolean {
+  try {
+    git(dir, ['rev-parse', '--git-dir'])
+    return true
+  } catch (err) {
+    // Not a repository (or no git): the caller says so.
+    if (err instanceof KithError) return false
+    throw err
+  }
+}
+
+/** `git worktree add -b BRANCH PATH` from the repository's HEAD. */
+export function addWorktree(repo: string, path: string, branch: string): void {
+  mkdirSync(dirname(path), { recursive: true })
+  git(repo, ['worktree', 'add', '-b', branch, path])
+}
+
+/** What is uncommitted in a worktree ("2 changed files"), or undefined when it is clean. */
+export function uncommitted(path: string): string | undefined {
+  const lines = git(path, ['status', '--porcelain'])
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+  return lines.length === 0
+    ? undefined
+    : `${lines.length} uncommitted file${lines.length === 1 ? '' : 's'}`
+}
+
+/** `git worktree remove PATH` (its branch is kept). Refused by git when it is not clean. */
+export function removeWorktree(path: string): void {
+  // The main repository, where the worktree is registered (its common git dir's parent).
+  const common = git(path, ['rev-parse', '--path-format=absolute', '--git-common-dir']).trim()
+  git(dirname(common), ['worktree', 'remove', path])
+}
