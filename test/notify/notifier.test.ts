@@ -84,7 +84,8 @@ const chat = (
 describe('what notifies (classify)', () => {
   it('cards of this person’s agents or turns; errors; finished turns with their length; mentions by others; nothing stale', () => {
     const f = fleet()
-    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude fix it', now() - 300))
+    const t = now()
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude fix it', t - 300))
     const c = classify(card(f, prompt), f.ctx)
     expect(c).toMatchObject({
       class: 'cards',
@@ -96,7 +97,7 @@ describe('what notifies (classify)', () => {
     // An expired card, and a card of another fleet, notify nobody.
     expect(classify(card(f, prompt, now() - 1), f.ctx)).toBeUndefined()
     // A reply by the agent to alice's prompt: finished, with how long it ran.
-    const reply = chat(f.agent.sk, 'done: 3 files', now(), { replyTo: { id: prompt.id } })
+    const reply = chat(f.agent.sk, 'done: 3 files', t, { replyTo: { id: prompt.id } })
     expect(classify(reply, f.ctx)).toMatchObject({
       class: 'finished',
       ranSeconds: 300,
