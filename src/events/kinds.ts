@@ -7,12 +7,16 @@ export const Kind = {
   PermissionRequest: 4142,
   PermissionDecision: 4143,
   AgentControl: 4144,
+  /** An epoch key NIP-44 encrypted to one member key (kith-e2e). */
+  KeyEnvelope: 4145,
   ClientAuth: 22242,
   Pairing: 24140,
   Presence: 24141,
   ObserverFrame: 24142,
   /** Addressable (`d` = channel name): who may read and post in a channel (kith-channels). */
   ChannelDefinition: 34140,
+  /** Addressable (`d` = "kith-e2e"): whether the fleet seals its channels (kith-e2e). */
+  FleetSetting: 34145,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'
