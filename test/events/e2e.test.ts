@@ -4,13 +4,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
 import { KithError } from '../../src/errors.js'
 import { makeChatMessage } from '../../src/events/chat.js'
-import {
-  currentEpoch,
-  epochId,
-  makeEpoch,
-  newEpoch,
-  type Epoch,
-} from '../../src/events/e2e-epoch.js'
+import { currentEpoch, epochId, makeEpoch, newEpoch } from '../../src/events/e2e-epoch.js'
 import { makeEnvelope, openEnvelope } from '../../src/events/e2e-envelope.js'
 import { sealPlan } from '../../src/events/e2e-rotation.js'
 import { openSealed, sealTemplate } from '../../src/events/e2e-seal.js'
@@ -300,4 +294,3 @@ describe('fleet setting', () => {
     ).toBe(false)
   })
 })
-
