@@ -1,8 +1,10 @@
-// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N]
+// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N --encrypt]
 // 1. Send-to-delivery latency through a real `kith hub` with 1, 10 and 100 subscribed links
 //    (simulated: authenticated WebSocket subscribers in this process), and through a real
 //    `kith up` node (hub → link → verify → store → control socket).
 // 2. Catch-up: a fresh `kith up` node pulls N missed events (default 100,000) from a hub.
+// With --encrypt every message is sealed (kith-e2e/1) under its channel's epoch key, and each
+// receiver (simulated links, the real node) opens it before it counts as delivered.
 // Prints JSON.
 import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -19,6 +21,10 @@ import { signAuthEvent } from '../dist/events/nip42.js'
 import { EventStore } from '../dist/store/event-store.js'
 import { NodeStore } from '../dist/store/node-store.js'
 import { ControlClient } from '../dist/cli/control-client.js'
+import { newEpoch } from '../dist/events/e2e-epoch.js'
+import { makeEnvelope } from '../dist/events/e2e-envelope.js'
+import { openSealed, sealTemplate } from '../dist/events/e2e-seal.js'
+import { loadIdentity } from '../dist/identity/keys.js'
 import { kithBin, spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({
@@ -26,11 +32,13 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '200' },
     subscribers: { type: 'string', default: '1,10,100' },
     catchup: { type: 'string', default: '100000' },
+    encrypt: { type: 'boolean', default: false },
   },
 })
 const M = Number(values.messages)
 const counts = values.subscribers.split(',').map(Number)
 const CATCHUP = Number(values.catchup)
+const ENCRYPT = values.encrypt
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:chat ${s}\n`)
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
@@ -49,6 +57,34 @@ const dir = mkdtempSync(join(tmpdir(), 'kith-bench-chat-'))
 const ownerSk = generateSecretKey()
 const owner = getPublicKey(ownerSk)
 
+// kith-e2e/1: one epoch per channel, made on first use.
+const epochs = new Map()
+const epochsById = new Map()
+const epochOf = (channel) => {
+  let e = epochs.get(channel)
+  if (e === undefined) {
+    e = newEpoch(channel, 0, (n) => crypto.getRandomValues(new Uint8Array(n)))
+    epochs.set(channel, e)
+    epochsById.set(e.id, e)
+  }
+  return e
+}
+/** The event as sent: signed by the owner, sealed first with --encrypt. */
+const made = (template) =>
+  finalizeEvent(
+    ENCRYPT ? sealTemplate(template, owner, epochOf(template.tags[0][1])) : template,
+    ownerSk,
+  )
+/** What a receiver does before it counts an event delivered: open it, with --encrypt. */
+const received = (e) => (ENCRYPT ? openSealed(e, (id) => epochsById.get(id)) : e)
+/** Envelopes of every epoch so far to the device of the node in `home`. */
+const envelopesFor = (home, createdAt) => {
+  const device = loadIdentity(home).devicePubkey
+  return [...epochs.values()].map((e) =>
+    finalizeEvent(makeEnvelope(e, device, ownerSk, owner, createdAt), ownerSk),
+  )
+}
+
 function run(args, home, input) {
   return new Promise((resolve, reject) => {
     const child = spawn(kithBin, args, {
@@ -65,11 +101,15 @@ function run(args, home, input) {
   })
 }
 
-/** `kith up --json` for a node of this owner; resolves when a log line matches `until`. */
-async function startNode(name, hubUrl, until) {
+/**
+ * `kith up --json` for a node of this owner; resolves when a log line matches `until`.
+ * `prepare(home)` runs between kith init and kith up (envelopes to its new device key).
+ */
+async function startNode(name, hubUrl, until, prepare = async () => undefined) {
   const home = join(dir, name)
   await run(['init', '--name', name, '--owner-key-stdin'], home, bytesToHex(ownerSk))
   await run(['hub', 'add', hubUrl], home)
+  await prepare(home)
   const started = performance.now()
   const child = spawn(kithBin, ['up', '--json'], {
     env: { ...process.env, KITH_HOME: home },
@@ -102,6 +142,7 @@ const report = {
   bench: 'chat',
   node: process.version,
   cores: availableParallelism(),
+  encrypted: ENCRYPT,
   messages: M,
   latency: {},
 }
@@ -122,6 +163,7 @@ for (const n of counts) {
       await subscriber(hub.url, (e) => {
         const t = sentAt.get(e.id)
         if (t === undefined) return
+        received(e)
         samples.push(performance.now() - t)
         if (--expected === 0) wake()
       }),
@@ -129,18 +171,17 @@ for (const n of counts) {
   }
   const sender = await subscriber(hub.url, () => undefined)
   for (let i = 0; i < M; i++) {
-    const e = finalizeEvent(
-      {
-        kind: 9,
-        created_at: Math.floor(Date.now() / 1000),
-        tags: [['h', 'bench']],
-        content: `latency ${n} ${i}`,
-      },
-      ownerSk,
-    )
+    // With --encrypt the time to seal counts as part of the send.
+    const t0 = performance.now()
+    const e = made({
+      kind: 9,
+      created_at: Math.floor(Date.now() / 1000),
+      tags: [['h', 'bench']],
+      content: `latency ${n} ${i}`,
+    })
     const done = new Promise((r) => (wake = r))
     expected = n
-    sentAt.set(e.id, performance.now())
+    sentAt.set(e.id, ENCRYPT ? t0 : performance.now())
     sender.send(JSON.stringify(['EVENT', e]))
     await done
   }
@@ -164,18 +205,20 @@ control.on('chat', (item) => {
 })
 await control.request('subscribe', {})
 const sender = await subscriber(hub.url, () => undefined)
+// The node's device gets the epoch key first (it opens what follows as a member would).
+if (ENCRYPT)
+  for (const env of envelopesFor(real.home, Math.floor(Date.now() / 1000)))
+    sender.send(JSON.stringify(['EVENT', env]))
 for (let i = 0; i < M; i++) {
-  const e = finalizeEvent(
-    {
-      kind: 9,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [['h', 'bench']],
-      content: `node ${i}`,
-    },
-    ownerSk,
-  )
+  const t0 = performance.now()
+  const e = made({
+    kind: 9,
+    created_at: Math.floor(Date.now() / 1000),
+    tags: [['h', 'bench']],
+    content: `node ${i}`,
+  })
   const done = new Promise((r) => (wakeNode = r))
-  nodeSentAt.set(e.id, performance.now())
+  nodeSentAt.set(e.id, ENCRYPT ? t0 : performance.now())
   sender.send(JSON.stringify(['EVENT', e]))
   await done
 }
@@ -193,15 +236,12 @@ const store = new EventStore(join(dir, 'catchup.db'), { synchronous: 'normal' })
 let batch = []
 for (let i = 0; i < CATCHUP; i++) {
   batch.push(
-    finalizeEvent(
-      {
-        kind: 9,
-        created_at: base + i,
-        tags: [['h', `ch${i % 20}`]],
-        content: `missed message ${i}`,
-      },
-      ownerSk,
-    ),
+    made({
+      kind: 9,
+      created_at: base + i,
+      tags: [['h', `ch${i % 20}`]],
+      content: `missed message ${i}`,
+    }),
   )
   if (batch.length === 5000) {
     store.insertBatch(batch)
@@ -214,17 +254,33 @@ const hub2 = await spawnHub(['--db', join(dir, 'catchup.db'), '--owner', owner, 
   env: { KITH_HOME: join(dir, 'hubhome') },
 })
 progress('catch-up: starting a fresh node')
-const fresh = await startNode('fresh', hub2.url, /caught up with/)
+// Its keys were handed out before the first message, as a channel's first epoch is.
+const fresh = await startNode('fresh', hub2.url, /caught up with/, async (home) => {
+  if (!ENCRYPT) return
+  const link = await subscriber(hub2.url, () => undefined)
+  const envs = envelopesFor(home, base - 30)
+  let left = envs.length
+  const stored = new Promise((resolve) =>
+    link.on('message', (d) => JSON.parse(d.toString())[0] === 'OK' && --left === 0 && resolve()),
+  )
+  for (const env of envs) link.send(JSON.stringify(['EVENT', env]))
+  await stored
+  link.close()
+})
 const seconds = (fresh.at - fresh.started) / 1000
 const counted = new NodeStore(fresh.home)
-const stored = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
+const rows = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
   defaultLimit: CATCHUP,
   maxLimit: CATCHUP + 10,
-}).length
+})
+const stored = rows.length
+// With --encrypt, node.db holds them opened: every one of them was read.
+const opened = rows.filter((r) => r.raw.includes('missed message')).length
 counted.close()
 report.catch_up = {
   events: CATCHUP,
   stored_by_node: stored,
+  opened_by_node: opened,
   seconds_from_start: round(seconds),
   events_per_s: Math.round(CATCHUP / seconds),
   node_log: JSON.parse(fresh.line).message,
@@ -233,4 +289,4 @@ fresh.child.kill('SIGTERM')
 await hub2.stop()
 rmSync(dir, { recursive: true, force: true })
 console.log(JSON.stringify(report, null, 2))
-if (stored !== CATCHUP) process.exitCode = 1
+if (stored !== CATCHUP || opened !== CATCHUP) process.exitCode = 1

@@ -42,15 +42,18 @@ const followedKinds = [
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
-  Kind.KeyEnvelope,
 ]
-/** Fetched whole on every connect. */
+/**
+ * Fetched whole on every connect. Key envelopes (kith-e2e) are here so that a catch-up, which
+ * pages newest first, has the keys before the content they open.
+ */
 const vitalKinds = [
   Kind.Profile,
   Kind.Grant,
   Kind.Revocation,
   Kind.ChannelDefinition,
   Kind.FleetSetting,
+  Kind.KeyEnvelope,
 ]
 
 export interface NodeOptions extends AgentBridgeOptions {

@@ -53,6 +53,12 @@ export class E2eKeys {
   private setting: boolean | undefined
   /** Epochs whose keys arrived since the last `reopen`. */
   private fresh: string[] = []
+  /** Keys by epoch id, as read from node.db (a catch-up opens thousands under a few keys). */
+  private readonly keys = new Map<string, Epoch | undefined>()
+  private readonly keyOf = (id: string): Epoch | undefined => {
+    if (!this.keys.has(id)) this.keys.set(id, this.ctx.store.e2e.epoch(id))
+    return this.keys.get(id)
+  }
 
   constructor(private readonly ctx: E2eContext) {}
 
@@ -120,6 +126,7 @@ export class E2eKeys {
     }
     const epoch = newEpoch(channel, plan.number, random)
     this.ctx.store.e2e.addEpoch(epoch)
+    this.keys.delete(epoch.id)
     if (plan.action === 'rotate')
       this.ctx.log(
         `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members)`,
@@ -174,7 +181,7 @@ export class E2eKeys {
     return events.map((e) => {
       if (!isSealed(e)) return e
       try {
-        return openSealed(e, (id) => store.e2e.epoch(id))
+        return openSealed(e, this.keyOf)
       } catch (err) {
         if (isKithError(err) && err.reason === 'no-key') {
           store.e2e.markSealed(e.id, sealedEpochId(e) ?? '')
@@ -199,6 +206,7 @@ export class E2eKeys {
       if (!this.isMember(e.pubkey, head.channel, e.created_at))
         throw e2eError('not-a-member', `its signer was not a member of #${head.channel}`)
       if (store.e2e.addEpoch(epoch)) this.fresh.push(epoch.id)
+      this.keys.delete(epoch.id)
     } catch (err) {
       this.ctx.log(`refused key envelope ${e.id.slice(0, 12)}…: ${errText(err)}`)
     }
@@ -216,7 +224,7 @@ export class E2eKeys {
         const sealed = store.events.getEvent(id)
         if (sealed === undefined) continue
         try {
-          const opened = openSealed(sealed, (x) => store.e2e.epoch(x))
+          const opened = openSealed(sealed, this.keyOf)
           store.e2e.replaceOpened(opened)
           out.push(opened)
         } catch (err) {
