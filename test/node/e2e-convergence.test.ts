@@ -99,3 +99,55 @@ describe('kith-e2e/1 rotation between nodes (events relayed by hand, real node.d
     for (const e of later) expect(() => openSealed(e, dKeys)).toThrow(/no-key/)
   })
 })
+
+describe('kith-e2e/1 refusals at a node’s intake', () => {
+  it('tampered, re-signed and wrongly keyed events and envelopes are refused with their reason and never shown', async () => {
+    const ownerSk = generateSecretKey()
+    const fleet = publicKeyOf(ownerSk)
+    const nodes: KithNode[] = []
+    const logs: string[] = []
+    for (const name of ['a', 'b', 'c']) {
+      const home = join(tempDir(), name)
+      initIdentity({ home, name, ownerSecret: ownerSk })
+      const node = await KithNode.start({
+        home,
+        embedPort: 0,
+        verifyWorkers: 0,
+        ...(name === 'a' ? { log: (l: string) => logs.push(l) } : {}),
+      })
+      onTestFinished(() => node.stop())
+      nodes.push(node)
+    }
+    const [a, b, c] = nodes as [KithNode, KithNode, KithNode]
+    const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
+    for (const n of nodes) {
+      await n.intake([setting])
+      for (const m of nodes) if (m !== n) await relay(m, n)
+    }
+    await b.sendChat({ channel: 'ops', text: 'the real words', waitMs: 0 })
+    const real = sent(b).find((e) => e.kind === 9)!
+    const envelopes = sent(b).filter((e) => e.kind === 4145)
+    // Envelopes first, on their own: then the forgeries, then the real message.
+    await a.intake(envelopes)
+    const flip = (s: string) => s.slice(0, 50) + (s[50] === 'A' ? 'B' : 'A') + s.slice(51)
+    const tampered = signEvent({ ...real, content: flip(real.content) }, b.id.deviceSecret)
+    const resigned = signEvent({ ...real }, c.id.deviceSecret)
+    const toA = envelopes.find((e) =>
+      e.tags.some((t) => t[0] === 'p' && t[1] === a.id.devicePubkey),
+    )!
+    const wrongEpoch = signEvent(
+      {
+        ...toA,
+        tags: toA.tags.map((t) => (t[0] === 'epoch' ? ['epoch', 'f'.repeat(64), '0'] : t)),
+      },
+      b.id.deviceSecret,
+    )
+    await a.intake([tampered, resigned, wrongEpoch])
+    expect(texts(a)).toEqual([])
+    expect(logs.join('\n')).toMatch(/kept sealed .*tampered/)
+    expect(logs.join('\n')).toMatch(/kept sealed .*misbound/)
+    expect(logs.join('\n')).toMatch(/refused key envelope .*wrong-epoch/)
+    await a.intake([real])
+    expect(texts(a)).toEqual(['the real words'])
+  })
+})
