@@ -98,6 +98,8 @@ export function sealTemplate(
 export function openSealed(
   event: NostrEvent,
   keyOf: (epochId: string) => Epoch | undefined,
+  /** NIP-44 v2 decryption; a node passes its native one (node/nip44-native.ts). */
+  decrypt: (payload: string, conversationKey: Uint8Array) => string = nip44Decrypt,
 ): NostrEvent {
   const e2e = event.tags.filter((t) => t[0] === 'e2e')
   if (e2e.length !== 1 || !isHex64(e2e[0]![1]) || e2e[0]!.length !== 2)
@@ -108,7 +110,7 @@ export function openSealed(
   if (epoch === undefined) throw e2eError('no-key', `no key of epoch ${id.slice(0, 12)}… here`)
   let plaintext: string
   try {
-    plaintext = nip44Decrypt(event.content, epoch.key)
+    plaintext = decrypt(event.content, epoch.key)
   } catch (err) {
     throw e2eError('tampered', 'the ciphertext does not open with its epoch key', err)
   }

@@ -19,10 +19,12 @@ import {
   type NostrEvent,
 } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { e2eRecipients, isE2eReader } from '../grants/e2e-recipients.js'
 import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
+import { nip44DecryptNative } from './nip44-native.js'
 
 /** Sealed forms kept between signing and the outbox; more means they were signed and dropped. */
 const maxWaitingWires = 1_000
@@ -137,21 +139,13 @@ export class E2eKeys {
 
   /** The keys an epoch of `channel` goes to: member devices and agents (not people, not hubs). */
   private recipients(channel: string, now: number): string[] {
-    const v = this.ctx.book.verifier
-    const keys = new Set<string>()
-    for (const g of v.allGrants())
-      if ((g.role === 'device' || g.role === 'agent') && this.isMember(g.subject, channel, now))
-        keys.add(g.subject)
-    keys.add(this.ctx.id.devicePubkey)
-    return [...keys].sort()
+    const { book, id } = this.ctx
+    return e2eRecipients(book.verifier, book.state.channels, channel, now, id.devicePubkey)
   }
 
   private isMember(key: string, channel: string, now: number): boolean {
-    const d = this.ctx.book.verifier.isMember(key, now)
-    return (
-      (d.ok || key === this.ctx.id.devicePubkey) &&
-      this.ctx.book.state.channels.isMember(key, channel, now)
-    )
+    const { book, id } = this.ctx
+    return isE2eReader(book.verifier, book.state.channels, key, channel, now, id.devicePubkey)
   }
 
   private sendEnvelopes(epoch: Epoch, to: readonly string[]): void {
@@ -181,7 +175,7 @@ export class E2eKeys {
     return events.map((e) => {
       if (!isSealed(e)) return e
       try {
-        return openSealed(e, this.keyOf)
+        return openSealed(e, this.keyOf, nip44DecryptNative)
       } catch (err) {
         if (isKithError(err) && err.reason === 'no-key') {
           store.e2e.markSealed(e.id, sealedEpochId(e) ?? '')
@@ -224,7 +218,7 @@ export class E2eKeys {
         const sealed = store.events.getEvent(id)
         if (sealed === undefined) continue
         try {
-          const opened = openSealed(sealed, this.keyOf)
+          const opened = openSealed(sealed, this.keyOf, nip44DecryptNative)
           store.e2e.replaceOpened(opened)
           out.push(opened)
         } catch (err) {
