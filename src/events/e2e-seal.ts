@@ -20,8 +20,12 @@ export const sealedKinds: ReadonlySet<number> = new Set([
  */
 export const visibleTagNames: ReadonlySet<string> = new Set(['h', 'fleet'])
 
-/** NIP-44 v2 takes at most 65,535 bytes of plaintext. */
-export const maxSealedPlaintext = 65_535
+/**
+ * The largest plaintext (the inner JSON, UTF-8) a sealed event carries: NIP-44 pads 32,769 to
+ * 40,960 bytes to 40,960, and its base64 then stays under the 64 KiB content limit of a Kith hub
+ * (hub/limits.ts `maxContentBytes`); the next padding step (49,152) would not.
+ */
+export const maxSealedPlaintext = 40_960
 
 /** The inner JSON of a sealed event: the whole event as its author made it, less id and sig. */
 interface Inner {
@@ -76,10 +80,7 @@ export function sealTemplate(
   }
   const plaintext = JSON.stringify(inner)
   if (new TextEncoder().encode(plaintext).length > maxSealedPlaintext)
-    throw e2eError(
-      'malformed',
-      `too large to seal (NIP-44 takes at most ${maxSealedPlaintext} bytes)`,
-    )
+    throw e2eError('malformed', `too large to seal (at most ${maxSealedPlaintext} bytes inside)`)
   return {
     kind: template.kind,
     created_at: template.created_at,
@@ -159,4 +160,32 @@ function parseInner(plaintext: string): Inner {
   )
     throw e2eError('malformed', 'the sealed plaintext is not a kith-e2e/1 event')
   return o as Inner
+}
+
+const truncatedNote = '\n… (truncated to fit a sealed event)'
+
+/**
+ * `template` with its content cut (and so marked) so that sealing it fits `maxSealedPlaintext`;
+ * unchanged when it fits already. A long agent answer is sent shortened rather than refused.
+ */
+export function fitForSealing(template: EventTemplate, author: string): EventTemplate {
+  const size = (content: string) =>
+    new TextEncoder().encode(
+      JSON.stringify({
+        v: 1,
+        pubkey: author,
+        kind: template.kind,
+        created_at: template.created_at,
+        tags: template.tags,
+        content,
+      }),
+    ).length
+  if (size(template.content) <= maxSealedPlaintext) return template
+  let chars = template.content.length
+  let content = template.content
+  while (chars > 0 && size(content) > maxSealedPlaintext) {
+    chars = Math.floor((chars * maxSealedPlaintext) / size(content)) - 64
+    content = `${template.content.slice(0, Math.max(0, chars))}${truncatedNote}`
+  }
+  return { ...template, content }
 }

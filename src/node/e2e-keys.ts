@@ -9,6 +9,7 @@ import {
   sealedEpochId,
   sealedKinds,
   sealTemplate,
+  fitForSealing,
 } from '../events/e2e-seal.js'
 import { e2eSettingD, fleetEncrypts } from '../events/e2e-setting.js'
 import {
@@ -96,7 +97,9 @@ export class E2eKeys {
     if (!sealedKinds.has(template.kind) || channel === undefined || !this.encrypts())
       return signEvent(template, secret)
     const epoch = this.epochFor(channel)
-    const wire = signEvent(sealTemplate(template, publicKeyOf(secret), epoch), secret)
+    const author = publicKeyOf(secret)
+    template = fitForSealing(template, author)
+    const wire = signEvent(sealTemplate(template, author, epoch), secret)
     if (this.wires.size >= maxWaitingWires) this.wires.delete(this.wires.keys().next().value!)
     this.wires.set(wire.id, wire)
     return { ...wire, tags: template.tags, content: template.content }

@@ -7,7 +7,7 @@ import { makeChatMessage } from '../../src/events/chat.js'
 import { currentEpoch, epochId, makeEpoch, newEpoch } from '../../src/events/e2e-epoch.js'
 import { makeEnvelope, openEnvelope } from '../../src/events/e2e-envelope.js'
 import { sealPlan } from '../../src/events/e2e-rotation.js'
-import { openSealed, sealTemplate } from '../../src/events/e2e-seal.js'
+import { fitForSealing, openSealed, sealTemplate } from '../../src/events/e2e-seal.js'
 import { fleetEncrypts, makeFleetSetting } from '../../src/events/e2e-setting.js'
 import {
   publicKeyOf,
@@ -229,6 +229,24 @@ describe('sealing and opening', () => {
       alice,
     )
     expect(reasonOf(() => openSealed(moved, () => epoch))).toBe('invalid/misbound')
+  })
+})
+
+describe('size', () => {
+  it('a long answer is cut to fit a sealed event under a hub’s 64 KiB content limit, and says so', () => {
+    const epoch = newEpoch('ops', 0, random)
+    const agent = generateSecretKey()
+    const text = 'line "quoted" \\ é\n'.repeat(4_000)
+    const long = makeChatMessage({ channel: 'ops', text }, 1_800_000_000)
+    const fitted = fitForSealing(long, publicKeyOf(agent))
+    expect(fitted.content).toMatch(/\n… \(truncated to fit a sealed event\)$/)
+    expect(text.startsWith(fitted.content.split('\n…')[0]!)).toBe(true)
+    const sealed = signEvent(sealTemplate(fitted, publicKeyOf(agent), epoch), agent)
+    expect(new TextEncoder().encode(sealed.content).length).toBeLessThanOrEqual(64 * 1024)
+    expect(openSealed(sealed, () => epoch).content).toBe(fitted.content)
+    const short = makeChatMessage({ channel: 'ops', text: 'short' }, 1_800_000_000)
+    expect(fitForSealing(short, publicKeyOf(agent))).toBe(short)
+    expect(reasonOf(() => sealTemplate(long, publicKeyOf(agent), epoch))).toBe('invalid/malformed')
   })
 })
 

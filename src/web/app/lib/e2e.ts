@@ -1,6 +1,7 @@
 import {
   e2eError,
   e2eRecipients,
+  fitForSealing,
   fleetEncrypts,
   isE2eReader,
   isKithError,
@@ -141,7 +142,8 @@ export class WebKeys {
       signEvent(makeEnvelope(epoch, p, this.secret, this.fleet, t), this.secret),
     )
     this.noteHolders(channel, epoch.id, epoch.number, to)
-    return { before, event: signEvent(sealTemplate(template, this.me, epoch), this.secret) }
+    const fitted = fitForSealing(template, this.me)
+    return { before, event: signEvent(sealTemplate(fitted, this.me, epoch), this.secret) }
   }
 
   private noteHolders(channel: string, epochId: string, number: number, keys: readonly string[]) {
