@@ -8,7 +8,7 @@
 // real node does; for simulated links, see openMs).
 // Prints JSON.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -139,6 +139,20 @@ async function startNode(name, hubUrl, until, prepare = async () => undefined) {
     child.on('exit', (c) => reject(new Error(`kith up exited ${c}`)))
   })
   return { home, child, started, line, at: performance.now() }
+}
+
+/**
+ * CPU seconds (user + system) a process has used, from /proc (Linux; null elsewhere). On a loaded
+ * machine wall time says little; CPU time still says what the work costs.
+ */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    // Not Linux, or the process is gone: the report says null.
+    return null
+  }
 }
 
 function subscriber(url, onEvent) {
@@ -272,6 +286,7 @@ const hub2 = await spawnHub(['--db', join(dir, 'catchup.db'), '--owner', owner, 
   env: { KITH_HOME: join(dir, 'hubhome') },
 })
 progress('catch-up: starting a fresh node')
+const hubCpuBefore = cpuSeconds(hub2.child.pid)
 // Its keys were handed out before the first message, as a channel's first epoch is.
 const fresh = await startNode('fresh', hub2.url, /caught up with/, async (home) => {
   if (!ENCRYPT) return
@@ -286,6 +301,8 @@ const fresh = await startNode('fresh', hub2.url, /caught up with/, async (home) 
   link.close()
 })
 const seconds = (fresh.at - fresh.started) / 1000
+const nodeCpu = cpuSeconds(fresh.child.pid)
+const hubCpu = cpuSeconds(hub2.child.pid)
 const counted = new NodeStore(fresh.home)
 const rows = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
   defaultLimit: CATCHUP,
@@ -301,6 +318,8 @@ report.catch_up = {
   opened_by_node: opened,
   seconds_from_start: round(seconds),
   events_per_s: Math.round(CATCHUP / seconds),
+  node_cpu_s: nodeCpu,
+  hub_cpu_s: hubCpu === null || hubCpuBefore === null ? null : round(hubCpu - hubCpuBefore),
   node_log: JSON.parse(fresh.line).message,
 }
 fresh.child.kill('SIGTERM')
