@@ -1,11 +1,14 @@
-// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N]
+// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N --encrypt]
 // 1. Send-to-delivery latency through a real `kith hub` with 1, 10 and 100 subscribed links
 //    (simulated: authenticated WebSocket subscribers in this process), and through a real
 //    `kith up` node (hub → link → verify → store → control socket).
 // 2. Catch-up: a fresh `kith up` node pulls N missed events (default 100,000) from a hub.
+// With --encrypt every message is sealed (kith-e2e/1) under its channel's epoch key (the time to
+// seal counts in the latency), and each receiver opens it before it counts as delivered (the
+// real node does; for simulated links, see openMs).
 // Prints JSON.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -19,6 +22,11 @@ import { signAuthEvent } from '../dist/events/nip42.js'
 import { EventStore } from '../dist/store/event-store.js'
 import { NodeStore } from '../dist/store/node-store.js'
 import { ControlClient } from '../dist/cli/control-client.js'
+import { newEpoch } from '../dist/events/e2e-epoch.js'
+import { makeEnvelope } from '../dist/events/e2e-envelope.js'
+import { openSealed, sealTemplate } from '../dist/events/e2e-seal.js'
+import { loadIdentity } from '../dist/identity/keys.js'
+import { nip44DecryptNative } from '../dist/node/nip44-native.js'
 import { kithBin, spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({
@@ -26,11 +34,13 @@ const { values } = parseArgs({
     messages: { type: 'string', default: '200' },
     subscribers: { type: 'string', default: '1,10,100' },
     catchup: { type: 'string', default: '100000' },
+    encrypt: { type: 'boolean', default: false },
   },
 })
 const M = Number(values.messages)
 const counts = values.subscribers.split(',').map(Number)
 const CATCHUP = Number(values.catchup)
+const ENCRYPT = values.encrypt
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:chat ${s}\n`)
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
@@ -49,6 +59,50 @@ const dir = mkdtempSync(join(tmpdir(), 'kith-bench-chat-'))
 const ownerSk = generateSecretKey()
 const owner = getPublicKey(ownerSk)
 
+// kith-e2e/1: one epoch per channel, made on first use.
+const epochs = new Map()
+const epochsById = new Map()
+const epochOf = (channel) => {
+  let e = epochs.get(channel)
+  if (e === undefined) {
+    e = newEpoch(channel, 0, (n) => crypto.getRandomValues(new Uint8Array(n)))
+    epochs.set(channel, e)
+    epochsById.set(e.id, e)
+  }
+  return e
+}
+/** The event as sent: signed by the owner, sealed first with --encrypt. */
+const made = (template) =>
+  finalizeEvent(
+    ENCRYPT ? sealTemplate(template, owner, epochOf(template.tags[0][1])) : template,
+    ownerSk,
+  )
+/**
+ * With --encrypt, how long a receiver takes to open `e` (as a node opens it, natively). Every
+ * simulated link lives in this one process, where opening 100 copies one after another would
+ * queue each behind the others; a real receiver opens its copy on its own machine. So each
+ * event is opened once, timed, and that time is added to its arrival at every link.
+ */
+const openTimes = new Map()
+const openMs = (e) => {
+  if (!ENCRYPT) return 0
+  let ms = openTimes.get(e.id)
+  if (ms === undefined) {
+    const t = performance.now()
+    openSealed(e, (id) => epochsById.get(id), nip44DecryptNative)
+    ms = performance.now() - t
+    openTimes.set(e.id, ms)
+  }
+  return ms
+}
+/** Envelopes of every epoch so far to the device of the node in `home`. */
+const envelopesFor = (home, createdAt) => {
+  const device = loadIdentity(home).devicePubkey
+  return [...epochs.values()].map((e) =>
+    finalizeEvent(makeEnvelope(e, device, ownerSk, owner, createdAt), ownerSk),
+  )
+}
+
 function run(args, home, input) {
   return new Promise((resolve, reject) => {
     const child = spawn(kithBin, args, {
@@ -65,11 +119,15 @@ function run(args, home, input) {
   })
 }
 
-/** `kith up --json` for a node of this owner; resolves when a log line matches `until`. */
-async function startNode(name, hubUrl, until) {
+/**
+ * `kith up --json` for a node of this owner; resolves when a log line matches `until`.
+ * `prepare(home)` runs between kith init and kith up (envelopes to its new device key).
+ */
+async function startNode(name, hubUrl, until, prepare = async () => undefined) {
   const home = join(dir, name)
   await run(['init', '--name', name, '--owner-key-stdin'], home, bytesToHex(ownerSk))
   await run(['hub', 'add', hubUrl], home)
+  await prepare(home)
   const started = performance.now()
   const child = spawn(kithBin, ['up', '--json'], {
     env: { ...process.env, KITH_HOME: home },
@@ -81,6 +139,20 @@ async function startNode(name, hubUrl, until) {
     child.on('exit', (c) => reject(new Error(`kith up exited ${c}`)))
   })
   return { home, child, started, line, at: performance.now() }
+}
+
+/**
+ * CPU seconds (user + system) a process has used, from /proc (Linux; null elsewhere). On a loaded
+ * machine wall time says little; CPU time still says what the work costs.
+ */
+function cpuSeconds(pid) {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / 100
+  } catch {
+    // Not Linux, or the process is gone: the report says null.
+    return null
+  }
 }
 
 function subscriber(url, onEvent) {
@@ -102,6 +174,7 @@ const report = {
   bench: 'chat',
   node: process.version,
   cores: availableParallelism(),
+  encrypted: ENCRYPT,
   messages: M,
   latency: {},
 }
@@ -122,25 +195,25 @@ for (const n of counts) {
       await subscriber(hub.url, (e) => {
         const t = sentAt.get(e.id)
         if (t === undefined) return
-        samples.push(performance.now() - t)
+        const arrived = performance.now() - t
+        samples.push(arrived + openMs(e))
         if (--expected === 0) wake()
       }),
     )
   }
   const sender = await subscriber(hub.url, () => undefined)
   for (let i = 0; i < M; i++) {
-    const e = finalizeEvent(
-      {
-        kind: 9,
-        created_at: Math.floor(Date.now() / 1000),
-        tags: [['h', 'bench']],
-        content: `latency ${n} ${i}`,
-      },
-      ownerSk,
-    )
+    // With --encrypt the time to seal counts as part of the send.
+    const t0 = performance.now()
+    const e = made({
+      kind: 9,
+      created_at: Math.floor(Date.now() / 1000),
+      tags: [['h', 'bench']],
+      content: `latency ${n} ${i}`,
+    })
     const done = new Promise((r) => (wake = r))
     expected = n
-    sentAt.set(e.id, performance.now())
+    sentAt.set(e.id, ENCRYPT ? t0 : performance.now())
     sender.send(JSON.stringify(['EVENT', e]))
     await done
   }
@@ -164,18 +237,20 @@ control.on('chat', (item) => {
 })
 await control.request('subscribe', {})
 const sender = await subscriber(hub.url, () => undefined)
+// The node's device gets the epoch key first (it opens what follows as a member would).
+if (ENCRYPT)
+  for (const env of envelopesFor(real.home, Math.floor(Date.now() / 1000)))
+    sender.send(JSON.stringify(['EVENT', env]))
 for (let i = 0; i < M; i++) {
-  const e = finalizeEvent(
-    {
-      kind: 9,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [['h', 'bench']],
-      content: `node ${i}`,
-    },
-    ownerSk,
-  )
+  const t0 = performance.now()
+  const e = made({
+    kind: 9,
+    created_at: Math.floor(Date.now() / 1000),
+    tags: [['h', 'bench']],
+    content: `node ${i}`,
+  })
   const done = new Promise((r) => (wakeNode = r))
-  nodeSentAt.set(e.id, performance.now())
+  nodeSentAt.set(e.id, ENCRYPT ? t0 : performance.now())
   sender.send(JSON.stringify(['EVENT', e]))
   await done
 }
@@ -193,15 +268,12 @@ const store = new EventStore(join(dir, 'catchup.db'), { synchronous: 'normal' })
 let batch = []
 for (let i = 0; i < CATCHUP; i++) {
   batch.push(
-    finalizeEvent(
-      {
-        kind: 9,
-        created_at: base + i,
-        tags: [['h', `ch${i % 20}`]],
-        content: `missed message ${i}`,
-      },
-      ownerSk,
-    ),
+    made({
+      kind: 9,
+      created_at: base + i,
+      tags: [['h', `ch${i % 20}`]],
+      content: `missed message ${i}`,
+    }),
   )
   if (batch.length === 5000) {
     store.insertBatch(batch)
@@ -214,23 +286,44 @@ const hub2 = await spawnHub(['--db', join(dir, 'catchup.db'), '--owner', owner, 
   env: { KITH_HOME: join(dir, 'hubhome') },
 })
 progress('catch-up: starting a fresh node')
-const fresh = await startNode('fresh', hub2.url, /caught up with/)
+const hubCpuBefore = cpuSeconds(hub2.child.pid)
+// Its keys were handed out before the first message, as a channel's first epoch is.
+const fresh = await startNode('fresh', hub2.url, /caught up with/, async (home) => {
+  if (!ENCRYPT) return
+  const link = await subscriber(hub2.url, () => undefined)
+  const envs = envelopesFor(home, base - 30)
+  let left = envs.length
+  const stored = new Promise((resolve) =>
+    link.on('message', (d) => JSON.parse(d.toString())[0] === 'OK' && --left === 0 && resolve()),
+  )
+  for (const env of envs) link.send(JSON.stringify(['EVENT', env]))
+  await stored
+  link.close()
+})
 const seconds = (fresh.at - fresh.started) / 1000
+const nodeCpu = cpuSeconds(fresh.child.pid)
+const hubCpu = cpuSeconds(hub2.child.pid)
 const counted = new NodeStore(fresh.home)
-const stored = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
+const rows = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
   defaultLimit: CATCHUP,
   maxLimit: CATCHUP + 10,
-}).length
+})
+const stored = rows.length
+// With --encrypt, node.db holds them opened: every one of them was read.
+const opened = rows.filter((r) => r.raw.includes('missed message')).length
 counted.close()
 report.catch_up = {
   events: CATCHUP,
   stored_by_node: stored,
+  opened_by_node: opened,
   seconds_from_start: round(seconds),
   events_per_s: Math.round(CATCHUP / seconds),
+  node_cpu_s: nodeCpu,
+  hub_cpu_s: hubCpu === null || hubCpuBefore === null ? null : round(hubCpu - hubCpuBefore),
   node_log: JSON.parse(fresh.line).message,
 }
 fresh.child.kill('SIGTERM')
 await hub2.stop()
 rmSync(dir, { recursive: true, force: true })
 console.log(JSON.stringify(report, null, 2))
-if (stored !== CATCHUP) process.exitCode = 1
+if (stored !== CATCHUP || opened !== CATCHUP) process.exitCode = 1

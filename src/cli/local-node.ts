@@ -23,14 +23,14 @@ export function withStore<T>(home: string, fn: (store: NodeStore) => T): T {
 
 /** This machine's node.db opened directly (no daemon), with names for display. */
 export function withLocalNode<T>(
-  fn: (local: { id: Identity; store: NodeStore; names: Names }) => T,
+  fn: (local: { id: Identity; store: NodeStore; names: Names; book: GrantBook }) => T,
 ): T {
   const id = loadIdentity(resolveKithHome())
   const fleet = id.config.fleet
   if (fleet === undefined) throw new KithError('not-initialized', 'this machine is in no fleet yet')
   return withStore(id.home, (store) => {
     const book = new GrantBook(store.events, fleet)
-    return fn({ id, store, names: new Names(book.verifier, store.events, id.devicePubkey) })
+    return fn({ id, store, book, names: new Names(book.verifier, store.events, id.devicePubkey) })
   })
 }
 

@@ -7,6 +7,8 @@ export const Kind = {
   PermissionRequest: 4142,
   PermissionDecision: 4143,
   AgentControl: 4144,
+  /** An epoch key NIP-44 encrypted to one member key (kith-e2e). */
+  KeyEnvelope: 4145,
   ClientAuth: 22242,
   Pairing: 24140,
   Presence: 24141,
@@ -21,6 +23,8 @@ export const Kind = {
   SessionControl: 4150,
   /** Addressable (`d` = agent:channel:thread): an agent's session as its hosting node reports it. */
   SessionState: 34150,
+  /** Addressable (`d` = "kith-e2e"): whether the fleet seals its channels (kith-e2e). */
+  FleetSetting: 34145,
 } as const
 
 export type KindClass = 'regular' | 'replaceable' | 'ephemeral' | 'addressable'

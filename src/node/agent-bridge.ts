@@ -8,7 +8,7 @@ import {
 } from '../events/agent-binding.js'
 import { parseAgentControl, type AgentControl } from '../events/agent-control.js'
 import { channelOf, isInterrupt } from '../events/chat.js'
-import { signEvent, type NostrEvent } from '../events/event.js'
+import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
@@ -19,7 +19,7 @@ import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agen
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
-import { signAsAgent } from './agent-signer.js'
+import { nodeSigner, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
@@ -261,7 +261,7 @@ export class AgentBridge {
     })[0]
     if (question === undefined) return
     const event = JSON.parse(question.raw) as NostrEvent
-    const notice = signEvent(
+    const notice = nodeSigner(this.node)(
       {
         kind: Kind.ChatMessage,
         created_at: this.node.now(),
@@ -725,7 +725,7 @@ export class AgentBridge {
     if (seen.idle !== undefined)
       throw new KithError('not-found', `nothing to cancel in #${channel}: ${seen.idle}`)
     for (const id of prompts) tags.push(['e', id])
-    const control = signEvent(
+    const control = nodeSigner(this.node)(
       {
         kind: Kind.AgentControl,
         created_at: now,
@@ -844,6 +844,7 @@ export class AgentBridge {
       { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
       this.node.log,
       `its reply to ${question.id.slice(0, 8)}`,
+      nodeSigner(this.node),
     )
     if (reply === undefined) return undefined
     this.node.enqueue(reply)
@@ -871,6 +872,7 @@ export class AgentBridge {
       { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
       this.node.log,
       'a notice',
+      nodeSigner(this.node),
     )
     if (notice === undefined) return
     this.node.enqueue(notice)

@@ -4,7 +4,7 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
 import { checkFresh, controlMaxFutureSeconds, requireFleet } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
-import { signEvent, type NostrEvent } from '../events/event.js'
+import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
@@ -14,7 +14,7 @@ import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
 import type { ReplyOptions } from './agent-options.js'
 import { resolveAgent } from './names.js'
-import { signAsAgent } from './agent-signer.js'
+import { nodeSigner, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { decidedMemoryMs, defaultPermissionTimeoutMs } from './timings.js'
 
@@ -164,6 +164,7 @@ export class PermissionRequests {
       },
       this.node.log,
       `a permission request for "${ask.title}"`,
+      nodeSigner(this.node),
     )
     // A retired agent asks nobody: the call is cancelled (its turn is being stopped anyway).
     if (request === undefined) return Promise.resolve('cancelled')
@@ -566,7 +567,7 @@ export class PermissionRequests {
         'error',
         `request ${request.id.slice(0, 8)} ("${content.title ?? '?'}"): ${closed}`,
       )
-    const decision = signEvent(
+    const decision = nodeSigner(this.node)(
       {
         kind: Kind.PermissionDecision,
         created_at: this.node.now(),

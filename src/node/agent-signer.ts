@@ -18,11 +18,19 @@ export function signAsAgent(
   template: EventTemplate,
   log: (line: string) => void,
   what: string,
+  sign: (template: EventTemplate, secret: Uint8Array) => NostrEvent = signEvent,
 ): NostrEvent | undefined {
   const why = retiredReason(agent)
   if (why !== undefined) {
     log(`agent ${agent.record.name}: ${what} not posted: ${why}`)
     return undefined
   }
-  return signEvent(template, agent.secret)
+  return sign(template, agent.secret)
+}
+
+/** The node's signer for channel events (sealing when the fleet encrypts), else signEvent. */
+export function nodeSigner(node: {
+  sign?(template: EventTemplate, secret: Uint8Array): NostrEvent
+}): (template: EventTemplate, secret: Uint8Array) => NostrEvent {
+  return (t, s) => (node.sign === undefined ? signEvent(t, s) : node.sign(t, s))
 }

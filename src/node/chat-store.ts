@@ -2,6 +2,7 @@ import { KithError } from '../errors.js'
 import { didYouMean } from '../events/did-you-mean.js'
 import { makeChatMessage, mentionedNames, channelOf, threadOf } from '../events/chat.js'
 import { signEvent, type EventTemplate, type NostrEvent } from '../events/event.js'
+import { isSealed } from '../events/e2e-seal.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
@@ -88,6 +89,8 @@ export function buildChat(
     /** Tags added as they are (a session start: events/session-start.ts). */
     extraTags?: string[][]
   },
+  /** The node's signer (node/e2e-keys.ts seals when the fleet encrypts). */
+  sign: (template: EventTemplate, secret: Uint8Array) => NostrEvent = signEvent,
 ): NostrEvent {
   // Names resolve among this device's own person's keys first; an ambiguous one is refused.
   // A name that resolves to nobody is refused, never sent unheard: a typo, or an agent that
@@ -117,8 +120,8 @@ export function buildChat(
     )?.[1]
     replyTo = { id: spec.reply, ...(root === undefined ? {} : { root }) }
   }
-  const sign = (createdAt: number) =>
-    signEvent(
+  const signAt = (createdAt: number) =>
+    sign(
       withTags(
         makeChatMessage(
           {
@@ -138,8 +141,8 @@ export function buildChat(
   // The same text sent twice within a second would be the same event (NIP-01 ids hash
   // created_at in seconds), and the second prompt would vanish as a duplicate: move it on a second.
   let createdAt = Math.floor(Date.now() / 1000)
-  let event = sign(createdAt)
-  while (store.events.knownIds([event.id]).size > 0) event = sign(++createdAt)
+  let event = signAt(createdAt)
+  while (store.events.knownIds([event.id]).size > 0) event = signAt(++createdAt)
   return event
 }
 
@@ -159,7 +162,10 @@ export function chatHistory(
     defaultLimit: limit,
     maxLimit: 100_000,
   })
-  const events = rows.map((r) => ({ event: JSON.parse(r.raw) as NostrEvent, seq: r.seq }))
+  // An event still sealed (its key has not come, or it was refused) is never shown as a message.
+  const events = rows
+    .map((r) => ({ event: JSON.parse(r.raw) as NostrEvent, seq: r.seq }))
+    .filter(({ event }) => !isSealed(event))
   return causalOrder(events).map(({ event }) => chatItem(store, names, event))
 }
 

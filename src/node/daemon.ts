@@ -11,6 +11,8 @@ import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
 import { notifyStatus, startNotifications, type TargetStatus } from './notifications.js'
 import type { Notifier } from '../notify/notifier.js'
+import { E2eKeys } from './e2e-keys.js'
+import { isSealed } from '../events/e2e-seal.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
 import { startControlServer, type ControlClientHandle, type ControlServer } from './control.js'
@@ -28,9 +30,9 @@ import {
 } from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
-import { offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
 import { listSessions } from './sessions.js'
 import { sessionStartOf, sessionStartTags } from '../events/session-start.js'
+import { e2eFreshSeconds, offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
 
 export const controlSocketFile = homeFiles.controlSocket
 export const defaultEmbeddedPort = 7447
@@ -49,12 +51,18 @@ const followedKinds = [
   Kind.SessionState,
 ]
 /** Fetched whole on every connect. */
+/**
+ * Fetched whole on every connect. Key envelopes (kith-e2e) are here so that a catch-up, which
+ * pages newest first, has the keys before the content they open.
+ */
 const vitalKinds = [
   Kind.Profile,
   Kind.Grant,
   Kind.Revocation,
   Kind.ChannelDefinition,
   Kind.PushSender,
+  Kind.FleetSetting,
+  Kind.KeyEnvelope,
 ]
 
 export interface NodeOptions extends AgentBridgeOptions {
@@ -131,6 +139,8 @@ export class KithNode {
   private readonly bridge: AgentBridge
   private readonly outbox: OutboxPump
   private notifier: Notifier | undefined
+  /** kith-e2e/1: seals what this node signs into channels, opens what intake admits. */
+  readonly e2e: E2eKeys
 
   private constructor(
     readonly id: Identity,
@@ -144,6 +154,16 @@ export class KithNode {
     )
     this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
     this.channels = this.book.state.channels
+    this.e2e = new E2eKeys({
+      id,
+      fleet,
+      store: this.store,
+      book: this.book,
+      agentSecret: (pubkey) => this.bridge.agents.get(pubkey)?.secret,
+      now: () => this.now(),
+      log: this.log,
+    })
+    this.store.wireOf = (e) => this.e2e.wireOf(e)
     // What this node learns of the fleet's authority it passes on to every hub it links to
     // (kith-grants, "Propagation"), so a hub that missed a revocation gets it from any node.
     this.book.verifier.recordAccepted = true
@@ -160,6 +180,7 @@ export class KithNode {
         now: () => this.now(),
         stopped: () => this.stopped,
         enqueue: (e) => this.store.enqueue(e, this.now()),
+        sign: (t, s) => this.e2e.sign(t, s),
         emit: (e) => this.emit(e),
         pump: () => {
           for (const link of this.links) this.pump(link)
@@ -247,6 +268,9 @@ export class KithNode {
           }),
         )
         this.bridge.enforceMembership()
+        // A fleet setting, or a device of this person paired: keys follow (kith-e2e/1).
+        this.e2e.settingChanged()
+        this.e2e.shareHistory()
         for (const link of this.links) this.pump(link)
         return { ok: true }
       },
@@ -298,6 +322,7 @@ export class KithNode {
           this.store.events.openCursor(filter, maxReconcileKeys, [], undefined),
         onLive: () => {
           this.log(`linked to ${url}`)
+          this.e2e.shareHistory()
           this.pump(link)
           void this.sendPresence(link)
         },
@@ -445,7 +470,7 @@ export class KithNode {
     // whatever link an event came through, a node takes only what a hub would take.
     const now = this.now()
     const results = this.book.state.admitBatch(valid, now, { keepPending: true })
-    const accepted: NostrEvent[] = []
+    const admitted: NostrEvent[] = []
     let revoked = false
     for (const { event: e, admission } of results) {
       if (!admission.ok) {
@@ -472,9 +497,11 @@ export class KithNode {
         if (e.kind === Kind.ObserverFrame) this.bridge.frames.receiveFrame(e)
         continue
       }
-      accepted.push(e)
+      admitted.push(e)
     }
-    if (accepted.length === 0) return
+    if (admitted.length === 0) return
+    // Sealed events are opened here (their keys first): node.db, chat and agents see them opened.
+    const accepted = this.e2e.open(admitted)
     const outcomes = this.book.keep(accepted)
     this.republishAuthority(
       this.book.verifier.drainAccepted().flatMap((id) => {
@@ -484,9 +511,9 @@ export class KithNode {
     )
     if (revoked || results.some((r) => r.admission.ok && r.admission.authority)) {
       this.bridge.enforceMembership()
+      this.e2e.shareHistory()
     }
-    accepted.forEach((e, i) => {
-      if (outcomes[i] !== 'stored') return
+    const handOff = (e: NostrEvent, act = true) => {
       if (
         e.kind === Kind.ChatMessage ||
         e.kind === Kind.PermissionRequest ||
@@ -495,11 +522,20 @@ export class KithNode {
         this.emit(e)
       }
       if (e.kind === Kind.PushSubscription) this.notifier?.observe(e)
+      if (!act) return
       if (e.kind === Kind.ChatMessage) this.bridge.dispatch(e)
       if (e.kind === Kind.PermissionDecision) this.bridge.permissions.applyDecision(e)
       if (e.kind === Kind.AgentControl) this.bridge.applyControl(e)
       if (e.kind === Kind.SessionControl) this.bridge.applySessionControl(e)
+    }
+    accepted.forEach((e, i) => {
+      // Still sealed (no key yet, or refused): kept, never shown or acted on as it stands.
+      if (outcomes[i] === 'stored' && !isSealed(e)) handOff(e)
     })
+    // Events that waited for a key that just came: shown; acted on while still fresh.
+    for (const e of this.e2e.reopen()) {
+      handOff(e, Math.abs(now - e.created_at) <= e2eFreshSeconds)
+    }
   }
 
   /**
@@ -547,16 +583,22 @@ export class KithNode {
         'restricted',
         `#${channel} is private and you are not a member: ask its creator or an admin (kith channel members '#${channel}')`,
       )
-    const event = buildChat(this.id, this.names, this.store, {
-      channel,
-      text,
-      ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
-      ...(params.interrupt === true ? { interrupt: true } : {}),
-      // kith session new: where the agent's new session starts.
-      ...(params.session === undefined
-        ? {}
-        : { extraTags: sessionStartTags(sessionStartOf(params.session)) }),
-    })
+    const event = buildChat(
+      this.id,
+      this.names,
+      this.store,
+      {
+        channel,
+        text,
+        ...(typeof params.reply === 'string' ? { reply: params.reply } : {}),
+        ...(params.interrupt === true ? { interrupt: true } : {}),
+        // kith session new: where the agent's new session starts.
+        ...(params.session === undefined
+          ? {}
+          : { extraTags: sessionStartTags(sessionStartOf(params.session)) }),
+      },
+      (t, s) => this.e2e.sign(t, s),
+    )
     // Shown and dispatched (to agents hosted here) before any hub answers; with no hub
     // connected there is nobody to wait for: it is queued, and says so at once.
     const sent = this.outbox.send(

@@ -1,5 +1,5 @@
 import type { AgentHost } from '../acp/host.js'
-import type { NostrEvent } from '../events/event.js'
+import type { EventTemplate, NostrEvent } from '../events/event.js'
 import type { AgentRecord } from '../identity/agents.js'
 import type { Identity } from '../identity/keys.js'
 import type { HubLink } from '../link/hub-link.js'
@@ -20,6 +20,11 @@ export interface NodeContext {
   now(): number
   /** Once true the store may be closed: late timers and callbacks must not write. */
   stopped(): boolean
+  /**
+   * Signs a channel event as this node sends it: sealed when the fleet encrypts (kith-e2e/1,
+   * node/e2e-keys.ts), the event as made coming back under the sealed id. Absent: signEvent.
+   */
+  sign?(template: EventTemplate, secret: Uint8Array): NostrEvent
   /** Puts a signed event in the outbox (sent on the next pump). */
   enqueue(event: NostrEvent): void
   /** Shows an event to this node's chat listeners. */

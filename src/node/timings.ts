@@ -32,3 +32,9 @@ export const observerFrameMs = 100
 export const defaultPermissionTimeoutMs = 5 * 60_000
 /** How long a decided request is remembered, to tell a late answer it changed nothing. */
 export const decidedMemoryMs = 10 * 60_000
+/**
+ * A sealed event opened only when its key came later (kith-e2e/1) is acted on (a prompt run, a
+ * decision applied) only when dated within this of now: the 300 s of kith-agents' Binding.
+ * Older ones are history: shown, never run.
+ */
+export const e2eFreshSeconds = 300

@@ -1,4 +1,5 @@
 import type { Migration } from './db.js'
+import { e2eMigration } from './e2e-store.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
 import { threadSessionsMigration } from './session-schema.js'
 
@@ -123,4 +124,6 @@ export const nodeMigrations: readonly Migration[] = [
     `)
   },
   threadSessionsMigration,
+  // kith-e2e/1: epoch keys, who holds each, and events still sealed (e2e-store.ts).
+  e2eMigration,
 ]

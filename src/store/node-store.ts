@@ -3,6 +3,7 @@ import type { Statement } from 'better-sqlite3'
 import type { NostrEvent } from '../events/event.js'
 import { homeFiles } from '../identity/home.js'
 import { openDatabase, type Db } from './db.js'
+import { E2eStore } from './e2e-store.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
 import { NotifyStore } from './notify-store.js'
@@ -25,6 +26,12 @@ export class NodeStore {
   readonly notify: NotifyStore
   /** Hosted agents' sessions, one per thread. */
   readonly sessions: AgentSessions
+  readonly e2e: E2eStore
+  /**
+   * The sealed form of an event this node made (kith-e2e/1), when it has one: node.db keeps the
+   * opened event, the outbox sends the sealed one. Set by the node; absent: events go as made.
+   */
+  wireOf: ((event: NostrEvent) => NostrEvent | undefined) | undefined
   private readonly db: Db
   private readonly stmts: {
     enqueue: Statement<[string, string, number]>
@@ -46,6 +53,7 @@ export class NodeStore {
     this.prompts = new PromptJournal(this.db)
     this.notify = new NotifyStore(this.db)
     this.sessions = new AgentSessions(this.db)
+    this.e2e = new E2eStore(this.db)
     const db = this.db
     this.stmts = {
       enqueue: db.prepare(
@@ -86,9 +94,10 @@ export class NodeStore {
    */
   enqueue(event: NostrEvent, now: number): void {
     const raw = JSON.stringify(event)
+    const wire = this.wireOf?.(event)
     this.db.transaction(() => {
       this.events.insertBatch([event], [raw])
-      this.stmts.enqueue.run(event.id, raw, now)
+      this.stmts.enqueue.run(event.id, wire === undefined ? raw : JSON.stringify(wire), now)
     })()
   }
 

@@ -10,6 +10,7 @@ import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './fleet-common.js'
+import { fleetEncrypt } from './fleet-encrypt.js'
 import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
 import { describeHubs, resignChannelsOf } from './channel.js'
@@ -29,6 +30,8 @@ export const fleetCommand = declare({
     `kith fleet remove NAME|NPUB [--json] [--yes]
                                   remove a person: their devices and agents go with them`,
     `kith fleet name [NAME]          show or set the fleet's display name (on this machine)`,
+    `kith fleet encrypt [on|off] [--json]
+                                  seal every channel end to end (founder or admin), or show it`,
   ],
   subcommands: {
     invite: 'admit another person into this fleet',
@@ -36,6 +39,7 @@ export const fleetCommand = declare({
     members: 'people, their devices and agents',
     remove: 'remove a person with their devices and agents',
     name: "show or set the fleet's display name on this machine",
+    encrypt: 'seal every channel end to end, so hubs and relays carry only ciphertext',
   },
   options: {
     admin: {
@@ -111,6 +115,9 @@ export async function runFleet(argv: string[], out: Out): Promise<number> {
           `kith fleet remove takes one NAME or NPUB\n\n${fleetCommand.help()}`,
         )
       return remove(arg, { json: values.json === true, yes: values.yes === true }, out)
+    case 'encrypt':
+      if (extra.length > 0) throw new KithError('usage', 'kith fleet encrypt takes on or off')
+      return fleetEncrypt(arg, values.json === true, out)
     default:
       throw new KithError(
         'usage',

@@ -1,6 +1,7 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { buildChat } from '../../node/daemon.js'
+import { E2eKeys } from '../../node/e2e-keys.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { connectNode } from '../control-client.js'
@@ -63,13 +64,30 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
       daemon.close()
     }
   }
-  return withLocalNode(({ id, store, names }) => {
-    const event = buildChat(id, names, store, {
-      channel,
-      text,
-      ...(values.reply ? { reply: values.reply } : {}),
-      ...(values.interrupt ? { interrupt: true } : {}),
+  return withLocalNode(({ id, store, names, book }) => {
+    // Sealed as the node would seal it (kith-e2e/1), when the fleet encrypts.
+    const e2e = new E2eKeys({
+      id,
+      fleet: book.fleet,
+      store,
+      book,
+      agentSecret: () => undefined,
+      now: () => Math.floor(Date.now() / 1000),
+      log: (l) => out.err(l),
     })
+    store.wireOf = (e) => e2e.wireOf(e)
+    const event = buildChat(
+      id,
+      names,
+      store,
+      {
+        channel,
+        text,
+        ...(values.reply ? { reply: values.reply } : {}),
+        ...(values.interrupt ? { interrupt: true } : {}),
+      },
+      (t, s) => e2e.sign(t, s),
+    )
     store.enqueue(event, Math.floor(Date.now() / 1000))
     if (values.json) out.json({ id: event.id, queued: true, delivery: null })
     else

@@ -20,6 +20,7 @@ import {
   type ProfileSource,
   type Who,
 } from '../../../browser-core.js'
+import { WebKeys } from './e2e.js'
 import { Turns, type Turn } from './turns.js'
 
 /** Kinds followed and caught up from the cursor, as a node follows them. */
@@ -29,7 +30,7 @@ export const followedKinds: number[] = [
   Kind.PermissionDecision,
   Kind.AgentControl,
 ]
-/** Fetched whole on every connect. */
+/** Fetched whole on every connect (kith-e2e's setting and envelopes: keys before content). */
 export const vitalKinds: number[] = [
   Kind.Profile,
   Kind.Grant,
@@ -37,6 +38,8 @@ export const vitalKinds: number[] = [
   Kind.ChannelDefinition,
   Kind.PushSender,
   Kind.PushSubscription,
+  Kind.FleetSetting,
+  Kind.KeyEnvelope,
 ]
 
 /** A node of the fleet that sends Web Push (kith-notify/1), with its VAPID key. */
@@ -67,6 +70,8 @@ interface Entry {
 export class FleetModel {
   readonly state: FleetState
   readonly names: Names
+  /** kith-e2e/1: the keys this browser holds, opening and sealing channel events. */
+  readonly e2e: WebKeys
   readonly turns: Turns
   readonly revision = signal(0)
   /** Set once this device is no longer a member (revoked, or its person removed). */
@@ -102,6 +107,7 @@ export class FleetModel {
     }
     this.names = new Names(this.state.grants, profiles, me)
     this.turns = new Turns(secret)
+    this.e2e = new WebKeys(me, secret, fleet, this.state)
     this.intake(authority, { trusted: true })
   }
 
@@ -137,7 +143,10 @@ export class FleetModel {
       if (this.seen.has(e.id)) continue
       this.seen.add(e.id)
       changed = true
-      this.keep(e)
+      // Sealed events are kept (stored) as they came, and shown opened once their key is here.
+      for (const opened of this.e2e.take(e)) this.keep(opened)
+      const shown = this.e2e.open(e)
+      if (shown !== undefined) this.keep(shown)
       kept.push(e)
     }
     if (authority) this.checkMembership(t)

@@ -199,16 +199,28 @@ export class Session {
 
   /** Signs, keeps in the outbox, shows, and sends to every live hub. */
   private async send(template: EventTemplate): Promise<NostrEvent> {
+    // In a fleet that seals (kith-e2e/1): the envelopes the channel needs go first, then the
+    // sealed event (its id is new each time: no duplicate to step past).
+    if (this.model.e2e.seals(template)) {
+      const { before, event } = this.model.e2e.seal(template)
+      for (const e of [...before, event]) await this.queue(e)
+      return event
+    }
     let event = signEvent(template, this.device.secret)
     // Two identical messages in one second would be one event (ids hash seconds): move on.
     while (this.model.event(event.id) !== undefined || this.outbox.value.has(event.id))
       event = signEvent({ ...template, created_at: event.created_at + 1 }, this.device.secret)
+    await this.queue(event)
+    return event
+  }
+
+  /** Keeps `event` in the outbox, shows it, and sends it to every live hub. */
+  private async queue(event: NostrEvent): Promise<void> {
     const out: Outgoing = { event, state: 'queued' }
     await idbPut('outbox', event.id, out)
     this.setOutgoing(out)
     this.take([event])
     for (const l of this.active) if (l.state === 'live') this.deliver(l, out)
-    return event
   }
 
   private setOutgoing(o: Outgoing | { event: NostrEvent; state: 'sent' }): void {

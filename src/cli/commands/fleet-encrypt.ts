@@ -1,0 +1,66 @@
+import { KithError } from '../../errors.js'
+import { e2eSettingD, fleetEncrypts, makeFleetSetting } from '../../events/e2e-setting.js'
+import { signEvent, type NostrEvent } from '../../events/event.js'
+import { Kind } from '../../events/kinds.js'
+import { withStore } from '../local-node.js'
+import type { Out } from '../io.js'
+import { nowSeconds, withNode } from './fleet-common.js'
+
+/**
+ * `kith fleet encrypt [on|off]` (kith-e2e/1, "Turning it on"): signs the fleet's encryption
+ * setting with this machine's owner key, which must be the founder's or an admin's. It goes out
+ * through the outbox like a grant; every node seals what it sends once it has the setting.
+ * Without on/off it says what the setting is here.
+ */
+export async function fleetEncrypt(
+  arg: string | undefined,
+  json: boolean,
+  out: Out,
+): Promise<number> {
+  if (arg !== undefined && arg !== 'on' && arg !== 'off')
+    throw new KithError('usage', 'kith fleet encrypt takes on, off, or nothing (to show it)')
+  return withNode((node) => {
+    const now = nowSeconds()
+    if (arg === undefined) {
+      const settings = withStore(node.id.home, (store) =>
+        store.events
+          .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
+            defaultLimit: 1_000,
+            maxLimit: 1_000,
+          })
+          .map((r) => JSON.parse(r.raw) as NostrEvent),
+      )
+      const channels = node.book.state.channels
+      const on = fleetEncrypts(settings, node.fleet, (e) =>
+        channels.isAuthority(e.pubkey, e.created_at),
+      )
+      if (json) out.json({ encrypt: on })
+      else out.line(on ? 'this fleet seals its channels (kith-e2e/1)' : 'encryption is off')
+      return 0
+    }
+    const owner = node.id.ownerSecret
+    if (owner === undefined || node.id.ownerPubkey === undefined)
+      throw new KithError(
+        'restricted',
+        'kith fleet encrypt runs on the machine that holds your owner key',
+      )
+    if (!node.book.state.channels.isAuthority(node.id.ownerPubkey, now))
+      throw new KithError(
+        'restricted',
+        'only the founder or an admin may change the fleet setting',
+        {
+          reason: 'no-authority',
+        },
+      )
+    const setting = signEvent(makeFleetSetting(node.fleet, arg === 'on', now), owner)
+    withStore(node.id.home, (store) => store.enqueue(setting, now))
+    if (json) out.json({ encrypt: arg === 'on', event: setting.id })
+    else
+      out.line(
+        arg === 'on'
+          ? 'this fleet now seals its channels: hubs and relays carry ciphertext (kith-e2e/1); earlier messages stay as they were'
+          : 'this fleet no longer seals new messages; sealed ones stay readable to those who hold their keys',
+      )
+    return 0
+  })
+}

@@ -1,0 +1,40 @@
+import { currentEpoch } from './e2e-epoch.js'
+
+/** An epoch as the members of a channel can all see it: its id, number, and who was sent it. */
+export interface EpochView {
+  id: string
+  number: number
+  /** The keys an envelope of this epoch was addressed to (their `p` tags), as seen so far. */
+  holders: ReadonlySet<string>
+}
+
+/**
+ * What a member does before sealing into a channel (kith-e2e/1, "Rotation"):
+ * - `create`: no epoch is known: make epoch 0 and send it to every member key;
+ * - `rotate`: a key that holds the current epoch is no longer a member (removed, revoked, or
+ *   dropped from a private channel's list): make epoch `number` = current + 1, send it to the
+ *   remaining member keys, and seal under it. Whoever sends next rotates; concurrent rotations
+ *   make two epochs of one number, and `currentEpoch` (lowest id) picks the same one everywhere;
+ * - `use`: seal under the current epoch, after sending it to `missing` (member keys that do not
+ *   hold it yet: a new member, device or agent).
+ */
+export type SealPlan =
+  | { action: 'create'; number: 0 }
+  | { action: 'rotate'; number: number; removed: string[] }
+  | { action: 'use'; epochId: string; missing: string[] }
+
+export function sealPlan(
+  epochs: Iterable<EpochView>,
+  members: readonly string[],
+  isMember: (key: string) => boolean,
+): SealPlan {
+  const current = currentEpoch(epochs)
+  if (current === undefined) return { action: 'create', number: 0 }
+  const removed = [...current.holders].filter((k) => !isMember(k)).sort()
+  if (removed.length > 0) return { action: 'rotate', number: current.number + 1, removed }
+  return {
+    action: 'use',
+    epochId: current.id,
+    missing: members.filter((k) => !current.holders.has(k)),
+  }
+}

@@ -1,0 +1,271 @@
+import { isKithError } from '../errors.js'
+import { e2eError } from '../events/e2e-codes.js'
+import { newEpoch, type Epoch } from '../events/e2e-epoch.js'
+import { makeEnvelope, openEnvelope, parseEnvelopeHead } from '../events/e2e-envelope.js'
+import { sealPlan, type EpochView } from '../events/e2e-rotation.js'
+import {
+  isSealed,
+  openSealed,
+  sealedEpochId,
+  sealedKinds,
+  sealTemplate,
+  fitForSealing,
+} from '../events/e2e-seal.js'
+import { e2eSettingD, fleetEncrypts } from '../events/e2e-setting.js'
+import {
+  publicKeyOf,
+  signEvent,
+  tagValue,
+  type EventTemplate,
+  type NostrEvent,
+} from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { e2eRecipients, isE2eReader } from '../grants/e2e-recipients.js'
+import { personOf } from '../grants/members.js'
+import type { Identity } from '../identity/keys.js'
+import type { NodeStore } from '../store/node-store.js'
+import type { GrantBook } from './grant-book.js'
+import { nip44DecryptNative } from './nip44-native.js'
+
+/** Sealed forms kept between signing and the outbox; more means they were signed and dropped. */
+const maxWaitingWires = 1_000
+
+const random = (n: number) => crypto.getRandomValues(new Uint8Array(n))
+
+export interface E2eContext {
+  id: Identity
+  fleet: string
+  store: NodeStore
+  book: GrantBook
+  /** The secret key of an agent hosted here (envelopes addressed to it are opened for it). */
+  agentSecret: (pubkey: string) => Uint8Array | undefined
+  now: () => number
+  log: (line: string) => void
+}
+
+/**
+ * The node's side of kith-e2e/1: whether the fleet encrypts, the epoch keys this node holds,
+ * sealing what this node signs into a channel (`sign`, with the envelopes and rotations that
+ * must go first) and opening what intake admitted (`open`, then `reopen` for events whose key
+ * came later). The two boundaries are the node's signing of channel events and intake's hand-off
+ * to chat, agents and control; the outbox sends the sealed form (`wireOf`), node.db keeps the
+ * opened one.
+ */
+export class E2eKeys {
+  private readonly wires = new Map<string, NostrEvent>()
+  private setting: boolean | undefined
+  /** Epochs whose keys arrived since the last `reopen`. */
+  private fresh: string[] = []
+  /** Keys by epoch id, as read from node.db (a catch-up opens thousands under a few keys). */
+  private readonly keys = new Map<string, Epoch | undefined>()
+  private readonly keyOf = (id: string): Epoch | undefined => {
+    if (!this.keys.has(id)) this.keys.set(id, this.ctx.store.e2e.epoch(id))
+    return this.keys.get(id)
+  }
+
+  constructor(private readonly ctx: E2eContext) {}
+
+  /** Whether the fleet seals its channels (kith fleet encrypt), as its settings here say. */
+  encrypts(): boolean {
+    if (this.setting !== undefined) return this.setting
+    const rows = this.ctx.store.events.query(
+      [{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }],
+      { defaultLimit: 1_000, maxLimit: 1_000 },
+    )
+    const channels = this.ctx.book.state.channels
+    this.setting = fleetEncrypts(
+      rows.map((r) => JSON.parse(r.raw) as NostrEvent),
+      this.ctx.fleet,
+      (e) => channels.isAuthority(e.pubkey, e.created_at),
+    )
+    return this.setting
+  }
+
+  /** A fleet setting may have changed (kith fleet encrypt): read the settings again. */
+  settingChanged(): void {
+    this.setting = undefined
+  }
+
+  /**
+   * Signs `template` with `secret`, sealed when the fleet encrypts and it is a channel event of
+   * a sealed kind: returns the event as made (opened) under the sealed event's id and signature,
+   * and keeps the sealed form for the outbox. Envelopes the channel needs first (a new or rotated
+   * epoch, keys that lack the current one) are queued before it.
+   */
+  sign(template: EventTemplate, secret: Uint8Array): NostrEvent {
+    const channel = tagValue(template, 'h')
+    if (!sealedKinds.has(template.kind) || channel === undefined || !this.encrypts())
+      return signEvent(template, secret)
+    const epoch = this.epochFor(channel)
+    const author = publicKeyOf(secret)
+    template = fitForSealing(template, author)
+    const wire = signEvent(sealTemplate(template, author, epoch), secret)
+    if (this.wires.size >= maxWaitingWires) this.wires.delete(this.wires.keys().next().value!)
+    this.wires.set(wire.id, wire)
+    return { ...wire, tags: template.tags, content: template.content }
+  }
+
+  /** The sealed form of an event `sign` made (taken once, by the outbox). */
+  wireOf(event: NostrEvent): NostrEvent | undefined {
+    const wire = this.wires.get(event.id)
+    this.wires.delete(event.id)
+    return wire
+  }
+
+  /** The epoch to seal under now, after queueing what must go before (kith-e2e/1, Rotation). */
+  private epochFor(channel: string): Epoch {
+    const now = this.ctx.now()
+    const members = this.recipients(channel, now)
+    const held = new Map(this.ctx.store.e2e.epochsOf(channel).map((e) => [e.id, e]))
+    const seen = this.ctx.store.e2e.holdersOf(channel)
+    const views: EpochView[] = [...held.values()].map((e) => ({
+      id: e.id,
+      number: e.number,
+      holders: seen.get(e.id)?.holders ?? new Set(),
+    }))
+    const plan = sealPlan(views, members, (k) => this.isMember(k, channel, now))
+    if (plan.action === 'use') {
+      const epoch = held.get(plan.epochId)!
+      this.sendEnvelopes(epoch, plan.missing)
+      return epoch
+    }
+    const epoch = newEpoch(channel, plan.number, random)
+    this.ctx.store.e2e.addEpoch(epoch)
+    this.keys.delete(epoch.id)
+    if (plan.action === 'rotate')
+      this.ctx.log(
+        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members)`,
+      )
+    this.sendEnvelopes(epoch, members)
+    return epoch
+  }
+
+  /** The keys an epoch of `channel` goes to: member devices and agents (not people, not hubs). */
+  private recipients(channel: string, now: number): string[] {
+    const { book, id } = this.ctx
+    return e2eRecipients(book.verifier, book.state.channels, channel, now, id.devicePubkey)
+  }
+
+  private isMember(key: string, channel: string, now: number): boolean {
+    const { book, id } = this.ctx
+    return isE2eReader(book.verifier, book.state.channels, key, channel, now, id.devicePubkey)
+  }
+
+  private sendEnvelopes(epoch: Epoch, to: readonly string[]): void {
+    if (to.length === 0) return
+    const { id, store, fleet } = this.ctx
+    const now = this.ctx.now()
+    for (const p of to)
+      store.enqueue(
+        signEvent(makeEnvelope(epoch, p, id.deviceSecret, fleet, now), id.deviceSecret),
+        now,
+      )
+    store.e2e.addHolders(epoch.id, epoch.channel, epoch.number, to)
+  }
+
+  /**
+   * Intake's hand-off: envelopes first (every one's recipient is noted; those to this device or
+   * an agent hosted here are opened, their keys kept), then every sealed event opened where its
+   * key is held. An event that cannot be opened stays sealed, as it came: `no-key` until its
+   * key arrives (`reopen`), any other refusal logged with its reason, never shown.
+   */
+  open(events: readonly NostrEvent[]): NostrEvent[] {
+    const { store } = this.ctx
+    for (const e of events) {
+      if (e.kind === Kind.FleetSetting) this.setting = undefined
+      if (e.kind === Kind.KeyEnvelope) this.takeEnvelope(e)
+    }
+    return events.map((e) => {
+      if (!isSealed(e)) return e
+      try {
+        return openSealed(e, this.keyOf, nip44DecryptNative)
+      } catch (err) {
+        if (isKithError(err) && err.reason === 'no-key') {
+          store.e2e.markSealed(e.id, sealedEpochId(e) ?? '')
+        } else {
+          this.ctx.log(`kept sealed ${e.id.slice(0, 12)}…: ${errText(err)}`)
+        }
+        return e
+      }
+    })
+  }
+
+  private takeEnvelope(e: NostrEvent): void {
+    const { store, id } = this.ctx
+    try {
+      const head = parseEnvelopeHead(e)
+      store.e2e.addHolders(head.epochId, head.channel, head.number, [head.recipient])
+      const secret =
+        head.recipient === id.devicePubkey ? id.deviceSecret : this.ctx.agentSecret(head.recipient)
+      if (secret === undefined) return
+      const epoch = openEnvelope(e, secret)
+      // Keys come only from those who may read the channel when they handed them out.
+      if (!this.isMember(e.pubkey, head.channel, e.created_at))
+        throw e2eError('not-a-member', `its signer was not a member of #${head.channel}`)
+      if (store.e2e.addEpoch(epoch)) this.fresh.push(epoch.id)
+      this.keys.delete(epoch.id)
+    } catch (err) {
+      this.ctx.log(`refused key envelope ${e.id.slice(0, 12)}…: ${errText(err)}`)
+    }
+  }
+
+  /**
+   * Opens the stored events that waited for the keys `open` just took, replacing them in node.db;
+   * returns them (to be shown, and handed to agents when fresh).
+   */
+  reopen(): NostrEvent[] {
+    const { store } = this.ctx
+    const out: NostrEvent[] = []
+    for (const epochId of this.fresh.splice(0)) {
+      for (const id of store.e2e.sealedFor(epochId)) {
+        const sealed = store.events.getEvent(id)
+        if (sealed === undefined) continue
+        try {
+          const opened = openSealed(sealed, this.keyOf, nip44DecryptNative)
+          store.e2e.replaceOpened(opened)
+          out.push(opened)
+        } catch (err) {
+          this.ctx.log(`kept sealed ${id.slice(0, 12)}…: ${errText(err)}`)
+        }
+      }
+    }
+    return out
+  }
+
+  /**
+   * History follows the person (kith-e2e/1, "New devices"): every epoch held here goes to each
+   * device and agent of this node's own person that may read its channel and has not been sent
+   * it. Run when grants change (a device was paired) and when a link comes up.
+   */
+  shareHistory(): void {
+    const { store, book, id } = this.ctx
+    const now = this.ctx.now()
+    const me = personOf(book.verifier, id.devicePubkey, now)
+    if (me === undefined) return
+    const own = book.verifier
+      .allGrants()
+      .filter(
+        (g) =>
+          (g.role === 'device' || g.role === 'agent') &&
+          g.subject !== id.devicePubkey &&
+          personOf(book.verifier, g.subject, now) === me,
+      )
+      .map((g) => g.subject)
+    if (own.length === 0) return
+    const channels = new Set(store.e2e.channelsHeld())
+    for (const channel of channels) {
+      const seen = store.e2e.holdersOf(channel)
+      for (const epoch of store.e2e.epochsOf(channel)) {
+        const holders = seen.get(epoch.id)?.holders
+        const lacking = own.filter(
+          (k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now),
+        )
+        this.sendEnvelopes(epoch, [...new Set(lacking)])
+      }
+    }
+  }
+}
+
+function errText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}

@@ -1,0 +1,163 @@
+import type { Statement } from 'better-sqlite3'
+import type { Epoch } from '../events/e2e-epoch.js'
+import type { NostrEvent } from '../events/event.js'
+import type { Db, Migration } from './db.js'
+
+/**
+ * node.db's kith-e2e/1 tables: the epoch keys this node holds (for itself and the agents it
+ * hosts), who each epoch was sent to (every envelope's `p`, seen whether or not it was ours: it
+ * decides rotation), and the stored events still sealed because their key has not arrived.
+ * Keys sit beside the device key's file in KITH_HOME (0700): whoever reads node.db reads the
+ * chat anyway, since node.db keeps opened events.
+ */
+export const e2eMigration: Migration = (db) => {
+  db.exec(`
+    CREATE TABLE e2e_epochs (
+      id TEXT PRIMARY KEY,
+      channel TEXT NOT NULL,
+      number INTEGER NOT NULL,
+      key BLOB NOT NULL
+    );
+    CREATE INDEX e2e_epochs_channel ON e2e_epochs(channel, number);
+    CREATE TABLE e2e_holders (
+      epoch_id TEXT NOT NULL,
+      channel TEXT NOT NULL,
+      number INTEGER NOT NULL,
+      pubkey TEXT NOT NULL,
+      PRIMARY KEY (epoch_id, pubkey)
+    );
+    CREATE INDEX e2e_holders_channel ON e2e_holders(channel);
+    CREATE TABLE e2e_sealed (
+      event_id TEXT PRIMARY KEY,
+      epoch_id TEXT NOT NULL
+    );
+    CREATE INDEX e2e_sealed_epoch ON e2e_sealed(epoch_id);
+  `)
+}
+
+/** Tag values longer than this are not indexed (as event-store.ts). */
+const maxTagValueIndexed = 1024
+
+interface EpochRow {
+  id: string
+  channel: string
+  number: number
+  key: Buffer
+}
+
+export class E2eStore {
+  private readonly s: {
+    addEpoch: Statement<[string, string, number, Buffer]>
+    epoch: Statement<[string], EpochRow>
+    epochsOf: Statement<[string], EpochRow>
+    channels: Statement<[], { channel: string }>
+    addHolder: Statement<[string, string, number, string]>
+    holdersOf: Statement<[string], { epoch_id: string; number: number; pubkey: string }>
+    markSealed: Statement<[string, string]>
+    sealedFor: Statement<[string], { event_id: string }>
+    unseal: Statement<[string]>
+    seqRaw: Statement<[string], { seq: number; created_at: number }>
+    setRaw: Statement<[string, number]>
+    dropTags: Statement<[number]>
+    addTag: Statement<[number, string, string, number]>
+  }
+
+  constructor(private readonly db: Db) {
+    this.s = {
+      addEpoch: db.prepare(
+        'INSERT OR IGNORE INTO e2e_epochs (id, channel, number, key) VALUES (?, ?, ?, ?)',
+      ),
+      epoch: db.prepare('SELECT id, channel, number, key FROM e2e_epochs WHERE id = ?'),
+      epochsOf: db.prepare(
+        'SELECT id, channel, number, key FROM e2e_epochs WHERE channel = ? ORDER BY number, id',
+      ),
+      channels: db.prepare('SELECT DISTINCT channel FROM e2e_epochs ORDER BY channel'),
+      addHolder: db.prepare(
+        'INSERT OR IGNORE INTO e2e_holders (epoch_id, channel, number, pubkey) VALUES (?, ?, ?, ?)',
+      ),
+      holdersOf: db.prepare(
+        'SELECT epoch_id, number, pubkey FROM e2e_holders WHERE channel = ? ORDER BY epoch_id',
+      ),
+      markSealed: db.prepare('INSERT OR IGNORE INTO e2e_sealed (event_id, epoch_id) VALUES (?, ?)'),
+      sealedFor: db.prepare('SELECT event_id FROM e2e_sealed WHERE epoch_id = ?'),
+      unseal: db.prepare('DELETE FROM e2e_sealed WHERE event_id = ?'),
+      seqRaw: db.prepare('SELECT seq, created_at FROM events WHERE id = ?'),
+      setRaw: db.prepare('UPDATE events SET raw = ? WHERE seq = ?'),
+      dropTags: db.prepare('DELETE FROM tags WHERE seq = ?'),
+      addTag: db.prepare('INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)'),
+    }
+  }
+
+  /** Keeps an epoch's key; false when it was already held. */
+  addEpoch(epoch: Epoch): boolean {
+    return (
+      this.s.addEpoch.run(epoch.id, epoch.channel, epoch.number, Buffer.from(epoch.key)).changes > 0
+    )
+  }
+
+  epoch(id: string): Epoch | undefined {
+    const r = this.s.epoch.get(id)
+    return r === undefined ? undefined : toEpoch(r)
+  }
+
+  /** The epochs of `channel` whose keys are held here, oldest number first. */
+  epochsOf(channel: string): Epoch[] {
+    return this.s.epochsOf.all(channel).map(toEpoch)
+  }
+
+  /** The channels this node holds any epoch of. */
+  channelsHeld(): string[] {
+    return this.s.channels.all().map((r) => r.channel)
+  }
+
+  /** Notes that an envelope of this epoch went to each of `pubkeys`. */
+  addHolders(epochId: string, channel: string, number: number, pubkeys: readonly string[]): void {
+    for (const p of pubkeys) this.s.addHolder.run(epochId, channel, number, p)
+  }
+
+  /** Every epoch of `channel` an envelope was seen for, with the keys it went to. */
+  holdersOf(channel: string): Map<string, { number: number; holders: Set<string> }> {
+    const out = new Map<string, { number: number; holders: Set<string> }>()
+    for (const r of this.s.holdersOf.all(channel)) {
+      let e = out.get(r.epoch_id)
+      if (e === undefined) out.set(r.epoch_id, (e = { number: r.number, holders: new Set() }))
+      e.holders.add(r.pubkey)
+    }
+    return out
+  }
+
+  /** A stored event that is still sealed, waiting for its epoch's key. */
+  markSealed(eventId: string, epochId: string): void {
+    this.s.markSealed.run(eventId, epochId)
+  }
+
+  sealedFor(epochId: string): string[] {
+    return this.s.sealedFor.all(epochId).map((r) => r.event_id)
+  }
+
+  /**
+   * Replaces a stored sealed event by its opened form (same id), re-indexing its tags, so every
+   * reader of node.db (history, threads, open prompts) sees it as any other event.
+   */
+  replaceOpened(opened: NostrEvent): void {
+    this.db.transaction(() => {
+      const row = this.s.seqRaw.get(opened.id)
+      this.s.unseal.run(opened.id)
+      if (row === undefined) return
+      this.s.setRaw.run(JSON.stringify(opened), row.seq)
+      this.s.dropTags.run(row.seq)
+      const seen = new Set<string>()
+      for (const [name, value] of opened.tags) {
+        if (name?.length !== 1 || value === undefined || value.length > maxTagValueIndexed) continue
+        const k = `${name}\u0000${value}`
+        if (seen.has(k)) continue
+        seen.add(k)
+        this.s.addTag.run(row.seq, name, value, row.created_at)
+      }
+    })()
+  }
+}
+
+function toEpoch(r: EpochRow): Epoch {
+  return { id: r.id, channel: r.channel, number: r.number, key: new Uint8Array(r.key) }
+}
