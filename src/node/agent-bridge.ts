@@ -383,7 +383,7 @@ export class AgentBridge {
     }
     // A thread's later session (its first could not be resumed) starts where the first did.
     const where =
-      start === undefined ? this.node.store.sessions.record(pubkey, place)?.cwd : start.at.cwd
+      start === undefined ? this.node.store.agentSession(pubkey, place)?.cwd : start.at.cwd
     // `/mode NAME` or `/model NAME` in a thread changes its session instead of prompting.
     const setting = settingCommand(text)
     if (setting !== undefined && !resumed && thread !== event.id) {
