@@ -24,7 +24,6 @@ import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
-import { threadFor } from './session-threads.js'
 import {
   applySessionControl,
   requestSession,
@@ -33,8 +32,7 @@ import {
   type SessionControlDeps,
 } from './session-control.js'
 import { SessionReports } from './sessions.js'
-import { parseSessionStart } from '../events/session-start.js'
-import { prepareStart, type StartPlace } from './projects.js'
+import { routePrompt, type Route } from './session-route.js'
 import { settingCommand } from './session-commands.js'
 import { TurnMetrics } from './turn-metrics.js'
 
@@ -342,48 +340,20 @@ export class AgentBridge {
     const journal = this.node.store.prompts
     journal.add(event.id, agent.record.pubkey, this.node.now())
     const pubkey = agent.record.pubkey
-    // An interrupt goes to the session whose running turn it names (it is sent top-level, as
-    // the message that says "stop that and do this"); any other prompt to its thread's.
-    const interrupted =
-      !resumed && isInterrupt(event)
-        ? agent.host.runningInChannel(channel).find((j) => boundPrompts(event).has(j.prompt ?? ''))
-        : undefined
-    const thread =
-      interrupted !== undefined
-        ? interrupted.thread
-        : threadFor(
-            event,
-            (t) =>
-              agent.host.knows({ channel, thread: t }) ||
-              this.node.store.agentSession(pubkey, { channel, thread: t }) !== undefined,
-          )
-    const place = { channel, ...(thread === undefined ? {} : { thread }) }
-    // A top-level message may ask for a project (and a worktree of it): the host decides.
-    let start: { at: StartPlace; mode?: string; model?: string } | undefined
-    if (thread === event.id) {
-      try {
-        const asked = parseSessionStart(event)
-        if (asked !== undefined)
-          start = {
-            at: prepareStart(this.node.id.home, agent.record.name, asked, event.id),
-            ...(asked.mode === undefined ? {} : { mode: asked.mode }),
-            ...(asked.model === undefined ? {} : { model: asked.model }),
-          }
-      } catch (err) {
-        if (!(err instanceof KithError)) throw err
-        journal.done(event.id, pubkey)
-        this.replyAs(
-          agent,
-          event,
-          `⚠ ${agent.record.name} did not start a session: ${err.message}`,
-          { outcome: ['refused', 'project'] },
-        )
-        return
-      }
+    let route: Route
+    try {
+      route = routePrompt(this.node, agent, event, channel, resumed)
+    } catch (err) {
+      // The host does not let it start where it asked (a project, a worktree): said why.
+      if (!(err instanceof KithError)) throw err
+      journal.done(event.id, pubkey)
+      this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`, {
+        outcome: ['refused', 'project'],
+      })
+      return
     }
-    // A thread's later session (its first could not be resumed) starts where the first did.
-    const where =
-      start === undefined ? this.node.store.sessions.record(pubkey, place)?.cwd : start.at.cwd
+    const { place, start } = route
+    const thread = place.thread
     // `/mode NAME` or `/model NAME` in a thread changes its session instead of prompting.
     const setting = settingCommand(text)
     if (setting !== undefined && !resumed && thread !== event.id) {
@@ -393,24 +363,7 @@ export class AgentBridge {
       return
     }
     const job: PromptJob = {
-      ...place,
-      ...(where === undefined ? {} : { cwd: where }),
-      ...(start === undefined
-        ? {}
-        : {
-            describe: {
-              project: start.at.project,
-              ...(start.at.worktree === undefined ? {} : { worktree: start.at.worktree }),
-            },
-            ...(start.mode === undefined && start.model === undefined
-              ? {}
-              : {
-                  settings: {
-                    ...(start.mode === undefined ? {} : { mode: start.mode }),
-                    ...(start.model === undefined ? {} : { model: start.model }),
-                  },
-                }),
-          }),
+      ...route.job,
       text,
       from: event.pubkey,
       prompt: event.id,

@@ -86,7 +86,9 @@ export class AgentSessions {
       get: db.prepare(
         `SELECT ${columns} FROM agent_sessions WHERE agent = ? AND channel = ? AND thread = ?`,
       ),
-      // A session saved again (a new ACP session for the same thread) keeps its first date.
+      // A session saved again (a new ACP session for the same thread: its first could not be
+      // resumed) keeps its first date, title, project and worktree; one of a closed thread (its
+      // worktree removed) starts afresh.
       set: db.prepare(
         `INSERT INTO agent_sessions (${columns}) VALUES (@agent, @channel, @thread, @session_id,
            @cwd, @adapter, @version, @mode, @model, @model_option, @title, @project, @worktree,
@@ -94,8 +96,10 @@ export class AgentSessions {
          ON CONFLICT (agent, channel, thread) DO UPDATE SET session_id = excluded.session_id,
            cwd = excluded.cwd, adapter = excluded.adapter, version = excluded.version,
            mode = excluded.mode, model = excluded.model, model_option = excluded.model_option,
-           title = coalesce(excluded.title, title), project = excluded.project,
-           worktree = excluded.worktree, branch = excluded.branch,
+           title = coalesce(excluded.title, title),
+           project = CASE WHEN closed_at IS NULL THEN coalesce(excluded.project, project) ELSE excluded.project END,
+           worktree = CASE WHEN closed_at IS NULL THEN coalesce(excluded.worktree, worktree) ELSE excluded.worktree END,
+           branch = CASE WHEN closed_at IS NULL THEN coalesce(excluded.branch, branch) ELSE excluded.branch END,
            updated_at = excluded.updated_at, closed_at = excluded.closed_at`,
       ),
       count: db.prepare(

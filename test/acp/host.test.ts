@@ -50,7 +50,9 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     // Thread a's turn waits for a cancel; thread b's answers meanwhile (it would wait forever
     // behind a with one turn at a time per channel).
     const hung = prompt(h, 'hang', 'ops', 'a')
-    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'a' })).toBeDefined()
+    await expect
+      .poll(() => h.runningIn({ channel: 'ops', thread: 'a' }), { timeout: 15_000 })
+      .toBeDefined()
     expect(await prompt(h, 'echo b', 'ops', 'b')).toEqual({ ok: true, text: 'b' })
     expect(h.busyIn('ops')).toBe(true)
     expect(h.runningInChannel('ops').map((j) => j.thread)).toEqual(['a'])
@@ -75,7 +77,9 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     const h = make(['--close'])
     expect(await prompt(h, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
     const hung = prompt(h, 'hang', 'ops', 'b')
-    await expect.poll(() => h.runningIn({ channel: 'ops', thread: 'b' })).toBeDefined()
+    await expect
+      .poll(() => h.runningIn({ channel: 'ops', thread: 'b' }), { timeout: 15_000 })
+      .toBeDefined()
     await expect(h.close({ channel: 'ops', thread: 'b' })).rejects.toMatchObject({
       reason: 'busy',
     })
@@ -86,7 +90,7 @@ describe('AgentHost (a real fake-agent process over ACP)', () => {
     const plain = make([])
     expect(await prompt(plain, 'echo a', 'ops', 'a')).toEqual({ ok: true, text: 'a' })
     // Its turn is told its end just before the session is free again.
-    await expect.poll(() => plain.busyIn('ops')).toBe(false)
+    await expect.poll(() => plain.busyIn('ops'), { timeout: 15_000 }).toBe(false)
     expect(await plain.close({ channel: 'ops', thread: 'a' })).toBe('no-close')
   })
 

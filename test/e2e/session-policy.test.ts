@@ -104,7 +104,9 @@ describe("sessions from another person's device, under the agent's policies", ()
       expect(aliceSet.code, aliceSet.stdout).toBe(0)
       const aliceClose = await runKith(['session', 'close', id], { home: alice })
       expect(aliceClose.code, aliceClose.stdout).toBe(0)
-      await expect.poll(async () => (await listed(bob)).some((s) => s.id === id)).toBe(false)
+      await expect
+        .poll(async () => (await listed(bob)).some((s) => s.id === id), { timeout: 20_000 })
+        .toBe(false)
       expect(await aliceNode.stop()).toBe(0)
       expect(await bobNode.stop()).toBe(0)
     },

@@ -130,7 +130,9 @@ describe('threads are sessions (kith up, fake ACP agent)', () => {
       const close = await runKith(['session', 'close', s1.id], { home })
       expect(close.code, close.stderr).toBe(0)
       expect(close.stdout).toMatch(/✓ bot closed this session \(ACP session\/close\)/)
-      await expect.poll(async () => (await list(home)).some((s) => s.id === s1.id)).toBe(false)
+      await expect
+        .poll(async () => (await list(home)).some((s) => s.id === s1.id), { timeout: 20_000 })
+        .toBe(false)
       expect((await sessionOf(home, first, () => true, true)).status).toBe('closed')
       const again = await runKith(['session', 'close', s1.id], { home })
       expect(again.code).toBe(1)

@@ -48,11 +48,43 @@ describe('node.db sessions keyed by thread', () => {
           ['ops', 'r2', 's-3'],
         ]),
       )
+      // Saved again (a new ACP session for the thread): where it runs is kept.
+      store.setAgentSession(
+        'a1',
+        { channel: 'ops', thread: 'r2' },
+        {
+          sessionId: 's-4',
+          cwd: '/wt',
+          title: 'fix it',
+          project: 'kith',
+          worktree: { path: '/wt', branch: 'kith/a1-r2' },
+        },
+      )
+      store.setAgentSession(
+        'a1',
+        { channel: 'ops', thread: 'r2' },
+        { sessionId: 's-5', cwd: '/wt' },
+      )
+      expect(store.agentSession('a1', { channel: 'ops', thread: 'r2' })).toEqual({
+        sessionId: 's-5',
+        cwd: '/wt',
+        title: 'fix it',
+        project: 'kith',
+        worktree: { path: '/wt', branch: 'kith/a1-r2' },
+      })
       // A closed session is kept (listed) but not resumed.
       store.sessions.close('a1', { channel: 'ops', thread: 'r1' }, 5)
       expect(store.agentSession('a1', { channel: 'ops', thread: 'r1' })).toBeUndefined()
       expect(store.sessions.record('a1', { channel: 'ops', thread: 'r1' })?.closedAt).toBe(5)
       expect(store.agentSessionCount('a1')).toBe(2)
+      // A closed thread's worktree was removed: a session saved for it again starts afresh.
+      store.sessions.close('a1', { channel: 'ops', thread: 'r2' }, 6)
+      store.setAgentSession('a1', { channel: 'ops', thread: 'r2' }, { sessionId: 's-6', cwd: '/w' })
+      expect(store.agentSession('a1', { channel: 'ops', thread: 'r2' })).toEqual({
+        sessionId: 's-6',
+        cwd: '/w',
+        title: 'fix it',
+      })
     } finally {
       store.close()
     }
