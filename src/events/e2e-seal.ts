@@ -1,8 +1,11 @@
+import { hmac } from '@noble/hashes/hmac.js'
+import { sha256 } from '@noble/hashes/sha2.js'
+import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { decrypt as nip44Decrypt, encrypt as nip44Encrypt } from 'nostr-tools/nip44'
 import { e2eError } from './e2e-codes.js'
 import { isHex64, type EventTemplate, type NostrEvent } from './event.js'
 import type { Epoch } from './e2e-epoch.js'
-import { Kind } from './kinds.js'
+import { isAddressableKind, Kind } from './kinds.js'
 
 /** The kinds whose content and revealing tags are sealed in an encrypted fleet (kith-e2e/1). */
 export const sealedKinds: ReadonlySet<number> = new Set([
@@ -10,7 +13,20 @@ export const sealedKinds: ReadonlySet<number> = new Set([
   Kind.PermissionRequest,
   Kind.PermissionDecision,
   Kind.AgentControl,
+  // Session reports and requests (kith-agents/1, Sessions): titles, working directories, modes.
+  Kind.SessionState,
+  Kind.SessionControl,
 ])
+
+/**
+ * The `d` a sealed addressable event shows (kith-e2e/1, "Addressable kinds"): HMAC-SHA256 keyed
+ * with the author's secret over `kith-e2e-d:` and the inner `d`. Stable for one author and
+ * address (so a hub still keeps only the newest report), unlinkable to the thread or agent it
+ * names by anyone without that secret.
+ */
+export function opaqueAddress(authorSecret: Uint8Array, d: string): string {
+  return bytesToHex(hmac(sha256, authorSecret, utf8ToBytes(`kith-e2e-d:${d}`)))
+}
 
 /**
  * Tags left visible on a sealed event, and why each must be (kith-e2e/1, "What a hub sees"):
@@ -59,6 +75,8 @@ export function sealTemplate(
   author: string,
   epoch: Epoch,
   nonce?: Uint8Array,
+  /** For an addressable kind: the author's secret, which keys its visible `d`. */
+  addressKey?: Uint8Array,
 ): EventTemplate {
   if (!sealedKinds.has(template.kind))
     throw e2eError('malformed', `kind ${template.kind} is not sealed`)
@@ -81,10 +99,17 @@ export function sealTemplate(
   const plaintext = JSON.stringify(inner)
   if (new TextEncoder().encode(plaintext).length > maxSealedPlaintext)
     throw e2eError('malformed', `too large to seal (at most ${maxSealedPlaintext} bytes inside)`)
+  const outer = template.tags.filter((t) => visibleTagNames.has(t[0]!))
+  if (isAddressableKind(template.kind)) {
+    const d = template.tags.find((t) => t[0] === 'd')?.[1]
+    if (d === undefined || addressKey === undefined)
+      throw e2eError('malformed', 'a sealed addressable event needs its d and its author key')
+    outer.unshift(['d', opaqueAddress(addressKey, d)])
+  }
   return {
     kind: template.kind,
     created_at: template.created_at,
-    tags: [...template.tags.filter((t) => visibleTagNames.has(t[0]!)), ['e2e', epoch.id]],
+    tags: [...outer, ['e2e', epoch.id]],
     content: nip44Encrypt(plaintext, epoch.key, nonce),
   }
 }

@@ -99,7 +99,7 @@ export class E2eKeys {
     const epoch = this.epochFor(channel)
     const author = publicKeyOf(secret)
     template = fitForSealing(template, author)
-    const wire = signEvent(sealTemplate(template, author, epoch), secret)
+    const wire = signEvent(sealTemplate(template, author, epoch, undefined, secret), secret)
     if (this.wires.size >= maxWaitingWires) this.wires.delete(this.wires.keys().next().value!)
     this.wires.set(wire.id, wire)
     return { ...wire, tags: template.tags, content: template.content }

@@ -180,19 +180,19 @@ export function requestSession(
   if (typeof params.session !== 'string') throw new KithError('usage', 'which session?')
   const request = params.request as SessionAction
   const s = findSession(listSessions(node.store.events), params.session)
-  const event = signEvent(
-    makeSessionControl(
-      {
-        agent: s.agent,
-        channel: s.channel,
-        ...(s.thread === undefined ? {} : { thread: s.thread }),
-        fleet: node.book.fleet,
-        request,
-      },
-      node.now(),
-    ),
-    node.id.deviceSecret,
+  const template = makeSessionControl(
+    {
+      agent: s.agent,
+      channel: s.channel,
+      ...(s.thread === undefined ? {} : { thread: s.thread }),
+      fleet: node.book.fleet,
+      request,
+    },
+    node.now(),
   )
+  // Through the node's signer: in a fleet that seals, the request is sealed like chat.
+  const secret = node.id.deviceSecret
+  const event = node.sign === undefined ? signEvent(template, secret) : node.sign(template, secret)
   node.enqueue(event)
   node.pump()
   void applySessionControl(deps, event).catch((err: unknown) =>

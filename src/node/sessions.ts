@@ -289,10 +289,11 @@ export class SessionReports {
     // Addressable: the newer report must have the later date, or a hub keeps the older one.
     const at = Math.max(now, (this.lastAt.get(address) ?? 0) + 1)
     this.lastAt.set(address, at)
-    const event = signEvent(
-      makeSessionState(spec, this.node.book.fleet, at),
-      this.node.id.deviceSecret,
-    )
+    // Through the node's signer: in a fleet that seals, the report is sealed like chat.
+    const template = makeSessionState(spec, this.node.book.fleet, at)
+    const secret = this.node.id.deviceSecret
+    const event =
+      this.node.sign === undefined ? signEvent(template, secret) : this.node.sign(template, secret)
     this.node.enqueue(event)
     this.node.pump()
   }

@@ -50,6 +50,18 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
 
     const q1 = await ask(laptop, '@claude echo zebra-quartz-answer')
     expect((await replyTo(laptop, q1)).event.content).toBe('zebra-quartz-answer')
+    // The devbox's session report is sealed too; the laptop opens it and lists the session.
+    await expect
+      .poll(
+        async () =>
+          (
+            JSON.parse((await runKith(['session', 'list', '--json'], { home: laptop })).stdout) as {
+              sessions: { thread?: string; title?: string }[]
+            }
+          ).sessions.find((s) => s.thread === q1)?.title,
+        { timeout: 20_000 },
+      )
+      .toBe('echo zebra-quartz-answer')
     const q2 = await ask(laptop, '@claude stream 3')
     expect((await replyTo(laptop, q2)).event.content).toBe('chunk 1 chunk 2 chunk 3')
     const q3 = await ask(laptop, '@claude permission rm -rf ocelot-vault')
