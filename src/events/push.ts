@@ -198,6 +198,11 @@ export type PushPayload =
         fleet: string
         allow?: string
         reject?: string
+        /**
+         * The fleet seals its channels (kith-e2e/1): a decision must be sealed too, which the
+         * service worker cannot do, so the card is answered in the app (no actions).
+         */
+        sealed?: boolean
       }
     }
   | { type: 'withdraw'; tag: string }

@@ -301,6 +301,7 @@ export class KithNode {
       log: this.log,
       now: () => this.now(),
       webBase: () => this.webUrl,
+      seals: () => this.e2e.encrypts(),
     })
     this.bridge.loadAgents()
     this.bridge.resumeJournal()

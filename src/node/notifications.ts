@@ -20,6 +20,8 @@ interface NotificationsDeps {
   now: () => number
   /** The web app `kith up` serves, once it does (links open there unless a target names one). */
   webBase: () => string | undefined
+  /** Whether the fleet seals its channels (kith-e2e/1). */
+  seals: () => boolean
 }
 
 /**
@@ -43,6 +45,7 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     },
     fleet: deps.fleet,
     now: deps.now,
+    seals: deps.seals,
   }
   const notifier = new Notifier({
     store: store.notify,

@@ -18,6 +18,8 @@ export interface ClassifyContext {
   event(id: string): NostrEvent | undefined
   fleet: string
   now(): number
+  /** Whether the fleet seals its channels (kith-e2e/1); cards then carry no actions. */
+  seals?(): boolean
 }
 
 /** One thing worth a person's attention, before it is addressed to any target. */
@@ -88,6 +90,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
           fleet: card.fleet ?? ctx.fleet,
           ...(allow === undefined ? {} : { allow: allow.optionId }),
           ...(reject === undefined ? {} : { reject: reject.optionId }),
+          ...(ctx.seals?.() === true ? { sealed: true } : {}),
         },
       },
     }

@@ -94,6 +94,10 @@ describe('what notifies (classify)', () => {
         card: { allow: 'yes', reject: 'no', channel: 'ops' },
       },
     })
+    // In a fleet that seals, a card carries no actions (the decision must be sealed, in the app).
+    expect(classify(card(f, prompt), { ...f.ctx, seals: () => true })?.payload.card?.sealed).toBe(
+      true,
+    )
     // An expired card, and a card of another fleet, notify nobody.
     expect(classify(card(f, prompt, now() - 1), f.ctx)).toBeUndefined()
     // A reply by the agent to alice's prompt: finished, with how long it ran.

@@ -29,10 +29,12 @@ export async function onPush(text: string): Promise<void> {
   }
   const card = payload.card
   const actions: { action: string; title: string }[] = []
-  if (card?.allow !== undefined) actions.push({ action: 'allow', title: 'Allow' })
-  if (card?.reject !== undefined) actions.push({ action: 'reject', title: 'Reject' })
+  // In a fleet that seals (kith-e2e/1) a decision must be sealed, which needs the app's keys.
+  const actionable = card !== undefined && card.sealed !== true
+  if (actionable && card.allow !== undefined) actions.push({ action: 'allow', title: 'Allow' })
+  if (actionable && card.reject !== undefined) actions.push({ action: 'reject', title: 'Reject' })
   await sw.registration.showNotification(payload.title, {
-    body: payload.body,
+    body: card?.sealed === true ? `${payload.body} · open Kith to answer` : payload.body,
     tag: payload.tag,
     data: payload,
     icon: '/icons/icon-192.png',
@@ -122,7 +124,11 @@ export async function onNotificationClick(
   const payload = notification.data as NotifyPayload | undefined
   notification.close()
   if (payload === undefined) return
-  if ((action === 'allow' || action === 'reject') && payload.card !== undefined) {
+  if (
+    (action === 'allow' || action === 'reject') &&
+    payload.card !== undefined &&
+    payload.card.sealed !== true
+  ) {
     await decide(payload, action)
     return
   }
