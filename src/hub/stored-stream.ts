@@ -24,9 +24,10 @@ interface Source {
  * The stored part of a REQ, read a slice at a time: each filter is its own query in NIP-01 order
  * (newest first, then lower id), resumed after the last row it yielded, and the filters are merged
  * so the client sees one ordered stream with duplicates across filters sent once (they meet side
- * by side in the merge). Nothing is built whole in memory: a slice holds one key per filter (the
- * JSON is read row by row as it is sent), and its sqlite cursors are closed before it returns,
- * so writes are never blocked between slices.
+ * by side in the merge). Nothing is built whole in memory: a slice holds one row per filter (its
+ * JSON comes with it when sqlite walks the rows in order, else it is read as the row is sent:
+ * `EventStore.openRows`), and its sqlite cursors are closed before it returns, so writes are
+ * never blocked between slices.
  */
 export class StoredStream {
   private readonly sources: Source[]
