@@ -8,6 +8,9 @@ import type {
   StoredRow,
 } from '../store/event-store.js'
 
+/** A row of a filter's query: its JSON too when the store read it in order (`openRows`). */
+type Row = StoredKey & { raw?: string }
+
 interface Source {
   filter: Filter
   /** Rows this filter may still yield (its limit, counted as rows are taken). */
@@ -21,9 +24,10 @@ interface Source {
  * The stored part of a REQ, read a slice at a time: each filter is its own query in NIP-01 order
  * (newest first, then lower id), resumed after the last row it yielded, and the filters are merged
  * so the client sees one ordered stream with duplicates across filters sent once (they meet side
- * by side in the merge). Nothing is built whole in memory: a slice holds one key per filter (the
- * JSON is read row by row as it is sent), and its sqlite cursors are closed before it returns,
- * so writes are never blocked between slices.
+ * by side in the merge). Nothing is built whole in memory: a slice holds one row per filter (its
+ * JSON comes with it when sqlite walks the rows in order, else it is read as the row is sent:
+ * `EventStore.openRows`), and its sqlite cursors are closed before it returns, so writes are
+ * never blocked between slices.
  */
 export class StoredStream {
   private readonly sources: Source[]
@@ -54,10 +58,9 @@ export class StoredStream {
     const live = this.sources.filter((s) => !s.exhausted)
     if (live.length === 0) return true
     const hide = this.hide()
-    const cursors: IterableIterator<StoredKey>[] = []
+    const cursors: IterableIterator<Row>[] = []
     try {
-      for (const s of live)
-        cursors.push(this.store.openCursor(s.filter, s.remaining, hide, s.after))
+      for (const s of live) cursors.push(this.store.openRows(s.filter, s.remaining, hide, s.after))
       const heads = cursors.map((c, i) => this.pull(c, live[i]!))
       for (;;) {
         let best = -1
@@ -74,9 +77,9 @@ export class StoredStream {
         if (source.remaining <= 0) source.exhausted = true
         if (row.id === this.lastId) continue
         this.lastId = row.id
-        const raw = this.store.rawOf(row.seq)
+        const raw = row.raw ?? this.store.rawOf(row.seq)
         if (raw === undefined) continue
-        emit({ ...row, raw })
+        emit({ id: row.id, created_at: row.created_at, seq: row.seq, raw })
         if (!more()) break
       }
     } finally {
@@ -85,7 +88,7 @@ export class StoredStream {
     return this.done
   }
 
-  private pull(cursor: IterableIterator<StoredKey>, source: Source): StoredKey | undefined {
+  private pull(cursor: IterableIterator<Row>, source: Source): Row | undefined {
     const next = cursor.next()
     if (next.done === true) {
       source.exhausted = true

@@ -276,6 +276,33 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
     }
   })
 
+  it('reads rows with their JSON when sqlite walks them in order, keys only when it sorts', () => {
+    const { plain, hub } = pair()
+    const hide = [{ tag: 't', values: ['t2'] }]
+    const withJson = new Set<string>()
+    for (const [name, store] of [
+      ['plain', plain],
+      ['hub', hub],
+    ] as const) {
+      for (const f of filters) {
+        const keys = [...store.openCursor(f, f.limit ?? 500, hide, undefined)]
+        const rows = [...store.openRows(f, f.limit ?? 500, hide, undefined)]
+        expect(ids(rows)).toEqual(ids(keys))
+        for (const r of rows) if (r.raw !== undefined) expect(r.raw).toBe(store.rawOf(r.seq))
+        if (rows.length > 0 && rows.every((r) => r.raw !== undefined))
+          withJson.add(`${name} ${JSON.stringify(f)}`)
+        if (rows.some((r) => r.raw === undefined)) expect(rows.every((r) => r.raw === undefined))
+      }
+    }
+    // The ordered indexes read a time window and a one-value tag in order: JSON comes along.
+    expect(withJson).toContain(`hub ${JSON.stringify({ since: 1003, until: 1011, limit: 25 })}`)
+    expect(withJson).toContain(`hub ${JSON.stringify({ tags: { h: ['c1'] }, limit: 10 })}`)
+    // Two tag values are collected and sorted: keys only, the JSON read row by row.
+    expect(withJson).not.toContain(
+      `hub ${JSON.stringify({ tags: { h: ['c0', 'c1'] }, limit: 30 })}`,
+    )
+  })
+
   it('upgrades an older hub.db: ordered indexes, repeated tag rows removed', () => {
     const path = join(tempDir(), 'hub.db')
     const old = new EventStore(path, { migrations: hubMigrations.slice(0, -1) })
