@@ -19,7 +19,7 @@ import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agen
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
-import { nodeSigner, signAsAgent } from './agent-signer.js'
+import { nodeSigner, postAsAgent, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
 import { ObserverFrames } from './observer-frames.js'
@@ -810,27 +810,16 @@ export class AgentBridge {
   private noticeAs(agentPubkey: string, channel: string, text: string): void {
     const agent = this.agents.get(agentPubkey)
     if (agent === undefined || this.node.stopped()) return
-    const tags: string[][] = [
-      ['h', channel],
-      ['fleet', this.node.book.fleet],
-    ]
-    const createdAt = this.node.now()
-    const auth = authTagFor(authTagsOf(agent.record), {
-      kind: Kind.ChatMessage,
-      created_at: createdAt,
-    })
-    if (auth) tags.push(auth)
-    const notice = signAsAgent(
+    postAsAgent(
+      this.node,
       agent,
-      { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
-      this.node.log,
+      [
+        ['h', channel],
+        ['fleet', this.node.book.fleet],
+      ],
+      text,
       'a notice',
-      nodeSigner(this.node),
     )
-    if (notice === undefined) return
-    this.node.enqueue(notice)
-    this.node.emit(notice)
-    this.node.pump()
   }
 
   /** Answers every open permission request, stops the agents and wipes their keys. */

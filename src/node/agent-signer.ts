@@ -1,5 +1,8 @@
 import { signEvent, type EventTemplate, type NostrEvent } from '../events/event.js'
-import type { AgentKey } from './node-context.js'
+import { Kind } from '../events/kinds.js'
+import { authTagFor } from '../grants/nip-oa.js'
+import { authTagsOf } from '../identity/agents.js'
+import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 
 /**
  * Signs as a hosted agent, unless the agent is retired (its key revoked, this node removed from
@@ -33,4 +36,40 @@ export function nodeSigner(node: {
   sign?(template: EventTemplate, secret: Uint8Array): NostrEvent
 }): (template: EventTemplate, secret: Uint8Array) => NostrEvent {
   return (t, s) => (node.sign === undefined ? signEvent(t, s) : node.sign(t, s))
+}
+
+/**
+ * Posts a chat notice as a hosted agent: `tags` (channel, fleet, threading) plus its NIP-OA
+ * `auth` tag, signed through the node's signer (sealed when the fleet encrypts), queued, shown
+ * and sent. Undefined when the agent may no longer sign (see signAsAgent).
+ */
+export function postAsAgent(
+  node: NodeContext,
+  agent: HostedAgent,
+  tags: string[][],
+  text: string,
+  what: string,
+): NostrEvent | undefined {
+  const createdAt = node.now()
+  const auth = authTagFor(authTagsOf(agent.record), {
+    kind: Kind.ChatMessage,
+    created_at: createdAt,
+  })
+  const notice = signAsAgent(
+    agent,
+    {
+      kind: Kind.ChatMessage,
+      created_at: createdAt,
+      tags: auth ? [...tags, auth] : tags,
+      content: text,
+    },
+    node.log,
+    what,
+    nodeSigner(node),
+  )
+  if (notice === undefined) return undefined
+  node.enqueue(notice)
+  node.emit(notice)
+  node.pump()
+  return notice
 }

@@ -9,10 +9,8 @@ import {
   type SessionAction,
   type SessionControl,
 } from '../events/session-control.js'
-import { authTagFor } from '../grants/nip-oa.js'
 import { describePolicy } from '../grants/policy.js'
-import { authTagsOf } from '../identity/agents.js'
-import { signAsAgent } from './agent-signer.js'
+import { postAsAgent } from './agent-signer.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 import type { SessionReports } from './sessions.js'
 import { removeWorktree, uncommitted } from './worktrees.js'
@@ -46,23 +44,7 @@ export function sessionNotice(
   if (place.thread !== undefined && place.thread !== '') tags.push(['e', place.thread, '', 'root'])
   if (request !== undefined) tags.push(['e', request, '', 'mention'])
   tags.push([...noticeTag])
-  const createdAt = node.now()
-  const auth = authTagFor(authTagsOf(agent.record), {
-    kind: Kind.ChatMessage,
-    created_at: createdAt,
-  })
-  if (auth) tags.push(auth)
-  const notice = signAsAgent(
-    agent,
-    { kind: Kind.ChatMessage, created_at: createdAt, tags, content: text },
-    node.log,
-    'a session notice',
-  )
-  if (notice === undefined) return undefined
-  node.enqueue(notice)
-  node.emit(notice)
-  node.pump()
-  return notice
+  return postAsAgent(node, agent, tags, text, 'a session notice')
 }
 
 /** Carries out a parsed request for a session of `agent` (hosted here); returns the notice text. */

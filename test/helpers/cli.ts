@@ -209,8 +209,11 @@ export async function laptopAndDevbox(dir: string): Promise<{
   hub: Awaited<ReturnType<typeof startHubProcess>>
   laptop: string
   devbox: string
+  /** The person's owner key (the founder's), for tests that sign as them. */
+  ownerSk: Uint8Array
 }> {
-  const owner = bytesToHex(generateSecretKey())
+  const ownerSk = generateSecretKey()
+  const owner = bytesToHex(ownerSk)
   const hubHome = join(dir, 'hubhome')
   await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
   const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
@@ -228,5 +231,5 @@ export async function laptopAndDevbox(dir: string): Promise<{
     const add = await runKith(['hub', 'add', hub.url], { home })
     if (add.code !== 0) throw new Error(`kith hub add failed: ${add.stderr}`)
   }
-  return { hub, laptop, devbox }
+  return { hub, laptop, devbox, ownerSk }
 }

@@ -1,8 +1,5 @@
 import { createVerify } from 'node:crypto'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { bytesToHex } from '@noble/hashes/utils.js'
-import { generateSecretKey } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
 import { makeChatMessage } from '../../src/events/chat.js'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
@@ -14,7 +11,7 @@ import {
   type PushPayload,
 } from '../../src/events/push.js'
 import { HubSession } from '../../src/link/hub-session.js'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { startEndpoint, testCertPath, testSubscription } from '../helpers/push-service.js'
 import { newKey, remember, signTestGrant } from '../helpers/secrets.js'
@@ -70,28 +67,8 @@ describe(
   { timeout: 240_000 },
   () => {
     it('pushes cards to the person’s web device (RFC 8291), ntfy and webhooks; withdraws answered cards; never twice; ignores another person’s device', async () => {
-      const dir = tempDir()
-      const ownerSk = generateSecretKey()
+      const { hub, laptop, devbox, ownerSk } = await laptopAndDevbox(tempDir())
       const owner = remember(ownerSk)
-      const hubHome = join(dir, 'hubhome')
-      await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: bytesToHex(ownerSk) })
-      const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
-      const laptop = join(dir, 'laptop')
-      const devbox = join(dir, 'devbox')
-      for (const [home, name] of [
-        [laptop, 'laptop'],
-        [devbox, 'devbox'],
-      ] as const) {
-        expect(
-          (
-            await runKith(['init', '--name', name, '--owner-key-stdin'], {
-              home,
-              input: bytesToHex(ownerSk),
-            })
-          ).code,
-        ).toBe(0)
-        expect((await runKith(['hub', 'add', hub.url], { home })).code).toBe(0)
-      }
       expect(
         (
           await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
