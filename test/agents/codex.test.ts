@@ -1,22 +1,12 @@
 // codex-acp (@zed-industries/codex-acp, pinned in test/agents/pinned), hosted by a real devbox
 // node and prompted from a real laptop node, with the loopback mock model as its provider.
-import { mkdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { verifyEventSignature } from '../../src/events/event.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
-import { pinnedFile, processesIn, startFleet, status } from './fleet.js'
+import { runKith } from '../helpers/cli.js'
+import { codexAcp, startCodexFleet } from './codex-fleet.js'
+import { processesIn, startFleet, status } from './fleet.js'
 import { startMockModel, type MockModel } from './mock-model.js'
-
-// The platform binary itself (what the npm wrapper `codex-acp` runs with spawnSync): the node
-// then signals the agent, not a wrapper that would leave it behind.
-const codexAcp = () =>
-  pinnedFile(
-    '@zed-industries',
-    `codex-acp-${process.platform}-${process.arch}`,
-    'bin',
-    process.platform === 'win32' ? 'codex-acp.exe' : 'codex-acp',
-  )
 
 let model: MockModel
 beforeAll(async () => {
@@ -33,26 +23,7 @@ describe('codex-acp@0.16.0 with a loopback model', { timeout: 150_000 }, () => {
         ? { text: 'The build is green (mock model).' }
         : { text: 'unexpected request' },
     )
-    const fleet = await startFleet({
-      name: 'codex',
-      command: [codexAcp()],
-      prepare: ({ agentHome }) => {
-        mkdirSync(join(agentHome, '.codex'))
-        writeFileSync(
-          join(agentHome, '.codex', 'config.toml'),
-          [
-            'model = "mock-model"',
-            'model_provider = "mock"',
-            '',
-            '[model_providers.mock]',
-            'name = "mock"',
-            `base_url = "${model.baseUrl}"`,
-            'wire_api = "responses"',
-            '',
-          ].join('\n'),
-        )
-      },
-    })
+    const fleet = await startCodexFleet(model)
     const q = await fleet.ask('@codex what is the build status?')
     const reply = await fleet.threaded(q)
     // codex-acp sends a config warning ("Model metadata for `mock-model` not found …") as an
@@ -78,9 +49,14 @@ describe('codex-acp@0.16.0 with a loopback model', { timeout: 150_000 }, () => {
       }),
     ])
 
-    // A second turn in the same channel reuses the session: codex sends the earlier exchange.
+    // A reply in the thread continues its session (threads are sessions): codex sends the
+    // earlier exchange.
     model.respond((req) => ({ text: `second answer (${req.toolResults.length} tool results)` }))
-    const q2 = await fleet.ask('@codex and now?')
+    const sent = await runKith(['send', '#ops', '@codex and now?', '--reply', q, '--json'], {
+      home: fleet.laptop,
+    })
+    expect(sent.code, sent.stderr).toBe(0)
+    const q2 = (JSON.parse(sent.stdout) as { id: string }).id
     expect((await fleet.threaded(q2)).event.content).toMatch(/second answer \(0 tool results\)$/)
     const input = (model.requests.at(-1)!.body as { input: unknown[] }).input
     expect(JSON.stringify(input)).toContain('The build is green (mock model).')
