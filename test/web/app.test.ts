@@ -223,6 +223,11 @@ describe(
       await fleet.getByText('this browser', { exact: true }).waitFor()
       for (const name of ['laptop', 'devbox', 'phone', 'claude'])
         expect(await fleet.locator('.key .name', { hasText: name }).count()).toBeGreaterThan(0)
+      // The agent's sessions as the devbox reports them (kind 34150), each opening its thread.
+      const sessions = fleet.getByRole('region', { name: 'Sessions' })
+      const prompted = sessions.locator(`a[href="#/c/ops/t/${promptId}"]`)
+      await prompted.waitFor({ timeout: 20_000 })
+      expect(await prompted.textContent()).toMatch(/^claude on devbox · #ops/)
       await snap(page, 'fleet')
 
       // A phone-size screen: one pane at a time, nothing wider than the screen.

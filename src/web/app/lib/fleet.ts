@@ -11,6 +11,7 @@ import {
   parsePermissionRequest,
   parsePushSender,
   parsePushSubscription,
+  parseSessionState,
   personOf,
   threadOf,
   verifyEventSignature,
@@ -18,6 +19,7 @@ import {
   type PermissionDecision,
   type PermissionRequest,
   type ProfileSource,
+  type SessionState,
   type Who,
 } from '../../../browser-core.js'
 import { WebKeys } from './e2e.js'
@@ -38,6 +40,8 @@ export const vitalKinds: number[] = [
   Kind.ChannelDefinition,
   Kind.PushSender,
   Kind.PushSubscription,
+  // Agents' sessions as their hosts report them (kith-agents/1, Sessions): the newest of each.
+  Kind.SessionState,
   Kind.FleetSetting,
   Kind.KeyEnvelope,
 ]
@@ -79,6 +83,8 @@ export class FleetModel {
   private readonly seen = new Set<string>()
   private readonly profiles = new Map<string, NostrEvent>()
   private readonly pushSenders = new Map<string, { info: PushSenderInfo; at: number }>()
+  /** Agents' sessions by host and address, the newest report of each. */
+  private readonly sessionMap = new Map<string, SessionState>()
   /** This device's newest push subscription: which sender it names, and when. */
   private mySubscription: { sender: string; at: number; event: NostrEvent } | undefined
   private readonly presence = new Map<string, number>()
@@ -182,6 +188,17 @@ export class FleetModel {
             list.push(e)
             this.replies.set(parent, list)
           }
+        }
+        return
+      }
+      case Kind.SessionState: {
+        try {
+          const s = parseSessionState(e)
+          const key = `${s.host}:${s.address}`
+          const prev = this.sessionMap.get(key)
+          if (prev === undefined || s.reportedAt >= prev.reportedAt) this.sessionMap.set(key, s)
+        } catch {
+          // A report that does not read lists nothing.
         }
         return
       }
@@ -296,6 +313,13 @@ export class FleetModel {
 
   repliesTo(id: string): readonly NostrEvent[] {
     return this.replies.get(id) ?? []
+  }
+
+  /** Agents' sessions not closed, the most recently active first. */
+  sessions(): SessionState[] {
+    return [...this.sessionMap.values()]
+      .filter((s) => s.status !== 'closed')
+      .sort((a, b) => (b.activeAt ?? b.reportedAt) - (a.activeAt ?? a.reportedAt))
   }
 
   /** The nodes of this device's person that send Web Push, newest announcement each. */

@@ -2,6 +2,7 @@ import { fleetPeople, type GrantVerifier, type MemberKey } from '../../../browse
 import type { Session } from '../lib/session.js'
 import { shortNpub, when } from './format.js'
 import { NotifySettings } from './notify.js'
+import { SessionsView } from './sessions.js'
 
 /** What a key's grant lets it do: kinds, channels, window, delegation. */
 function caps(v: GrantVerifier, key: MemberKey): string {
@@ -85,6 +86,7 @@ export function FleetView({ session }: { session: Session }) {
         kept by the node that hosts it and is not published: by default, only its owner's devices. A
         refused prompt or answer gets a reply that names the policy.
       </p>
+      <SessionsView model={m} />
       <NotifySettings session={session} />
     </main>
   )
