@@ -206,12 +206,18 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
       ]),
     )
 
-    // Bob starts a long turn and queues another behind it; then Alice removes him.
+    // Bob starts a long turn and queues another behind it (a reply in its thread: the same
+    // session); then Alice removes him.
     const q7 = await ask(bobLaptop, '@shared hang')
     await expect
       .poll(() => agentState(aliceDevbox, 'shared'), { timeout: 20_000 })
       .toMatchObject({ state: 'working' })
-    const q8 = await ask(bobLaptop, '@shared echo still queued')
+    const queued = await runKith(
+      ['send', '#ops', '@shared echo still queued', '--reply', q7, '--json'],
+      { home: bobLaptop },
+    )
+    expect(queued.code, queued.stderr).toBe(0)
+    const q8 = (JSON.parse(queued.stdout) as { id: string }).id
     await expect
       .poll(() => agentState(aliceDevbox, 'shared'), { timeout: 20_000 })
       .toMatchObject({ queue: 1 })
@@ -226,7 +232,10 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     expect((await under(aliceLaptop, q8))[0]!.event.content).toMatch(
       /^⚠ shared did not answer: dropped: its author is no longer a member of this fleet/,
     )
-    expect((await under(aliceLaptop, q7))[0]!.event.content).toMatch(/^⏹ shared: turn cancelled/)
+    // (Under q7 are also q8, a reply in its thread, and q8's notice.)
+    expect((await under(aliceLaptop, q7, 9, 3)).map((r) => r.event.content)).toContainEqual(
+      expect.stringMatching(/^⏹ shared: turn cancelled/),
+    )
     // His devices' connections are dropped and their events refused.
     // (the hub closed its connection; reconnecting, it is refused at AUTH)
     await bobDevboxNode!.waitFor(/AUTH refused: restricted: revoked/, 20_000)

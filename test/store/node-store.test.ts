@@ -1,8 +1,10 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/store/db.js'
+import { keptVersionsMigration } from '../../src/store/event-schema.js'
 import { nodeDbFile, NodeStore } from '../../src/store/node-store.js'
 import { nodeMigrations } from '../../src/store/node-schema.js'
+import { threadSessionsMigration } from '../../src/store/session-schema.js'
 import { tempDir } from '../helpers/tmp.js'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
@@ -10,8 +12,11 @@ import { signEvent } from '../../src/events/event.js'
 describe('node.db agent sessions', () => {
   it('keeps a session saved before mode and model were kept, and stores both after', () => {
     const home = tempDir()
-    // A node.db from before the mode/model migration, with one session in it.
-    const old = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -1))
+    // A node.db from before sessions were kept per thread, with one session in it.
+    const old = openDatabase(
+      join(home, nodeDbFile),
+      nodeMigrations.slice(0, nodeMigrations.indexOf(threadSessionsMigration)),
+    )
     old
       .prepare('INSERT INTO agent_sessions (agent, channel, session_id, cwd) VALUES (?, ?, ?, ?)')
       .run('a1', 'ops', 's-1', '/work')
@@ -54,7 +59,11 @@ describe('node.db agent sessions', () => {
     const v = (at: number) =>
       signEvent({ kind: 34140, created_at: at, tags: [['d', 'ops']], content: '' }, sk)
     const [v1, v2] = [v(1), v(2)]
-    const old = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -3))
+    // A node.db from before definitions' versions were kept (the migrations after it too).
+    const old = openDatabase(
+      join(home, nodeDbFile),
+      nodeMigrations.slice(0, nodeMigrations.indexOf(keptVersionsMigration)),
+    )
     const enqueue = old.prepare('INSERT INTO outbox (event_id, raw, queued_at) VALUES (?, ?, ?)')
     enqueue.run(v1.id, JSON.stringify(v1), 1)
     enqueue.run(v2.id, JSON.stringify(v2), 2)
