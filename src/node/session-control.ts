@@ -150,6 +150,9 @@ export async function applySessionControl(
   )
 }
 
+/** When this node last dated a session request (see requestSession). */
+const lastRequestAt = new WeakMap<NodeContext, number>()
+
 /**
  * A request from this device (`kith session close|set`): the session named by its short id,
  * signed as a 4150, sent, and carried out here at once when its agent is hosted here.
@@ -162,6 +165,10 @@ export function requestSession(
   if (typeof params.session !== 'string') throw new KithError('usage', 'which session?')
   const request = params.request as SessionAction
   const s = findSession(listSessions(node.store.events), params.session)
+  // Two identical requests in one second would be one event (NIP-01 ids hash seconds), and the
+  // second would be answered with the first's answer: each goes a second after the last.
+  const at = Math.max(node.now(), (lastRequestAt.get(node) ?? 0) + 1)
+  lastRequestAt.set(node, at)
   const template = makeSessionControl(
     {
       agent: s.agent,
@@ -170,7 +177,7 @@ export function requestSession(
       fleet: node.book.fleet,
       request,
     },
-    node.now(),
+    at,
   )
   // Through the node's signer: in a fleet that seals, the request is sealed like chat.
   const secret = node.id.deviceSecret

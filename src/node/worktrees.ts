@@ -42,9 +42,10 @@ export function uncommitted(path: string): string | undefined {
   const lines = git(path, ['status', '--porcelain'])
     .split('\n')
     .filter((l) => l.trim() !== '')
-  return lines.length === 0
-    ? undefined
-    : `${lines.length} uncommitted file${lines.length === 1 ? '' : 's'}`
+  if (lines.length === 0) return undefined
+  // Named, so a person knows what to commit or stash (porcelain: two status letters, a space).
+  const names = lines.slice(0, 3).map((l) => l.slice(3))
+  return `${lines.length} uncommitted file${lines.length === 1 ? '' : 's'} (${names.join(', ')}${lines.length > 3 ? ', …' : ''})`
 }
 
 /** `git worktree remove PATH` (its branch is kept). Refused by git when it is not clean. */

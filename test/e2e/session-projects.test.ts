@@ -87,7 +87,7 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       const dirty = await runKith(['session', 'close', s.id!], { home })
       expect(dirty.code).toBe(1)
       expect(dirty.stdout).toContain(
-        `⚠ bot did not close the session: its worktree ${path} has 1 uncommitted file; commit or stash them, or close it with --keep`,
+        `⚠ bot did not close the session: its worktree ${path} has 1 uncommitted file (wip.txt); commit or stash them, or close it with --keep`,
       )
       expect(existsSync(path!)).toBe(true)
       rmSync(join(path!, 'wip.txt'))
