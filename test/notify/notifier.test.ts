@@ -182,21 +182,33 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     return { store, notifier, lines, home }
   }
 
-  it('retries a failing endpoint with backoff until it answers, and shows the error meanwhile', async () => {
-    const f = fleet()
-    const flaky = await startEndpoint({ answer: (n) => (n < 2 ? 503 : 200) })
-    const { store, notifier } = start(f)
+  /** A target of `type` taking `classes`, added as `kith notify add` adds one. */
+  function target(
+    store: NodeStore,
+    id: string,
+    type: 'webhook' | 'desktop',
+    url: string,
+    classes: string[],
+    finishedAfter = 120,
+  ): void {
     store.notify.putTarget({
-      id: 'hook',
-      type: 'webhook',
-      url: `${flaky.url}/h`,
-      classes: ['mentions'],
-      finishedAfter: 120,
+      id,
+      type,
+      url,
+      classes,
+      finishedAfter,
       openBase: undefined,
       device: undefined,
       subscription: undefined,
       createdAt: now(),
     })
+  }
+
+  it('retries a failing endpoint with backoff until it answers, and shows the error meanwhile', async () => {
+    const f = fleet()
+    const flaky = await startEndpoint({ answer: (n) => (n < 2 ? 503 : 200) })
+    const { store, notifier } = start(f)
+    target(store, 'hook', 'webhook', `${flaky.url}/h`, ['mentions'], 120)
     const m = chat(f.bobDevice.sk, 'are you there?', now(), { mentions: [f.alice.pk] })
     notifier.observe(m)
     await flaky.nth(0)
@@ -223,20 +235,8 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     const hook = await startEndpoint({ answer: () => 200 })
     const quick = await startEndpoint({ answer: () => 200 })
     const { store, notifier } = start(f, { coalesceMs: 50 })
-    const target = (id: string, url: string, classes: string[], finishedAfter: number) =>
-      store.notify.putTarget({
-        id,
-        type: 'webhook',
-        url,
-        classes,
-        finishedAfter,
-        openBase: undefined,
-        device: undefined,
-        subscription: undefined,
-        createdAt: now(),
-      })
-    target('hook', `${hook.url}/h`, ['mentions', 'cards', 'finished'], 600)
-    target('quick', `${quick.url}/q`, ['finished'], 60)
+    target(store, 'hook', 'webhook', `${hook.url}/h`, ['mentions', 'cards', 'finished'], 600)
+    target(store, 'quick', 'webhook', `${quick.url}/q`, ['finished'], 60)
     for (let i = 0; i < 5; i++)
       notifier.observe(chat(f.bobDevice.sk, `ping ${i}`, now() + i, { mentions: [f.alice.pk] }))
     const summary = JSON.parse((await hook.nth(0)).body.toString()) as Record<string, unknown>
@@ -286,17 +286,7 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     const f = fleet()
     const down = await startEndpoint({ answer: () => 503 })
     const { store, notifier } = start(f)
-    store.notify.putTarget({
-      id: 'hook',
-      type: 'webhook',
-      url: `${down.url}/h`,
-      classes: ['cards'],
-      finishedAfter: 120,
-      openBase: undefined,
-      device: undefined,
-      subscription: undefined,
-      createdAt: now(),
-    })
+    target(store, 'hook', 'webhook', `${down.url}/h`, ['cards'], 120)
     const prompt = f.keep(chat(f.aliceDevice.sk, '@claude go', now()))
     const c = card(f, prompt, now() + 2)
     notifier.observe(c)
@@ -320,17 +310,7 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
       process.env.PATH = path
     })
     const { store, notifier } = start(f)
-    store.notify.putTarget({
-      id: 'desk',
-      type: 'desktop',
-      url: 'desktop',
-      classes: ['mentions'],
-      finishedAfter: 120,
-      openBase: undefined,
-      device: undefined,
-      subscription: undefined,
-      createdAt: now(),
-    })
+    target(store, 'desk', 'desktop', 'desktop', ['mentions'], 120)
     notifier.observe(chat(f.bobDevice.sk, 'lunch?', now(), { mentions: [f.alice.pk] }))
     await expect.poll(() => store.notify.target('desk')?.lastOk, { timeout: 10_000 }).toBeDefined()
     expect(readFileSync(record, 'utf8').split('\n')).toEqual([
