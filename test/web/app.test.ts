@@ -165,10 +165,12 @@ describe(
       await snap(page, 'thread')
       await threadPane.getByRole('button', { name: 'Close' }).click()
 
-      // Stop: a kind-4144 naming the open prompt; the hosting node cancels the turn.
-      await say(page, '@claude hang')
+      // Stop: a kind-4144 naming the open prompt; the hosting node cancels the turn. (The turn
+      // streams a chunk first, so the page knows it runs on the devbox, not only that the agent
+      // is busy, before it is stopped.)
+      await say(page, '@claude stream-hang 1')
       const hanging = page.getByRole('region', { name: "claude's progress" }).last()
-      await hanging.getByText('working').waitFor({ timeout: 20_000 })
+      await hanging.getByText('chunk 1').waitFor({ timeout: 20_000 })
       await hanging.getByRole('button', { name: 'Stop' }).click()
       await page
         .locator('article.message.agent', { hasText: '⏹ claude: turn cancelled' })
@@ -176,11 +178,11 @@ describe(
         .waitFor({ timeout: 30_000 })
 
       // Interrupt: a prompt that stops the running turn it names and runs next.
-      await say(page, '@claude hang')
+      await say(page, '@claude stream-hang 2')
       await page
         .getByRole('region', { name: "claude's progress" })
         .last()
-        .getByText('working')
+        .getByText('chunk 2')
         .waitFor({ timeout: 20_000 })
       await page.getByLabel("interrupt the mentioned agent's turn").check()
       await say(page, '@claude echo interrupted you')
@@ -189,7 +191,9 @@ describe(
         .waitFor({ timeout: 30_000 })
       await expect
         .poll(async () =>
-          (await laptopLog(laptop)).filter((l) => l.content.startsWith('⏹ claude: turn cancelled')),
+          (await laptopLog(laptop)).filter((l) =>
+            /^⏹ claude: turn cancelled|\n\n⏹ claude: turn cancelled/.test(l.content),
+          ),
         )
         .toHaveLength(2)
 
