@@ -31,7 +31,7 @@ interface NotificationsDeps {
  */
 export function startNotifications(deps: NotificationsDeps): Notifier {
   const { id, store, book, names } = deps
-  let vapid: Vapid | undefined
+  const vapid = loadOrCreateVapid(id.home)
   const ctx: ClassifyContext = {
     get person() {
       return personOf(book.verifier, id.devicePubkey, deps.now()) ?? id.ownerPubkey ?? deps.fleet
@@ -39,10 +39,7 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     personOf: (key) => personOf(book.verifier, key, deps.now()),
     isAgent: (key) => names.who(key).role === 'agent',
     nameOf: (key) => names.who(key).name,
-    event: (eventId) => {
-      const row = store.events.query([{ ids: [eventId] }], { defaultLimit: 1, maxLimit: 1 })[0]
-      return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
-    },
+    event: (eventId) => store.events.getEvent(eventId),
     fleet: deps.fleet,
     now: deps.now,
     seals: deps.seals,
@@ -53,12 +50,11 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     deviceSecret: id.deviceSecret,
     devicePubkey: id.devicePubkey,
     log: deps.log,
-    vapid: () => (vapid ??= loadOrCreateVapid(id.home)),
+    vapid: () => vapid,
     get webBase() {
       return deps.webBase()
     },
   })
-  vapid = loadOrCreateVapid(id.home)
   publishSender(deps, vapid)
   return notifier
 }

@@ -99,7 +99,8 @@ export async function runNotify(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
   const [sub = 'list', ...rest] = positionals
-  const home = loadIdentity(resolveKithHome()).home
+  const id = loadIdentity(resolveKithHome())
+  const home = id.home
   if (sub === 'list') {
     if (rest.length > 0) throw usage('kith notify list takes no arguments')
     const targets = withStore(home, (s) => notifyStatus(s))
@@ -172,7 +173,7 @@ export async function runNotify(argv: string[], out: Out): Promise<number> {
             class: 'test',
             tag: 'kith-test',
             title: 'Kith: a test notification',
-            body: `from ${loadIdentity(home).config.name}, as asked`,
+            body: `from ${id.config.name}, as asked`,
             open: '#/',
           },
           { vapid: () => loadOrCreateVapid(home), webBase: undefined },
