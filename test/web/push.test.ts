@@ -3,7 +3,7 @@
 // Callbacks given to page.evaluate and worker.evaluate run in the browser.
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import type { CDPSession, Worker } from 'playwright-core'
+import type { BrowserContext, CDPSession, Page, Worker } from 'playwright-core'
 import { Kind } from '../../src/events/kinds.js'
 import { parsePushPayload } from '../../src/events/push.js'
 import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
@@ -22,11 +22,15 @@ interface Shown {
   actions: string[]
 }
 
-/** The notifications the service worker shows now. */
-function shown(worker: Worker, tag?: string): Promise<Shown[]> {
-  return worker.evaluate(async (t) => {
-    const sw = self as unknown as ServiceWorkerGlobalScope
-    const list = await sw.registration.getNotifications(t === undefined ? undefined : { tag: t })
+/**
+ * The notifications the app's service worker shows now, asked through the page's registration:
+ * Chromium may stop an idle worker and start a new one for the next push, so a handle on the
+ * worker seen earlier is not a way to ask.
+ */
+function shown(page: Page, tag?: string): Promise<Shown[]> {
+  return page.evaluate(async (t) => {
+    const registration = await navigator.serviceWorker.ready
+    const list = await registration.getNotifications(t === undefined ? undefined : { tag: t })
     return list.map((n) => ({
       title: n.title,
       tag: n.tag,
@@ -36,6 +40,17 @@ function shown(worker: Worker, tag?: string): Promise<Shown[]> {
       ),
     }))
   }, tag)
+}
+
+/** The running service worker, started by a message from the page if Chromium stopped it. */
+async function runningWorker(context: BrowserContext, page: Page): Promise<Worker> {
+  const live = context.serviceWorkers().at(-1)
+  if (live !== undefined) return live
+  const started = context.waitForEvent('serviceworker')
+  await page.evaluate(async () => {
+    ;(await navigator.serviceWorker.ready).active?.postMessage({ type: 'wake' })
+  })
+  return started
 }
 
 /** Delivers a push to the app's service worker through the DevTools protocol. */
@@ -133,7 +148,6 @@ describe(
       await nl.waitFor(/phone receives cards, errors, finished by Web Push/)
       await snap(page, 'notifications-settings')
 
-      const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent('serviceworker'))
       await expect.poll(() => registrations.get(`${web}/`)).toBeDefined()
       const registrationId = registrations.get(`${web}/`)!
 
@@ -145,7 +159,7 @@ describe(
       expect(parsePushPayload(text)).toMatchObject({ tag: card.id, card: { allow: 'allow' } })
       await deliver(cdp, web, registrationId, text)
       await expect
-        .poll(() => shown(worker, card.id), { timeout: 15_000 })
+        .poll(() => shown(page, card.id), { timeout: 15_000 })
         .toEqual([
           {
             title: 'claude asks: rm -rf build',
@@ -157,6 +171,7 @@ describe(
 
       // Allow, as the notification's action: the worker signs the decision with the device's
       // key and sends it to the hub; the app's page is not involved.
+      const worker = await runningWorker(context, page)
       await worker.evaluate(async (tag) => {
         const sw = self as unknown as ServiceWorkerGlobalScope
         const [n] = await sw.registration.getNotifications({ tag })
@@ -174,7 +189,7 @@ describe(
       expect(answer.content).toBe('permission: selected allow')
       const decision = (await threadedUnder(laptop, card.id, { kind: Kind.PermissionDecision }))[0]!
       expect(decision.from).toMatchObject({ name: 'phone', role: 'device' })
-      await expect.poll(() => shown(worker, card.id), { timeout: 15_000 }).toEqual([])
+      await expect.poll(() => shown(page, card.id), { timeout: 15_000 }).toEqual([])
 
       // A second card, answered on the laptop: the laptop withdraws it from the phone.
       const q2 = await ask(laptop, '@claude permission deploy')
@@ -184,13 +199,13 @@ describe(
       expect(parsePushPayload(notify2)).toMatchObject({ tag: card2.id })
       await deliver(cdp, web, registrationId, notify2)
       await expect
-        .poll(async () => (await shown(worker, card2.id)).length, { timeout: 15_000 })
+        .poll(async () => (await shown(page, card2.id)).length, { timeout: 15_000 })
         .toBe(1)
       expect((await runKith(['permit', card2.id, 'reject'], { home: laptop })).code).toBe(0)
       const withdraw = sub.open((await push.nth(2)).body)
       expect(parsePushPayload(withdraw)).toEqual({ type: 'withdraw', tag: card2.id })
       await deliver(cdp, web, registrationId, withdraw)
-      await expect.poll(() => shown(worker, card2.id), { timeout: 15_000 }).toEqual([])
+      await expect.poll(() => shown(page, card2.id), { timeout: 15_000 }).toEqual([])
       expect(problems).toEqual([])
     })
   },
