@@ -99,6 +99,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const log = opts.log ?? (() => undefined)
   const store = new EventStore(opts.dbPath, {
     synchronous: opts.synchronous ?? 'full',
+    syncApart: true,
     migrations: hubMigrations,
     usage: { exempt: quotaExemptKinds },
     check: true,
@@ -299,6 +300,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       })
       await new Promise<void>((resolve) => http.close(() => resolve()))
       if (ownVerifier) await verifier.close()
+      await store.drained()
       store.close()
     })())
 

@@ -14,6 +14,12 @@ export interface OpenOptions {
    */
   synchronous?: 'full' | 'normal'
   /**
+   * With `full`: sqlite commits without fsync (synchronous=NORMAL) and the owner makes each
+   * commit durable with a WalSync before acknowledging it, so the fsync does not hold the main
+   * thread (store/wal-sync.ts). The hub does; node.db keeps sqlite's own fsync.
+   */
+  syncApart?: boolean
+  /**
    * Run sqlite's quick_check before use and refuse a damaged file. A hub does: a damaged page
    * would otherwise fail every read while writes still succeed.
    */
@@ -67,7 +73,8 @@ export function openDatabase(
   }
   try {
     db.pragma('journal_mode = WAL')
-    db.pragma(`synchronous = ${opts.synchronous ?? 'full'}`)
+    const sync = opts.synchronous ?? 'full'
+    db.pragma(`synchronous = ${sync === 'full' && opts.syncApart === true ? 'normal' : sync}`)
     db.pragma('busy_timeout = 5000')
     if (opts.check === true) {
       const rows = db.pragma('quick_check(3)') as { quick_check: string }[]

@@ -4,6 +4,7 @@ import type { Filter } from '../events/filter.js'
 import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
 import { eventStoreMigrations, orderedIndexName } from './event-schema.js'
+import { WalSync } from './wal-sync.js'
 
 /** What happened to one event of a batch. */
 export type StoreOutcome = 'stored' | 'duplicate' | 'superseded'
@@ -81,6 +82,8 @@ export interface EventStoreOptions extends OpenOptions {
 /** The sqlite event store of a hub: batch inserts in one transaction, NIP-01 queries. */
 export class EventStore {
   readonly db: Db
+  /** Set with `syncApart`: commits become durable through it (see `afterCommit`). */
+  private readonly walSync: WalSync | undefined
   private readonly insertEvent: Statement<[string, string, number, number, string | null, string]>
   private readonly insertTag: Statement<[number | bigint, string, string, number]>
   private readonly findByRkey: Statement<[string], ExistingRow>
@@ -117,6 +120,13 @@ export class EventStore {
       typeof pathOrDb === 'string'
         ? openDatabase(pathOrDb, opts.migrations ?? eventStoreMigrations, opts)
         : pathOrDb
+    const apart =
+      typeof pathOrDb === 'string' &&
+      pathOrDb !== ':memory:' &&
+      pathOrDb !== '' &&
+      opts.syncApart === true &&
+      (opts.synchronous ?? 'full') === 'full'
+    this.walSync = apart ? new WalSync(`${pathOrDb}-wal`) : undefined
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
     )
@@ -188,7 +198,8 @@ export class EventStore {
 
   /**
    * Stores events in a single transaction (group commit). When this returns, the transaction
-   * has committed and, with synchronous=full, is on disk. `raws`, when given, holds each
+   * has committed and, with synchronous=full, is on disk, or with `syncApart` will be once
+   * `afterCommit` calls back. `raws`, when given, holds each
    * event's JSON.stringify (the hub has it already).
    */
   insertBatch(events: readonly NostrEvent[], raws?: readonly string[]): StoreOutcome[] {
@@ -504,7 +515,27 @@ export class EventStore {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n
   }
 
+  /**
+   * Calls `done` once what has committed is on disk: at once, unless the store syncs apart
+   * (then after an fsync of the WAL that began after this call; `done(err)` if it failed).
+   */
+  afterCommit(done: (err?: Error) => void): void {
+    if (this.walSync === undefined) done()
+    else this.walSync.afterCommit(done)
+  }
+
+  /** Resolves once no commit waits for its fsync; call before `close`. */
+  drained(): Promise<void> {
+    return this.walSync?.drained() ?? Promise.resolve()
+  }
+
+  /** fsyncs of the WAL made apart from sqlite (0 without `syncApart`). */
+  get walSyncs(): number {
+    return this.walSync?.syncs ?? 0
+  }
+
   close(): void {
+    this.walSync?.close()
     this.db.close()
   }
 }

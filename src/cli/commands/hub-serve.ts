@@ -79,7 +79,8 @@ export const hubServeCommand = declare({
     sync: {
       type: 'string',
       value: 'MODE',
-      description: 'full (default: OK after fsync) or normal (OK survives a crash, not power loss)',
+      description:
+        'full (default: OK after fsync, made off the main thread) or normal (OK survives a crash, not power loss)',
     },
     peer: {
       type: 'string',
