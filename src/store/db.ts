@@ -75,6 +75,10 @@ export function openDatabase(
     db.pragma('journal_mode = WAL')
     const sync = opts.synchronous ?? 'full'
     db.pragma(`synchronous = ${sync === 'full' && opts.syncApart === true ? 'normal' : sync}`)
+    // A hub writes all the time: checkpoint every ~16 MB of WAL rather than sqlite's ~4 MB. A
+    // page rewritten by many commits is copied to the database once per checkpoint, which cut
+    // the hub's main-thread write time by a fifth (docs/performance.md, issue 18).
+    if (opts.syncApart === true) db.pragma('wal_autocheckpoint = 4000')
     db.pragma('busy_timeout = 5000')
     if (opts.check === true) {
       const rows = db.pragma('quick_check(3)') as { quick_check: string }[]
