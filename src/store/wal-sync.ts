@@ -65,8 +65,12 @@ export class WalSync {
       this.current = []
       const error =
         err === null ? undefined : new KithError('io', `fsync ${this.walPath}: ${err.message}`)
-      for (const done of waiting) done(error)
-      this.start()
+      try {
+        for (const done of waiting) done(error)
+      } finally {
+        // A callback that throws must not leave later commits waiting for an fsync never begun.
+        this.start()
+      }
     })
   }
 
