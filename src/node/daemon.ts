@@ -744,7 +744,7 @@ export class KithNode {
     this.stopped = true
     clearInterval(this.presenceTimer)
     clearTimeout(this.presenceDue)
-    this.notifier?.stop()
+    const notifierStopped = this.notifier?.stop()
     await this.control?.close()
     // Said before the links close, so the fleet sees this device go at once (bounded: a hub
     // that does not answer must not hold the stop).
@@ -758,6 +758,7 @@ export class KithNode {
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])
     await this.pool?.close()
+    await notifierStopped
     this.store.close()
   }
 }

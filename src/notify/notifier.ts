@@ -17,7 +17,10 @@ export interface NotifierOptions extends SendContext {
   deviceSecret: Uint8Array
   devicePubkey: string
   log: (line: string) => void
-  /** A burst is gathered this long before a pass sends it. */
+  /**
+   * A burst is gathered until nothing new has come for this long (at most `maxGatherMs` from
+   * its first notice) before a pass sends it.
+   */
   coalesceMs?: number
   /** Tests send through this instead (never set in use). */
   send?: typeof sendTo
@@ -47,9 +50,15 @@ function backoff(attempts: number): number {
  * a target folded into one summary, failures retried with backoff and shown in `kith status`.
  * A card answered anywhere is withdrawn: not sent if still queued, closed on web devices if sent.
  */
+/** The longest a burst waits for company, however steadily it keeps coming. */
+const maxGatherMs = 1_000
+
 export class Notifier {
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity
+  /** The pass that sends the burst being gathered, and when its first notice came. */
+  private gather: NodeJS.Timeout | undefined
+  private burstFrom: number | undefined
   private running: Promise<void> | undefined
   private again = false
   private stopped = false
@@ -106,7 +115,27 @@ export class Notifier {
           notice.until * 1000,
         ) || added
     }
-    if (added) this.schedule(nowMs + this.coalesceMs)
+    if (added) this.gatherBurst(nowMs)
+  }
+
+  /**
+   * Events of one burst (five mentions sent at once) reach the node a few at a time, each after
+   * its own verification: the pass waits until they pause, so they fold into one summary.
+   */
+  private gatherBurst(nowMs: number): void {
+    if (this.stopped) return
+    this.burstFrom ??= nowMs
+    const at = Math.min(nowMs + this.coalesceMs, this.burstFrom + maxGatherMs)
+    clearTimeout(this.gather)
+    this.gather = setTimeout(
+      () => {
+        this.gather = undefined
+        this.burstFrom = undefined
+        void this.pass()
+      },
+      Math.max(0, at - Date.now()),
+    )
+    this.gather.unref()
   }
 
   /** A web device's target stays only while the device is a member of this node's person. */
@@ -201,6 +230,7 @@ export class Notifier {
 
   /** Runs a pass now, or right after the one running. */
   pass(): Promise<void> {
+    if (this.stopped) return Promise.resolve()
     if (this.running !== undefined) {
       this.again = true
       return this.running
@@ -209,7 +239,8 @@ export class Notifier {
       .catch((err: unknown) => this.opts.log(`notify: a pass failed: ${(err as Error).message}`))
       .finally(() => {
         this.running = undefined
-        if (this.again && !this.stopped) {
+        if (this.stopped) return
+        if (this.again) {
           this.again = false
           void this.pass()
           return
@@ -304,8 +335,14 @@ export class Notifier {
     )
   }
 
-  stop(): void {
+  /**
+   * Sends nothing more; resolves once a pass under way has recorded what it sent (bounded by the
+   * senders' request timeout), so node.db may close after it and nothing sent is sent again.
+   */
+  async stop(): Promise<void> {
     this.stopped = true
     clearTimeout(this.timer)
+    clearTimeout(this.gather)
+    await this.running
   }
 }

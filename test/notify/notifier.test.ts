@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it, onTestFinished, vi } from 'vitest'
 import { makeChatMessage } from '../../src/events/chat.js'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
 import { noticeTag } from '../../src/events/agent-binding.js'
@@ -175,8 +175,8 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
       webBase: 'http://127.0.0.1:7448',
       ...opts,
     })
-    onTestFinished(() => {
-      notifier.stop()
+    onTestFinished(async () => {
+      await notifier.stop()
       store.close()
     })
     return { store, notifier, lines, home }
@@ -228,6 +228,49 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     notifier.observe(m)
     await notifier.pass()
     expect(flaky.received).toHaveLength(3)
+  })
+
+  it('gathers a burst that keeps coming a few at a time until it pauses, at most a second', async () => {
+    const f = fleet()
+    const hook = await startEndpoint({ answer: () => 200 })
+    // A notifier whose start-up pass has run, then whose timers and clock the test moves (the
+    // HTTP stays real).
+    const fakeTimed = async (path: string) => {
+      const { store, notifier } = start(f, { coalesceMs: 100 })
+      target(store, 'hook', 'webhook', `${hook.url}${path}`, ['mentions'])
+      await new Promise((resolve) => setTimeout(resolve, 0))
+      await notifier.pass()
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] })
+      onTestFinished(() => {
+        vi.useRealTimers()
+      })
+      return (i: number) =>
+        notifier.observe(chat(f.bobDevice.sk, `ping ${i}`, now() + i, { mentions: [f.alice.pk] }))
+    }
+
+    // Six mentions 60 ms apart: 300 ms in all, never a 100 ms pause. Had a pass run before the
+    // pause, the first push would hold fewer than six.
+    let mention = await fakeTimed('/a')
+    for (let i = 0; i < 6; i++) {
+      mention(i)
+      vi.advanceTimersByTime(60)
+    }
+    vi.advanceTimersByTime(100)
+    vi.useRealTimers()
+    const summary = JSON.parse((await hook.nth(0)).body.toString()) as Record<string, unknown>
+    expect(summary).toMatchObject({ class: 'summary', title: '6 notifications' })
+
+    // One that never pauses is sent a second after it began: the 17 that came by then (one per
+    // 60 ms from 0 to 960 ms); the 18th waits for the next pass.
+    mention = await fakeTimed('/b')
+    for (let i = 0; i < 18; i++) {
+      mention(i)
+      vi.advanceTimersByTime(60)
+    }
+    vi.useRealTimers()
+    const first = JSON.parse((await hook.nth(1)).body.toString()) as Record<string, unknown>
+    expect(first).toMatchObject({ class: 'summary', title: '17 notifications' })
+    expect(hook.received[1]!.path).toBe('/b')
   })
 
   it('folds a burst into one summary, leaves a withdrawn card unsent, and honours each target’s threshold', async () => {
