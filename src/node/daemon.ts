@@ -456,12 +456,8 @@ export class KithNode {
       return true
     })
     if (fresh.length === 0) return
-    // A catch-up page's sealed events are decrypted in a worker while their signatures are
-    // checked here; `open` below uses what it decrypted (and decrypts the rest itself).
-    const ahead = this.e2e.openAhead(fresh)
     const verdicts = await Promise.all(fresh.map((e) => this.pool.verify(e)))
     await prior
-    const decrypted = await ahead
     if (this.stopped) return
     const valid = fresh.filter((_, i) => verdicts[i] === 'ok')
     // A hub that returned a definition holds it: events of that channel may go to it now.
@@ -506,7 +502,7 @@ export class KithNode {
     }
     if (admitted.length === 0) return
     // Sealed events are opened here (their keys first): node.db, chat and agents see them opened.
-    const accepted = this.e2e.open(admitted, decrypted)
+    const accepted = this.e2e.open(admitted)
     const outcomes = this.book.keep(accepted)
     this.republishAuthority(
       this.book.verifier.drainAccepted().flatMap((id) => {
@@ -761,7 +757,7 @@ export class KithNode {
     ])
     for (const link of this.links) link.stop()
     await Promise.all([this.bridge.stop(), this.embedded?.close()])
-    await Promise.all([this.pool?.close(), this.e2e.close()])
+    await this.pool?.close()
     this.store.close()
   }
 }

@@ -25,7 +25,6 @@ import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
-import { OpenAhead, type Decrypted } from './e2e-open-ahead.js'
 import { nip44DecryptNative } from './nip44-native.js'
 
 /** Sealed forms kept between signing and the outbox; more means they were signed and dropped. */
@@ -64,12 +63,7 @@ export class E2eKeys {
     return this.keys.get(id)
   }
 
-  /** A catch-up's decryption, in a worker while the main thread verifies (e2e-open-ahead.ts). */
-  private readonly ahead: OpenAhead
-
-  constructor(private readonly ctx: E2eContext) {
-    this.ahead = new OpenAhead({ log: ctx.log })
-  }
+  constructor(private readonly ctx: E2eContext) {}
 
   /** Whether the fleet seals its channels (kith fleet encrypt), as its settings here say. */
   encrypts(): boolean {
@@ -170,27 +164,12 @@ export class E2eKeys {
   }
 
   /**
-   * Starts decrypting a batch's sealed events (those whose keys are held now) in a worker, as
-   * intake receives it, before its signatures are checked; `open` takes the result. Undefined for
-   * a small batch (decrypted inline). Never rejects.
-   */
-  openAhead(events: readonly NostrEvent[]): Promise<Decrypted | undefined> {
-    return this.ahead.start(events, this.keyOf)
-  }
-
-  /** Ends the decryption worker, if one runs. */
-  close(): Promise<void> {
-    return this.ahead.close()
-  }
-
-  /**
    * Intake's hand-off: envelopes first (every one's recipient is noted; those to this device or
    * an agent hosted here are opened, their keys kept), then every sealed event opened where its
    * key is held. An event that cannot be opened stays sealed, as it came: `no-key` until its
-   * key arrives (`reopen`), any other refusal logged with its reason, never shown. `ahead` is
-   * what `openAhead` decrypted of this batch: the same results, less work here.
+   * key arrives (`reopen`), any other refusal logged with its reason, never shown.
    */
-  open(events: readonly NostrEvent[], ahead?: Decrypted): NostrEvent[] {
+  open(events: readonly NostrEvent[]): NostrEvent[] {
     const { store } = this.ctx
     for (const e of events) {
       if (e.kind === Kind.FleetSetting) this.setting = undefined
@@ -199,7 +178,7 @@ export class E2eKeys {
     return events.map((e) => {
       if (!isSealed(e)) return e
       try {
-        return openSealed(e, this.keyOf, ahead?.for(e) ?? nip44DecryptNative)
+        return openSealed(e, this.keyOf, nip44DecryptNative)
       } catch (err) {
         if (isKithError(err) && err.reason === 'no-key') {
           store.e2e.markSealed(e.id, sealedEpochId(e) ?? '')
