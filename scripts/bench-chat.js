@@ -1,4 +1,4 @@
-// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N --encrypt]
+// npm run bench:chat [-- --messages M --subscribers 1,10,100 --catchup N --encrypt --catchup-only]
 // 1. Send-to-delivery latency through a real `kith hub` with 1, 10 and 100 subscribed links
 //    (simulated: authenticated WebSocket subscribers in this process), and through a real
 //    `kith up` node (hub → link → verify → store → control socket).
@@ -6,9 +6,12 @@
 // With --encrypt every message is sealed (kith-e2e/1) under its channel's epoch key (the time to
 // seal counts in the latency), and each receiver opens it before it counts as delivered (the
 // real node does; for simulated links, see openMs).
+// --catchup-only skips part 1 (catch-up pairs run faster on a shared machine). KITH_NODE_NODE_ARGS
+// (e.g. "--max-semi-space-size=2 --cpu-prof") runs the `kith up` nodes under node with those flags
+// instead of the bin's shebang, for profiling.
 // Prints JSON.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -35,12 +38,14 @@ const { values } = parseArgs({
     subscribers: { type: 'string', default: '1,10,100' },
     catchup: { type: 'string', default: '100000' },
     encrypt: { type: 'boolean', default: false },
+    'catchup-only': { type: 'boolean', default: false },
   },
 })
 const M = Number(values.messages)
 const counts = values.subscribers.split(',').map(Number)
 const CATCHUP = Number(values.catchup)
 const ENCRYPT = values.encrypt
+const LATENCY = !values['catchup-only']
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:chat ${s}\n`)
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
@@ -129,10 +134,15 @@ async function startNode(name, hubUrl, until, prepare = async () => undefined) {
   await run(['hub', 'add', hubUrl], home)
   await prepare(home)
   const started = performance.now()
-  const child = spawn(kithBin, ['up', '--json'], {
-    env: { ...process.env, KITH_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const nodeArgs = process.env.KITH_NODE_NODE_ARGS?.split(' ').filter(Boolean)
+  const child = spawn(
+    nodeArgs ? process.execPath : kithBin,
+    [...(nodeArgs ? [...nodeArgs, kithBin] : []), 'up', '--json'],
+    {
+      env: { ...process.env, KITH_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   const lines = createInterface({ input: child.stdout })
   const line = await new Promise((resolve, reject) => {
     lines.on('line', (l) => until.test(l) && resolve(l))
@@ -153,6 +163,29 @@ function cpuSeconds(pid) {
     // Not Linux, or the process is gone: the report says null.
     return null
   }
+}
+
+/**
+ * CPU seconds of each thread of a process that used any (Linux), most first: the main thread,
+ * then the others by name (V8's GC helpers, libuv's pool and worker threads are all "node" in
+ * Node 20). Says where a process's CPU went without a profiler.
+ */
+function threadCpuSeconds(pid) {
+  const out = []
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const name =
+        tid === String(pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ')
+      const s = (Number(fields[11]) + Number(fields[12])) / 100
+      if (s > 0) out.push(`${name} ${s}`)
+    }
+  } catch {
+    // Not Linux, or the process is gone: the report says null.
+    return null
+  }
+  return out.sort((a, b) => Number(b.split(' ').at(-1)) - Number(a.split(' ').at(-1)))
 }
 
 function subscriber(url, onEvent) {
@@ -180,85 +213,87 @@ const report = {
 }
 
 // 1. Latency.
-const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', owner, '--rate', '0'], {
-  env: { KITH_HOME: join(dir, 'hubhome') },
-})
-const sentAt = new Map()
-for (const n of counts) {
-  progress(`latency with ${n} subscribed links`)
-  const samples = []
-  let expected = 0
-  let wake
-  const subs = []
-  for (let i = 0; i < n; i++) {
-    subs.push(
-      await subscriber(hub.url, (e) => {
-        const t = sentAt.get(e.id)
-        if (t === undefined) return
-        const arrived = performance.now() - t
-        samples.push(arrived + openMs(e))
-        if (--expected === 0) wake()
-      }),
-    )
+if (LATENCY) {
+  const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', owner, '--rate', '0'], {
+    env: { KITH_HOME: join(dir, 'hubhome') },
+  })
+  const sentAt = new Map()
+  for (const n of counts) {
+    progress(`latency with ${n} subscribed links`)
+    const samples = []
+    let expected = 0
+    let wake
+    const subs = []
+    for (let i = 0; i < n; i++) {
+      subs.push(
+        await subscriber(hub.url, (e) => {
+          const t = sentAt.get(e.id)
+          if (t === undefined) return
+          const arrived = performance.now() - t
+          samples.push(arrived + openMs(e))
+          if (--expected === 0) wake()
+        }),
+      )
+    }
+    const sender = await subscriber(hub.url, () => undefined)
+    for (let i = 0; i < M; i++) {
+      // With --encrypt the time to seal counts as part of the send.
+      const t0 = performance.now()
+      const e = made({
+        kind: 9,
+        created_at: Math.floor(Date.now() / 1000),
+        tags: [['h', 'bench']],
+        content: `latency ${n} ${i}`,
+      })
+      const done = new Promise((r) => (wake = r))
+      expected = n
+      sentAt.set(e.id, ENCRYPT ? t0 : performance.now())
+      sender.send(JSON.stringify(['EVENT', e]))
+      await done
+    }
+    report.latency[`links_${n}`] = stats(samples)
+    for (const s of [...subs, sender]) s.close()
   }
+
+  // Through a real node: send on a raw link, measure until the node's control socket reports it.
+  progress('latency through a real kith up node')
+  const real = await startNode('receiver', hub.url, /caught up with/)
+  const control = await ControlClient.connect(join(real.home, 'node.sock'))
+  const nodeSamples = []
+  const nodeSentAt = new Map()
+  let wakeNode
+  control.on('chat', (item) => {
+    const t = nodeSentAt.get(item.event.id)
+    if (t !== undefined) {
+      nodeSamples.push(performance.now() - t)
+      wakeNode()
+    }
+  })
+  await control.request('subscribe', {})
   const sender = await subscriber(hub.url, () => undefined)
+  // The node's device gets the epoch key first (it opens what follows as a member would).
+  if (ENCRYPT)
+    for (const env of envelopesFor(real.home, Math.floor(Date.now() / 1000)))
+      sender.send(JSON.stringify(['EVENT', env]))
   for (let i = 0; i < M; i++) {
-    // With --encrypt the time to seal counts as part of the send.
     const t0 = performance.now()
     const e = made({
       kind: 9,
       created_at: Math.floor(Date.now() / 1000),
       tags: [['h', 'bench']],
-      content: `latency ${n} ${i}`,
+      content: `node ${i}`,
     })
-    const done = new Promise((r) => (wake = r))
-    expected = n
-    sentAt.set(e.id, ENCRYPT ? t0 : performance.now())
+    const done = new Promise((r) => (wakeNode = r))
+    nodeSentAt.set(e.id, ENCRYPT ? t0 : performance.now())
     sender.send(JSON.stringify(['EVENT', e]))
     await done
   }
-  report.latency[`links_${n}`] = stats(samples)
-  for (const s of [...subs, sender]) s.close()
+  report.latency.real_node = stats(nodeSamples)
+  sender.close()
+  control.close()
+  real.child.kill('SIGTERM')
+  await hub.stop()
 }
-
-// Through a real node: send on a raw link, measure until the node's control socket reports it.
-progress('latency through a real kith up node')
-const real = await startNode('receiver', hub.url, /caught up with/)
-const control = await ControlClient.connect(join(real.home, 'node.sock'))
-const nodeSamples = []
-const nodeSentAt = new Map()
-let wakeNode
-control.on('chat', (item) => {
-  const t = nodeSentAt.get(item.event.id)
-  if (t !== undefined) {
-    nodeSamples.push(performance.now() - t)
-    wakeNode()
-  }
-})
-await control.request('subscribe', {})
-const sender = await subscriber(hub.url, () => undefined)
-// The node's device gets the epoch key first (it opens what follows as a member would).
-if (ENCRYPT)
-  for (const env of envelopesFor(real.home, Math.floor(Date.now() / 1000)))
-    sender.send(JSON.stringify(['EVENT', env]))
-for (let i = 0; i < M; i++) {
-  const t0 = performance.now()
-  const e = made({
-    kind: 9,
-    created_at: Math.floor(Date.now() / 1000),
-    tags: [['h', 'bench']],
-    content: `node ${i}`,
-  })
-  const done = new Promise((r) => (wakeNode = r))
-  nodeSentAt.set(e.id, ENCRYPT ? t0 : performance.now())
-  sender.send(JSON.stringify(['EVENT', e]))
-  await done
-}
-report.latency.real_node = stats(nodeSamples)
-sender.close()
-control.close()
-real.child.kill('SIGTERM')
-await hub.stop()
 
 // 2. Catch-up: the events are written straight into a hub's store (setup, not measured), then a
 // fresh node with no cursor starts and pulls them all.
@@ -302,6 +337,7 @@ const fresh = await startNode('fresh', hub2.url, /caught up with/, async (home) 
 })
 const seconds = (fresh.at - fresh.started) / 1000
 const nodeCpu = cpuSeconds(fresh.child.pid)
+const nodeThreads = threadCpuSeconds(fresh.child.pid)
 const hubCpu = cpuSeconds(hub2.child.pid)
 const counted = new NodeStore(fresh.home)
 const rows = counted.events.query([{ kinds: [9], limit: CATCHUP + 10 }], {
@@ -319,6 +355,7 @@ report.catch_up = {
   seconds_from_start: round(seconds),
   events_per_s: Math.round(CATCHUP / seconds),
   node_cpu_s: nodeCpu,
+  node_thread_cpu_s: nodeThreads,
   hub_cpu_s: hubCpu === null || hubCpuBefore === null ? null : round(hubCpu - hubCpuBefore),
   node_log: JSON.parse(fresh.line).message,
 }

@@ -25,6 +25,16 @@ describe('native NIP-44 v2 decryption agrees with nostr-tools', () => {
     }
   })
 
+  it('on random plaintexts under random keys, one after another (its buffers are reused)', () => {
+    const random = (n: number) => crypto.getRandomValues(new Uint8Array(n))
+    for (let i = 0; i < 300; i++) {
+      const k = random(32)
+      const text = 'x'.repeat(1 + ((i * 37) % 3000))
+      const payload = encrypt(text, k)
+      expect(both(payload, k)).toEqual([`ok:${text}`, `ok:${text}`])
+    }
+  })
+
   it('on refused payloads: changed MAC, ciphertext or nonce, another key, bad version, short, not base64', () => {
     const payload = encrypt('the deploy key is hunter2', key)
     const bytes = Buffer.from(payload, 'base64')
