@@ -100,6 +100,10 @@ const openMs = (e) => {
   }
   return ms
 }
+
+/** A kind-9 message in the bench channel, made now (sealed with --encrypt). */
+const benchMessage = (content) =>
+  made({ kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [['h', 'bench']], content })
 /** Envelopes of every epoch so far to the device of the node in `home`. */
 const envelopesFor = (home, createdAt) => {
   const device = loadIdentity(home).devicePubkey
@@ -239,12 +243,7 @@ if (LATENCY) {
     for (let i = 0; i < M; i++) {
       // With --encrypt the time to seal counts as part of the send.
       const t0 = performance.now()
-      const e = made({
-        kind: 9,
-        created_at: Math.floor(Date.now() / 1000),
-        tags: [['h', 'bench']],
-        content: `latency ${n} ${i}`,
-      })
+      const e = benchMessage(`latency ${n} ${i}`)
       const done = new Promise((r) => (wake = r))
       expected = n
       sentAt.set(e.id, ENCRYPT ? t0 : performance.now())
@@ -277,12 +276,7 @@ if (LATENCY) {
       sender.send(JSON.stringify(['EVENT', env]))
   for (let i = 0; i < M; i++) {
     const t0 = performance.now()
-    const e = made({
-      kind: 9,
-      created_at: Math.floor(Date.now() / 1000),
-      tags: [['h', 'bench']],
-      content: `node ${i}`,
-    })
+    const e = benchMessage(`node ${i}`)
     const done = new Promise((r) => (wakeNode = r))
     nodeSentAt.set(e.id, ENCRYPT ? t0 : performance.now())
     sender.send(JSON.stringify(['EVENT', e]))
