@@ -43,16 +43,16 @@ function backoff(attempts: number): number {
   return Math.round(base * (0.75 + Math.random() * 0.5))
 }
 
-/**
- * The node's notifications (kith-notify/1): it reads what the node admits, queues in node.db
- * one row per (event, target) — so a notification goes once per event per device, restarts
- * included — and sends in passes: a burst gathered for `coalesceMs`, more than three at once to
- * a target folded into one summary, failures retried with backoff and shown in `kith status`.
- * A card answered anywhere is withdrawn: not sent if still queued, closed on web devices if sent.
- */
 /** The longest a burst waits for company, however steadily it keeps coming. */
 const maxGatherMs = 1_000
 
+/**
+ * The node's notifications (kith-notify/1): it reads what the node admits, queues in node.db
+ * one row per (event, target) — so a notification goes once per event per device, restarts
+ * included — and sends in passes: a burst gathered until it pauses, more than three at once to
+ * a target folded into one summary, failures retried with backoff and shown in `kith status`.
+ * A card answered anywhere is withdrawn: not sent if still queued, closed on web devices if sent.
+ */
 export class Notifier {
   private timer: NodeJS.Timeout | undefined
   private timerAt = Infinity

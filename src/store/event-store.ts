@@ -116,16 +116,20 @@ export class EventStore {
    * (node.db adds its own tables after them).
    */
   constructor(pathOrDb: string | Db, opts: EventStoreOptions = {}) {
-    this.db =
-      typeof pathOrDb === 'string'
-        ? openDatabase(pathOrDb, opts.migrations ?? eventStoreMigrations, opts)
-        : pathOrDb
+    // Syncing apart needs a file and a promise of durability; then sqlite is told not to fsync.
     const apart =
       typeof pathOrDb === 'string' &&
       pathOrDb !== ':memory:' &&
       pathOrDb !== '' &&
       opts.syncApart === true &&
       (opts.synchronous ?? 'full') === 'full'
+    this.db =
+      typeof pathOrDb === 'string'
+        ? openDatabase(pathOrDb, opts.migrations ?? eventStoreMigrations, {
+            ...opts,
+            syncApart: apart,
+          })
+        : pathOrDb
     this.walSync = apart ? new WalSync(`${pathOrDb}-wal`) : undefined
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',

@@ -21,9 +21,7 @@ type Synced = (err?: Error) => void
 export class WalSync {
   private fd: number | undefined
   private running = false
-  /** Waiting for the fsync that runs now. */
-  private current: Synced[] = []
-  /** Committed while an fsync ran: they need one that starts after it. */
+  /** Committed since the running fsync began (or none runs): they need one that starts later. */
   private next: Synced[] = []
   private idle: (() => void)[] = []
   /** fsyncs run so far (several commits share one under load). */
@@ -57,12 +55,10 @@ export class WalSync {
       return
     }
     this.running = true
-    this.current = this.next
+    const waiting = this.next
     this.next = []
     this.syncs++
     fsync(fd, (err) => {
-      const waiting = this.current
-      this.current = []
       const error =
         err === null ? undefined : new KithError('io', `fsync ${this.walPath}: ${err.message}`)
       try {

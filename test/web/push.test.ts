@@ -180,6 +180,8 @@ describe(
 
       await expect.poll(() => registrations.get(`${web}/`)).toBeDefined()
       const registrationId = registrations.get(`${web}/`)!
+      const pushToWorker = (data: string, arrived: () => Promise<boolean>) =>
+        deliver(cdp, web, registrationId, data, arrived, diagnose)
 
       // A card: the laptop pushes it (RFC 8291, opened here with the subscription's keys); the
       // service worker gets exactly those bytes' plaintext and shows it with two actions.
@@ -187,14 +189,7 @@ describe(
       const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
       const text = sub.open((await push.nth(0)).body)
       expect(parsePushPayload(text)).toMatchObject({ tag: card.id, card: { allow: 'allow' } })
-      await deliver(
-        cdp,
-        web,
-        registrationId,
-        text,
-        async () => (await shown(page, card.id)).length > 0,
-        diagnose,
-      )
+      await pushToWorker(text, async () => (await shown(page, card.id)).length > 0)
       await expect
         .poll(() => shown(page, card.id), { timeout: 15_000 })
         .toEqual([
@@ -234,28 +229,14 @@ describe(
       // (No withdrawal went to the phone for the first card: it answered it itself.)
       const notify2 = sub.open((await push.nth(1)).body)
       expect(parsePushPayload(notify2)).toMatchObject({ tag: card2.id })
-      await deliver(
-        cdp,
-        web,
-        registrationId,
-        notify2,
-        async () => (await shown(page, card2.id)).length > 0,
-        diagnose,
-      )
+      await pushToWorker(notify2, async () => (await shown(page, card2.id)).length > 0)
       await expect
         .poll(async () => (await shown(page, card2.id)).length, { timeout: 15_000 })
         .toBe(1)
       expect((await runKith(['permit', card2.id, 'reject'], { home: laptop })).code).toBe(0)
       const withdraw = sub.open((await push.nth(2)).body)
       expect(parsePushPayload(withdraw)).toEqual({ type: 'withdraw', tag: card2.id })
-      await deliver(
-        cdp,
-        web,
-        registrationId,
-        withdraw,
-        async () => (await shown(page, card2.id)).length === 0,
-        diagnose,
-      )
+      await pushToWorker(withdraw, async () => (await shown(page, card2.id)).length === 0)
       await expect.poll(() => shown(page, card2.id), { timeout: 15_000 }).toEqual([])
       expect(problems).toEqual([])
     })
