@@ -5,7 +5,7 @@
 // and its `kith up` links to the hub; the laptop prompts the agent, gets its reply, approves a
 // permission the agent asks for; then a look at kith status, and a clean shutdown.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -160,6 +160,15 @@ async function main() {
   laptopUp.child.kill('SIGTERM')
   await Promise.allSettled([devboxUp.done, laptopUp.done])
   say('    both nodes stopped cleanly.')
+
+  step("what the laptop's hub stored: the fleet is sealed from its first message (kith-e2e/1)")
+  const hubFiles = ['hub.db', 'hub.db-wal'].map((f) => `${homes.laptop}/${f}`).filter(existsSync)
+  const bytes = Buffer.concat(hubFiles.map((f) => readFileSync(f)))
+  for (const text of ['rm -rf build', 'permission: selected allow']) {
+    const found = bytes.includes(text)
+    say(`    "${text}" in the hub's files: ${found ? 'FOUND' : 'not there (ciphertext only)'}`)
+    if (found) throw new Error(`the hub stored "${text}" in the clear`)
+  }
   say('\nTry it by hand: see "Everyday commands" and "Pairing two real machines" in README.md.')
 }
 

@@ -82,6 +82,44 @@ describe('kith CLI', () => {
     expect(other.stderr).toMatch(/different owner key; it is never overwritten/)
   })
 
+  it('init founds a sealed fleet unless --plain; an imported owner key leaves the setting to the hubs', async () => {
+    const sealedHome = join(tempDir(), 'h')
+    const founded = await runKith(['init', '--name', 'laptop', '--json'], { home: sealedHome })
+    expect(founded.code, founded.stderr).toBe(0)
+    const f = JSON.parse(founded.stdout) as { encrypt: boolean | null; encryptSetting: string }
+    expect(f.encrypt).toBe(true)
+    expect(f.encryptSetting).toMatch(/^[0-9a-f]{64}$/)
+    const shown = await runKith(['fleet', 'encrypt', '--json'], { home: sealedHome })
+    expect(JSON.parse(shown.stdout)).toEqual({ encrypt: true })
+    // A second init founds nothing, so --plain has nothing to apply to.
+    const late = await runKith(['init', '--plain'], { home: sealedHome })
+    expect(late.code).toBe(2)
+    expect(late.stderr).toMatch(/--plain applies only when kith init founds a fleet/)
+
+    const plainHome = join(tempDir(), 'h')
+    const plain = await runKith(['init', '--plain'], { home: plainHome })
+    expect(plain.code, plain.stderr).toBe(0)
+    expect(plain.stdout).toMatch(/encrypt +off \(--plain\)/)
+    const off = await runKith(['fleet', 'encrypt', '--json'], { home: plainHome })
+    expect(JSON.parse(off.stdout)).toEqual({ encrypt: false })
+
+    const importedHome = join(tempDir(), 'h')
+    const sk = bytesToHex(generateSecretKey())
+    const both = await runKith(['init', '--owner-key-stdin', '--plain'], {
+      home: importedHome,
+      input: sk,
+    })
+    expect(both.code).toBe(2)
+    expect(existsSync(importedHome)).toBe(false)
+    const imported = await runKith(['init', '--owner-key-stdin', '--json'], {
+      home: importedHome,
+      input: sk,
+    })
+    expect((JSON.parse(imported.stdout) as { encrypt: unknown }).encrypt).toBeNull()
+    const unset = await runKith(['fleet', 'encrypt', '--json'], { home: importedHome })
+    expect(JSON.parse(unset.stdout)).toEqual({ encrypt: false })
+  })
+
   it('refuses a bad owner secret without creating anything', async () => {
     const home = join(tempDir(), 'h')
     const r = await runKith(['init', '--owner-key-stdin'], { home, input: 'nsec1garbage' })

@@ -1,9 +1,13 @@
 /// <reference lib="dom" />
 /// <reference lib="webworker" />
 // Callbacks given to page.evaluate and worker.evaluate run in the browser.
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import type { BrowserContext, CDPSession, Page, Worker } from 'playwright-core'
+import { isSealed } from '../../src/events/e2e-seal.js'
+import type { NostrEvent } from '../../src/events/event.js'
 import { Kind } from '../../src/events/kinds.js'
 import { parsePushPayload } from '../../src/events/push.js'
 import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
@@ -83,8 +87,11 @@ describe(
   'Web Push in the browser device (real node, push-service stand-in, Chromium service worker)',
   { timeout: 240_000 },
   () => {
-    it('subscribes through a node of its person, shows a card with Allow / Reject, and its Allow runs the tool call; an answer elsewhere withdraws it', async () => {
-      const { laptop, devbox } = await laptopAndDevbox(tempDir())
+    it('subscribes through a node of its person, shows a card with Allow / Reject, and its Allow (sealed, in a sealed fleet) runs the tool call; an answer elsewhere withdraws it', async () => {
+      const dir = tempDir()
+      const { laptop, devbox } = await laptopAndDevbox(dir)
+      // Sealed, as a new fleet is (kith-e2e/1): the worker must seal its decision itself.
+      expect((await runKith(['fleet', 'encrypt', 'on'], { home: laptop })).code).toBe(0)
       expect(
         (
           await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
@@ -100,6 +107,14 @@ describe(
       })
       await nd.waitFor(/linked to/)
       await nl.waitFor(/linked to/)
+      await expect
+        .poll(
+          async () => (await runKith(['fleet', 'encrypt', '--json'], { home: devbox })).stdout,
+          {
+            timeout: 20_000,
+          },
+        )
+        .toMatch(/"encrypt": true/)
       const web = (JSON.parse(await nl.waitFor(/"event":"ready"/)) as { web: string }).web
 
       const browser = await launchChromium()
@@ -188,7 +203,10 @@ describe(
       const q = await ask(laptop, '@claude permission rm -rf build')
       const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
       const text = sub.open((await push.nth(0)).body)
-      expect(parsePushPayload(text)).toMatchObject({ tag: card.id, card: { allow: 'allow' } })
+      expect(parsePushPayload(text)).toMatchObject({
+        tag: card.id,
+        card: { allow: 'allow', sealed: true },
+      })
       await pushToWorker(text, async () => (await shown(page, card.id)).length > 0)
       await expect
         .poll(() => shown(page, card.id), { timeout: 15_000 })
@@ -201,8 +219,8 @@ describe(
           },
         ])
 
-      // Allow, as the notification's action: the worker signs the decision with the device's
-      // key and sends it to the hub; the app's page is not involved.
+      // Allow, as the notification's action: the worker seals the decision with the channel's
+      // key, signs it with the device's key and sends it to the hub; the page is not involved.
       const worker = await runningWorker(context, page)
       await worker.evaluate(async (tag) => {
         const sw = self as unknown as ServiceWorkerGlobalScope
@@ -221,6 +239,13 @@ describe(
       expect(answer.content).toBe('permission: selected allow')
       const decision = (await threadedUnder(laptop, card.id, { kind: Kind.PermissionDecision }))[0]!
       expect(decision.from).toMatchObject({ name: 'phone', role: 'device' })
+      // What the hub holds of it is ciphertext.
+      const hubDb = new Database(join(dir, 'hub.db'), { readonly: true })
+      const stored = hubDb.prepare('SELECT raw FROM events WHERE id = ?').get(decision.event.id) as
+        { raw: string } | undefined
+      hubDb.close()
+      expect(stored).toBeDefined()
+      expect(isSealed(JSON.parse(stored!.raw) as NostrEvent)).toBe(true)
       await expect.poll(() => shown(page, card.id), { timeout: 15_000 }).toEqual([])
 
       // A second card, answered on the laptop: the laptop withdraws it from the phone.

@@ -1,3 +1,4 @@
+import { KithError } from '../../errors.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { initIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
@@ -5,18 +6,39 @@ import { readSecretFromStdin, type Out } from '../io.js'
 import { npub, parseSecretText } from '../key-text.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { describeReports, ensureOwnDeviceGrant, syncHubs } from '../../node/fleet.js'
-import { openLocalFleet } from '../local-node.js'
+import { openLocalFleet, withStore } from '../local-node.js'
+import { makeFleetSetting } from '../../events/e2e-setting.js'
+import { signEvent } from '../../events/event.js'
 
-/** With the owner key here, the device gets its grant at init and it goes to the hubs at once. */
-async function issueOwnDeviceGrant() {
+/**
+ * A fleet founded here is sealed from its first message (kith-e2e/1, "Turning it on"): the
+ * founder signs "encrypt on" before anything else is sent. Only for an owner key made here: an
+ * imported one may already lead a fleet whose setting lives on its hubs, and this must not
+ * overrule it.
+ */
+function sealNewFleet(home: string, fleet: string, owner: Uint8Array, now: number): string {
+  const setting = signEvent(makeFleetSetting(fleet, true, now), owner)
+  withStore(home, (store) => store.enqueue(setting, now))
+  return setting.id
+}
+
+/**
+ * With the owner key here: the device's grant and, when this run founded the fleet, its sealing
+ * setting, both kept in the outbox; the grant goes to the hubs at once (the setting with it).
+ */
+async function issueOwnerEvents(seal: boolean) {
   const id = loadIdentity(resolveKithHome())
   if (id.config.fleet === undefined) return undefined
+  const now = Math.floor(Date.now() / 1000)
+  const sealed =
+    seal && id.ownerSecret !== undefined
+      ? sealNewFleet(id.home, id.config.fleet, id.ownerSecret, now)
+      : undefined
   const node = openLocalFleet(id)
   try {
-    const now = Math.floor(Date.now() / 1000)
     const event = ensureOwnDeviceGrant(node, now)
-    if (event === undefined) return undefined
-    return { event, reports: await syncHubs(node, now) }
+    if (event === undefined) return sealed === undefined ? undefined : { sealed, reports: [] }
+    return { event, sealed, reports: await syncHubs(node, now) }
   } finally {
     node.book.close()
   }
@@ -25,7 +47,7 @@ async function issueOwnDeviceGrant() {
 export const initCommand = declare({
   name: 'init',
   summary: "create this machine's device key (and, on your first machine, your owner key)",
-  usage: ['kith init [--name NAME] [--owner-key-stdin] [--json]'],
+  usage: ['kith init [--name NAME] [--owner-key-stdin] [--plain] [--json]'],
   arity: { min: 0, max: 0, error: 'kith init takes no arguments' },
   options: {
     name: {
@@ -38,11 +60,19 @@ export const initCommand = declare({
       description:
         'use an existing Nostr identity as owner: read its nsec or 64-hex secret from stdin (not echoed on a terminal) instead of creating one',
     },
+    plain: {
+      type: 'boolean',
+      description:
+        'found a fleet whose hubs can read its messages (no end-to-end encryption until kith fleet encrypt on)',
+    },
     json: { type: 'boolean', description: 'print the result as JSON' },
   },
   about: `Creates this machine's identity in KITH_HOME (default ~/.kith):
   - a device key, made here and never exported;
   - on a person's first machine, an owner key (the person's identity).
+A fleet founded here is end-to-end encrypted from its first message: hubs and relays carry
+only ciphertext (kith-e2e/1). --plain founds it unencrypted; with --owner-key-stdin the fleet
+may already exist, so its setting is left as its hubs have it (kith fleet encrypt on).
 Running it again never overwrites a key: it says what already exists.`,
 })
 
@@ -51,6 +81,11 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { values } = parsed
   const home = resolveKithHome()
+  if (values.plain && values['owner-key-stdin'])
+    throw new KithError(
+      'usage',
+      '--plain founds a new fleet; with --owner-key-stdin the fleet may exist already (use kith fleet encrypt off)',
+    )
   const ownerSecret = values['owner-key-stdin']
     ? parseSecretText(await readSecretFromStdin('owner secret (nsec or hex, not shown): '))
     : undefined
@@ -60,7 +95,13 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
     ...(ownerSecret === undefined ? {} : { ownerSecret }),
   })
   ownerSecret?.fill(0)
-  const grant = await issueOwnDeviceGrant()
+  const founded = result.created.owner && ownerSecret === undefined
+  if (values.plain && !founded)
+    throw new KithError(
+      'usage',
+      '--plain applies only when kith init founds a fleet, and this machine is already initialised (use kith fleet encrypt off)',
+    )
+  const grant = await issueOwnerEvents(founded && !values.plain)
   const ownerNpub = result.ownerPubkey === undefined ? undefined : npub(result.ownerPubkey)
   if (values.json) {
     out.json({
@@ -71,7 +112,10 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
       device: npub(result.devicePubkey),
       fleet: result.fleet === undefined ? null : npub(result.fleet),
       created: result.created,
-      deviceGrant: grant?.event.id ?? null,
+      deviceGrant: grant?.event?.id ?? null,
+      // Set only when this run founded the fleet; otherwise the fleet's hubs hold the setting.
+      encrypt: founded ? grant?.sealed !== undefined : null,
+      encryptSetting: grant?.sealed ?? null,
       hubs: grant?.reports ?? [],
     })
     return 0
@@ -86,10 +130,15 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
     out.line('owner      none yet: join a fleet with kith join CODE')
   }
   out.line(`device     ${npub(result.devicePubkey)}  (${state(result.created.device)})`)
-  if (grant !== undefined) {
+  if (grant?.event !== undefined) {
     out.line(`grant      device granted by the owner (${grant.event.id.slice(0, 12)}…)`)
     for (const l of describeReports(grant.reports)) out.line(`           ${l}`)
   }
+  if (grant?.sealed !== undefined)
+    out.line(
+      'encrypt    on: hubs and relays carry only ciphertext (kith fleet encrypt off to stop)',
+    )
+  else if (founded) out.line('encrypt    off (--plain): turn it on with kith fleet encrypt on')
   if (!result.created.owner && !result.created.device && grant === undefined) {
     out.line('Nothing to do: this machine is already initialised.')
   }

@@ -5,15 +5,17 @@ import {
   RelayClient,
   signAuthEvent,
   signEvent,
-  type NostrEvent,
+  type EventTemplate,
   type PushPayload,
 } from '../../browser-core.js'
-import { loadDevice } from '../app/lib/device.js'
+import { loadDevice, type Device } from '../app/lib/device.js'
+import { keysForChannel } from './seal.js'
 
 /**
  * Web Push in the service worker (kith-notify/1): a push shows a notification (a card with
  * Allow and Reject), a withdrawal closes one, and an action on a card signs the 4143 decision
- * with this device's key and sends it to the fleet's hubs without opening the app.
+ * with this device's key (sealed, in a fleet that seals) and sends it to the fleet's hubs
+ * without opening the app.
  */
 const sw = self as unknown as ServiceWorkerGlobalScope
 
@@ -29,12 +31,10 @@ export async function onPush(text: string): Promise<void> {
   }
   const card = payload.card
   const actions: { action: string; title: string }[] = []
-  // In a fleet that seals (kith-e2e/1) a decision must be sealed, which needs the app's keys.
-  const actionable = card !== undefined && card.sealed !== true
-  if (actionable && card.allow !== undefined) actions.push({ action: 'allow', title: 'Allow' })
-  if (actionable && card.reject !== undefined) actions.push({ action: 'reject', title: 'Reject' })
+  if (card?.allow !== undefined) actions.push({ action: 'allow', title: 'Allow' })
+  if (card?.reject !== undefined) actions.push({ action: 'reject', title: 'Reject' })
   await sw.registration.showNotification(payload.title, {
-    body: card?.sealed === true ? `${payload.body} · open Kith to answer` : payload.body,
+    body: payload.body,
     tag: payload.tag,
     data: payload,
     icon: '/icons/icon-192.png',
@@ -43,13 +43,18 @@ export async function onPush(text: string): Promise<void> {
   })
 }
 
-/** Sends a signed event to each hub of the device until one takes it. */
+/**
+ * Signs `template` (sealed when the fleet seals, or the card says it does) and sends it, with
+ * any key envelopes the seal needs first, to each hub of the device until one takes it.
+ */
 async function publishAnywhere(
-  event: NostrEvent,
-  hubs: string[],
-  secret: Uint8Array,
-  chain: NostrEvent[],
+  template: EventTemplate,
+  device: Device,
+  channel: string,
+  cardSealed: boolean,
 ): Promise<string> {
+  const { hubs, chain, grant } = device.record
+  const secret = device.secret
   const errors: string[] = []
   for (const url of hubs) {
     let client: RelayClient | undefined
@@ -57,9 +62,19 @@ async function publishAnywhere(
       client = await RelayClient.connect(new WebSocket(url), { url, timeoutMs: requestTimeoutMs })
       const challenge = await client.challenge(3_000)
       if (challenge === undefined) throw new Error('no AUTH challenge')
-      for (const e of chain) await client.publish(e)
+      for (const e of [...chain, grant]) await client.publish(e)
       const auth = await client.auth(signAuthEvent(url, challenge, secret))
       if (!auth.ok) throw new Error(`AUTH refused: ${auth.message}`)
+      const keys = await keysForChannel(device, client, channel)
+      const { before, event } =
+        cardSealed || keys.seals(template)
+          ? keys.seal(template)
+          : { before: [], event: signEvent(template, secret) }
+      for (const e of before) {
+        const took = await client.publish(e)
+        if (!took.ok && !took.message.startsWith('duplicate:'))
+          throw new Error(`key envelope refused: ${took.message}`)
+      }
       const ok = await client.publish(event)
       if (ok.ok || ok.message.startsWith('duplicate:')) return url
       errors.push(`${url}: ${ok.message}`)
@@ -79,22 +94,17 @@ async function decide(payload: NotifyPayload, action: 'allow' | 'reject'): Promi
   if (card === undefined || optionId === undefined) return
   const device = await loadDevice()
   if (device === undefined) throw new Error('this browser is not paired any more')
-  const decision = signEvent(
-    makePermissionDecision(
-      {
-        request: { id: card.id, channel: card.channel, agent: card.agent },
-        fleet: card.fleet,
-        optionId,
-      },
-      Math.floor(Date.now() / 1000),
-    ),
-    device.secret,
+  const decision = makePermissionDecision(
+    {
+      request: { id: card.id, channel: card.channel, agent: card.agent },
+      fleet: card.fleet,
+      optionId,
+    },
+    Math.floor(Date.now() / 1000),
   )
   try {
-    await publishAnywhere(decision, device.record.hubs, device.secret, [
-      ...device.record.chain,
-      device.record.grant,
-    ])
+    // Whether the fleet seals is the hub's to tell (its setting events), unless the card says so.
+    await publishAnywhere(decision, device, card.channel, card.sealed === true)
   } catch (err) {
     // Nothing was decided: say so where the person looks, and keep the way to the card open.
     await sw.registration.showNotification(`Not sent: ${payload.title}`, {
@@ -124,11 +134,7 @@ export async function onNotificationClick(
   const payload = notification.data as NotifyPayload | undefined
   notification.close()
   if (payload === undefined) return
-  if (
-    (action === 'allow' || action === 'reject') &&
-    payload.card !== undefined &&
-    payload.card.sealed !== true
-  ) {
+  if ((action === 'allow' || action === 'reject') && payload.card !== undefined) {
     await decide(payload, action)
     return
   }

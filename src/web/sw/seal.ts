@@ -1,0 +1,64 @@
+/// <reference lib="webworker" />
+import {
+  FleetState,
+  Kind,
+  pageBackwards,
+  verifyEventSignature,
+  type NostrEvent,
+  type RelayClient,
+} from '../../browser-core.js'
+import type { Device } from '../app/lib/device.js'
+import { WebKeys } from '../app/lib/e2e.js'
+import { idbAll } from '../app/lib/idb.js'
+
+/** What decides who may hold which channel key, and whether the fleet seals. */
+const authorityKinds: number[] = [
+  Kind.Grant,
+  Kind.Revocation,
+  Kind.ChannelDefinition,
+  Kind.FleetSetting,
+]
+
+/**
+ * The keys a service worker seals with (kith-e2e/1), built as the app builds its own: the
+ * events the app verified and kept in IndexedDB (admitted without verifying again), then what a
+ * hub holds now for the fleet's authority and `channel`'s envelopes (verified here). The app may
+ * not have run since the last rotation; the hub's envelopes are what make the seal current, so a
+ * removed member's key is not used for a decision made on a notification.
+ */
+export async function keysForChannel(
+  device: Device,
+  client: RelayClient,
+  channel: string,
+): Promise<WebKeys> {
+  const r = device.record
+  const state = new FleetState({ founder: r.fleet, verifySignature: verifyEventSignature })
+  const keys = new WebKeys(r.pubkey, device.secret, r.fleet, state)
+  const now = Math.floor(Date.now() / 1000)
+  const take = (events: readonly NostrEvent[]) => {
+    for (const { event, admission } of state.admitBatch(events, now, { keepPending: true }))
+      if (admission.ok) keys.take(event)
+  }
+  const stored = await idbAll<NostrEvent>('events')
+  take([
+    ...r.chain,
+    r.grant,
+    ...(r.revocations ?? []),
+    ...stored.filter((e) => authorityKinds.includes(e.kind) || e.kind === Kind.KeyEnvelope),
+  ])
+  const fresh: NostrEvent[] = []
+  const deliver = (events: NostrEvent[]) => {
+    fresh.push(...events.filter(verifyEventSignature))
+    return Promise.resolve()
+  }
+  const log = (line: string) => console.warn(`kith: ${line}`)
+  await pageBackwards(client, { kinds: authorityKinds }, now, { deliver, log })
+  await pageBackwards(client, { kinds: [Kind.KeyEnvelope], '#h': [channel] }, now, {
+    deliver,
+    log,
+  })
+  // Authority first, so each envelope's signer is judged with the grants of its time.
+  take(fresh.filter((e) => e.kind !== Kind.KeyEnvelope))
+  take(fresh.filter((e) => e.kind === Kind.KeyEnvelope))
+  return keys
+}
