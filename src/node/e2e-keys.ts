@@ -194,7 +194,8 @@ export class E2eKeys {
     const { store, id } = this.ctx
     try {
       const head = parseEnvelopeHead(e)
-      store.e2e.addHolders(head.epochId, head.channel, head.number, [head.recipient])
+      // The signer holds the key it sent: its removal must rotate, even if no envelope went to it.
+      store.e2e.addHolders(head.epochId, head.channel, head.number, [head.recipient, e.pubkey])
       const secret =
         head.recipient === id.devicePubkey ? id.deviceSecret : this.ctx.agentSecret(head.recipient)
       if (secret === undefined) return

@@ -1,6 +1,8 @@
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { describe, expect, it, onTestFinished } from 'vitest'
+import { makeEnvelope } from '../../src/events/e2e-envelope.js'
+import { newEpoch } from '../../src/events/e2e-epoch.js'
 import { openSealed, sealedEpochId } from '../../src/events/e2e-seal.js'
 import { makeFleetSetting } from '../../src/events/e2e-setting.js'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
@@ -97,6 +99,62 @@ describe('kith-e2e/1 rotation between nodes (events relayed by hand, real node.d
     const later = everything.filter((e) => e.kind === 9 && sealedEpochId(e) !== epochOf(a, 'm0'))
     expect(later.length).toBe(5)
     for (const e of later) expect(() => openSealed(e, dKeys)).toThrow(/no-key/)
+  })
+})
+
+describe('kith-e2e/1: a member who hides that it holds an epoch', () => {
+  it('makes an epoch and sends it to everyone but itself; once it is revoked, the next sender still rotates', async () => {
+    const ownerSk = generateSecretKey()
+    const fleet = publicKeyOf(ownerSk)
+    const nodes: KithNode[] = []
+    for (const name of ['a', 'b', 'mallory']) {
+      const home = join(tempDir(), name)
+      initIdentity({ home, name, ownerSecret: ownerSk })
+      const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
+      onTestFinished(() => node.stop())
+      nodes.push(node)
+    }
+    const [a, b, mallory] = nodes as [KithNode, KithNode, KithNode]
+    const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
+    for (const n of nodes) {
+      await n.intake([setting])
+      for (const m of nodes) if (m !== n) await relay(m, n)
+    }
+    await a.sendChat({ channel: 'ops', text: 'm0', waitMs: 0 })
+    await relay(a, b, mallory)
+    // Mallory, still a member, makes a later epoch of #ops and envelopes it to a and b only:
+    // no envelope names her, so an epoch's recipients alone would not show she holds it.
+    const hidden = newEpoch('ops', 5, (n) => crypto.getRandomValues(new Uint8Array(n)))
+    const sk = mallory.id.deviceSecret
+    const planted = [a, b].map((n) =>
+      signEvent(makeEnvelope(hidden, n.id.devicePubkey, sk, fleet, now()), sk),
+    )
+    await a.intake(planted)
+    await b.intake(planted)
+    await b.sendChat({ channel: 'ops', text: 'while a member', waitMs: 0 })
+    const epochOfSent = (n: KithNode, text: string) =>
+      sealedEpochId(
+        sent(n).find(
+          (e) => e.id === n.history({ limit: 100 }).find((i) => i.event.content === text)!.event.id,
+        )!,
+      )
+    // While she is a member, her epoch is the current one: that is allowed.
+    expect(epochOfSent(b, 'while a member')).toBe(hidden.id)
+
+    const revocation = signEvent(
+      makeRevocation({ fleet, keys: [mallory.id.devicePubkey] }, now()),
+      ownerSk,
+    )
+    await a.intake([revocation])
+    await a.sendChat({ channel: 'ops', text: 'after her removal', waitMs: 0 })
+    const after = epochOfSent(a, 'after her removal')
+    expect(after).not.toBe(hidden.id)
+    const message = sent(a).find((e) => sealedEpochId(e) === after && e.kind === 9)!
+    // Everything she holds, her own epoch included, opens nothing sent after.
+    const hers = (id: string) => (id === hidden.id ? hidden : mallory.store.e2e.epoch(id))
+    expect(() => openSealed(message, hers)).toThrow(/no-key/)
+    await relay(a, b)
+    expect(texts(b)).toContain('after her removal')
   })
 })
 

@@ -20,35 +20,48 @@ const authorityKinds: number[] = [
 ]
 
 /**
- * The keys a service worker seals with (kith-e2e/1), built as the app builds its own: the
- * events the app verified and kept in IndexedDB (admitted without verifying again), then what a
- * hub holds now for the fleet's authority and `channel`'s envelopes (verified here). The app may
- * not have run since the last rotation; the hub's envelopes are what make the seal current, so a
- * removed member's key is not used for a decision made on a notification.
+ * The keys a service worker seals with (kith-e2e/1), built as the app builds its own: `stored`,
+ * the events the app verified and kept in IndexedDB (admitted without verifying again), then
+ * `fresh`, what a hub holds now (verified here), authority before envelopes so each envelope's
+ * signer is judged with the grants of its time. The app may not have run since the last
+ * rotation: the hub's envelopes are what make the seal current, so a removed member's key is not
+ * used for a decision made on a notification.
  */
-export async function keysForChannel(
+export function keysFrom(
   device: Device,
-  client: RelayClient,
-  channel: string,
-): Promise<WebKeys> {
+  stored: readonly NostrEvent[],
+  fresh: readonly NostrEvent[],
+  now: number,
+): WebKeys {
   const r = device.record
   const state = new FleetState({ founder: r.fleet, verifySignature: verifyEventSignature })
   const keys = new WebKeys(r.pubkey, device.secret, r.fleet, state)
-  const now = Math.floor(Date.now() / 1000)
   const take = (events: readonly NostrEvent[]) => {
     for (const { event, admission } of state.admitBatch(events, now, { keepPending: true }))
       if (admission.ok) keys.take(event)
   }
-  const stored = await idbAll<NostrEvent>('events')
   take([
     ...r.chain,
     r.grant,
     ...(r.revocations ?? []),
     ...stored.filter((e) => authorityKinds.includes(e.kind) || e.kind === Kind.KeyEnvelope),
   ])
+  const verified = fresh.filter(verifyEventSignature)
+  take(verified.filter((e) => e.kind !== Kind.KeyEnvelope))
+  take(verified.filter((e) => e.kind === Kind.KeyEnvelope))
+  return keys
+}
+
+/** keysFrom with the app's IndexedDB and, from `client`, the fleet's authority and `channel`'s envelopes. */
+export async function keysForChannel(
+  device: Device,
+  client: RelayClient,
+  channel: string,
+): Promise<WebKeys> {
+  const now = Math.floor(Date.now() / 1000)
   const fresh: NostrEvent[] = []
   const deliver = (events: NostrEvent[]) => {
-    fresh.push(...events.filter(verifyEventSignature))
+    fresh.push(...events)
     return Promise.resolve()
   }
   const log = (line: string) => console.warn(`kith: ${line}`)
@@ -57,8 +70,5 @@ export async function keysForChannel(
     deliver,
     log,
   })
-  // Authority first, so each envelope's signer is judged with the grants of its time.
-  take(fresh.filter((e) => e.kind !== Kind.KeyEnvelope))
-  take(fresh.filter((e) => e.kind === Kind.KeyEnvelope))
-  return keys
+  return keysFrom(device, await idbAll<NostrEvent>('events'), fresh, now)
 }

@@ -65,7 +65,8 @@ export class WebKeys {
     if (e.kind !== Kind.KeyEnvelope) return []
     try {
       const head = parseEnvelopeHead(e)
-      this.noteHolders(head.channel, head.epochId, head.number, [head.recipient])
+      // The signer holds the key it sent: its removal must rotate, even if no envelope went to it.
+      this.noteHolders(head.channel, head.epochId, head.number, [head.recipient, e.pubkey])
       if (head.recipient !== this.me || this.keys.has(head.epochId)) return []
       const epoch = openEnvelope(e, this.secret)
       if (
