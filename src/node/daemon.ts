@@ -646,6 +646,8 @@ export class KithNode {
     embeddedHub: string | null
     web: string | null
     removed: string | null
+    /** Whether the fleet seals its channels (kith-e2e/1), as this node's settings say. */
+    encrypt: boolean
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
@@ -660,6 +662,7 @@ export class KithNode {
       embeddedHub: this.embedded?.url ?? null,
       web: this.webUrl ?? null,
       removed: this.removed ?? null,
+      encrypt: this.e2e.encrypts(),
       hubs: this.links.map((l) => ({
         url: l.url,
         state: l.state,

@@ -91,6 +91,8 @@ describe('kith CLI', () => {
     expect(f.encryptSetting).toMatch(/^[0-9a-f]{64}$/)
     const shown = await runKith(['fleet', 'encrypt', '--json'], { home: sealedHome })
     expect(JSON.parse(shown.stdout)).toEqual({ encrypt: true })
+    const status = await runKith(['status'], { home: sealedHome })
+    expect(status.stdout).toMatch(/sealed +yes: hubs and relays carry only ciphertext/)
     // A second init founds nothing, so --plain has nothing to apply to.
     const late = await runKith(['init', '--plain'], { home: sealedHome })
     expect(late.code).toBe(2)
@@ -102,6 +104,8 @@ describe('kith CLI', () => {
     expect(plain.stdout).toMatch(/encrypt +off \(--plain\)/)
     const off = await runKith(['fleet', 'encrypt', '--json'], { home: plainHome })
     expect(JSON.parse(off.stdout)).toEqual({ encrypt: false })
+    const plainStatus = await runKith(['status', '--json'], { home: plainHome })
+    expect(JSON.parse(plainStatus.stdout)).toMatchObject({ running: false, encrypt: false })
 
     const importedHome = join(tempDir(), 'h')
     const sk = bytesToHex(generateSecretKey())

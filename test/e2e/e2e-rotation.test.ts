@@ -47,6 +47,9 @@ describe('kith-e2e/1 keys follow membership (real processes)', { timeout: 150_00
         timeout: 20_000,
       })
       .toMatch(/"encrypt": true/)
+    // The running node says so too.
+    const status = await runKith(['status', '--json'], { home: laptop })
+    expect(JSON.parse(status.stdout)).toMatchObject({ running: true, encrypt: true })
     await ask(laptop, 'before walrus')
     await sees(devbox, 'before walrus')
 

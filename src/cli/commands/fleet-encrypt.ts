@@ -1,7 +1,7 @@
 import { KithError } from '../../errors.js'
-import { e2eSettingD, fleetEncrypts, makeFleetSetting } from '../../events/e2e-setting.js'
-import { signEvent, type NostrEvent } from '../../events/event.js'
-import { Kind } from '../../events/kinds.js'
+import { makeFleetSetting } from '../../events/e2e-setting.js'
+import { fleetSealsHere } from '../fleet-seal.js'
+import { signEvent } from '../../events/event.js'
 import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'
 import { nowSeconds, withNode } from './fleet-common.js'
@@ -22,18 +22,7 @@ export async function fleetEncrypt(
   return withNode((node) => {
     const now = nowSeconds()
     if (arg === undefined) {
-      const settings = withStore(node.id.home, (store) =>
-        store.events
-          .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
-            defaultLimit: 1_000,
-            maxLimit: 1_000,
-          })
-          .map((r) => JSON.parse(r.raw) as NostrEvent),
-      )
-      const channels = node.book.state.channels
-      const on = fleetEncrypts(settings, node.fleet, (e) =>
-        channels.isAuthority(e.pubkey, e.created_at),
-      )
+      const on = withStore(node.id.home, (store) => fleetSealsHere(store, node.book, node.fleet))
       if (json) out.json({ encrypt: on })
       else out.line(on ? 'this fleet seals its channels (kith-e2e/1)' : 'encryption is off')
       return 0

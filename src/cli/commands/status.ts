@@ -3,7 +3,8 @@ import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
 import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
-import { withStore } from '../local-node.js'
+import { withLocalNode, withStore } from '../local-node.js'
+import { fleetSealsHere } from '../fleet-seal.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -15,8 +16,8 @@ export const statusCommand = declare({
   usage: ['kith status [--json]'],
   arity: { min: 0, max: 0, error: 'kith status takes no arguments' },
   options: { json: { type: 'boolean', description: 'print as JSON' } },
-  about: `The node's state: whether kith up runs, each hub with its connection state, lag (ping round
-trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
+  about: `The node's state: whether kith up runs, whether the fleet is sealed end to end (kith-e2e/1),
+each hub with its connection state, lag (ping round trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
 refusals with the hub's reason; and, from the running node's presence (kith-chat/1), every
 device of the fleet: online, offline (with when it was last heard from) or unknown (not heard
 from since kith up started), and the agents each hosts with their state (idle, working,
@@ -30,6 +31,8 @@ interface Status {
   embeddedHub: string | null
   web?: string | null
   removed?: string | null
+  /** Whether the fleet seals its channels (kith-e2e/1); from an older node, absent. */
+  encrypt?: boolean
   hubs: LinkStatus[]
   outbox: number
   agents?: {
@@ -127,6 +130,11 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
       }
     })
   }
+  // Without a node, the setting as node.db knows it (with one, the node's own judgement).
+  if (!status.running && loadIdentity(resolveKithHome()).config.fleet !== undefined)
+    status.encrypt = withLocalNode(({ id, store, book }) =>
+      fleetSealsHere(store, book, id.config.fleet!),
+    )
   const fleetName = readConfig(resolveKithHome())?.fleetName
   if (values.json) {
     out.json({
@@ -148,6 +156,12 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
   if (fleetName !== undefined) out.line(`fleet   ${fleetName} (named on this machine)`)
+  if (status.encrypt !== undefined)
+    out.line(
+      status.encrypt
+        ? 'sealed  yes: hubs and relays carry only ciphertext (kith-e2e/1)'
+        : 'sealed  no: hubs can read this fleet (kith fleet encrypt on)',
+    )
   if (status.embeddedHub) out.line(`hub     embedded on ${status.embeddedHub}`)
   if (status.web) out.line(`web     ${status.web} (kith open)`)
   if (typeof status.removed === 'string') {
