@@ -29,24 +29,41 @@ async function relay(from: KithNode, ...to: KithNode[]): Promise<void> {
 
 const texts = (n: KithNode) => n.history({ channel: 'ops', limit: 100 }).map((i) => i.event.content)
 
+/**
+ * Nodes of one person's sealed fleet (real node.db each, no hub): each started, handed the
+ * fleet's "encrypt on" and every other node's grants. `log` collects the first node's log lines.
+ */
+async function sealedFleet(
+  names: readonly string[],
+  log?: (line: string) => void,
+): Promise<{ ownerSk: Uint8Array; fleet: string; nodes: KithNode[] }> {
+  const ownerSk = generateSecretKey()
+  const fleet = publicKeyOf(ownerSk)
+  const nodes: KithNode[] = []
+  for (const name of names) {
+    const home = join(tempDir(), name)
+    initIdentity({ home, name, ownerSecret: ownerSk })
+    const node = await KithNode.start({
+      home,
+      embedPort: 0,
+      verifyWorkers: 0,
+      ...(nodes.length === 0 && log !== undefined ? { log } : {}),
+    })
+    onTestFinished(() => node.stop())
+    nodes.push(node)
+  }
+  const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
+  for (const n of nodes) {
+    await n.intake([setting])
+    for (const m of nodes) if (m !== n) await relay(m, n)
+  }
+  return { ownerSk, fleet, nodes }
+}
+
 describe('kith-e2e/1 rotation between nodes (events relayed by hand, real node.db)', () => {
   it('two rotations at once converge, and a message sent mid-rotation is read by every remaining member', async () => {
-    const ownerSk = generateSecretKey()
-    const fleet = publicKeyOf(ownerSk)
-    const nodes: KithNode[] = []
-    for (const name of ['a', 'b', 'c', 'd']) {
-      const home = join(tempDir(), name)
-      initIdentity({ home, name, ownerSecret: ownerSk })
-      const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-      onTestFinished(() => node.stop())
-      nodes.push(node)
-    }
+    const { ownerSk, fleet, nodes } = await sealedFleet(['a', 'b', 'c', 'd'])
     const [a, b, c, d] = nodes as [KithNode, KithNode, KithNode, KithNode]
-    const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
-    for (const n of nodes) {
-      await n.intake([setting])
-      for (const m of nodes) if (m !== n) await relay(m, n)
-    }
     await a.sendChat({ channel: 'ops', text: 'm0', waitMs: 0 })
     await relay(a, b, c, d)
     for (const n of nodes) expect(texts(n)).toEqual(['m0'])
@@ -104,22 +121,8 @@ describe('kith-e2e/1 rotation between nodes (events relayed by hand, real node.d
 
 describe('kith-e2e/1: a member who hides that it holds an epoch', () => {
   it('makes an epoch and sends it to everyone but itself; once it is revoked, the next sender still rotates', async () => {
-    const ownerSk = generateSecretKey()
-    const fleet = publicKeyOf(ownerSk)
-    const nodes: KithNode[] = []
-    for (const name of ['a', 'b', 'mallory']) {
-      const home = join(tempDir(), name)
-      initIdentity({ home, name, ownerSecret: ownerSk })
-      const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-      onTestFinished(() => node.stop())
-      nodes.push(node)
-    }
+    const { ownerSk, fleet, nodes } = await sealedFleet(['a', 'b', 'mallory'])
     const [a, b, mallory] = nodes as [KithNode, KithNode, KithNode]
-    const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
-    for (const n of nodes) {
-      await n.intake([setting])
-      for (const m of nodes) if (m !== n) await relay(m, n)
-    }
     await a.sendChat({ channel: 'ops', text: 'm0', waitMs: 0 })
     await relay(a, b, mallory)
     // Mallory, still a member, makes a later epoch of #ops and envelopes it to a and b only:
@@ -160,28 +163,9 @@ describe('kith-e2e/1: a member who hides that it holds an epoch', () => {
 
 describe('kith-e2e/1 refusals at a node’s intake', () => {
   it('tampered, re-signed and wrongly keyed events and envelopes are refused with their reason and never shown', async () => {
-    const ownerSk = generateSecretKey()
-    const fleet = publicKeyOf(ownerSk)
-    const nodes: KithNode[] = []
     const logs: string[] = []
-    for (const name of ['a', 'b', 'c']) {
-      const home = join(tempDir(), name)
-      initIdentity({ home, name, ownerSecret: ownerSk })
-      const node = await KithNode.start({
-        home,
-        embedPort: 0,
-        verifyWorkers: 0,
-        ...(name === 'a' ? { log: (l: string) => logs.push(l) } : {}),
-      })
-      onTestFinished(() => node.stop())
-      nodes.push(node)
-    }
+    const { nodes } = await sealedFleet(['a', 'b', 'c'], (l) => logs.push(l))
     const [a, b, c] = nodes as [KithNode, KithNode, KithNode]
-    const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)
-    for (const n of nodes) {
-      await n.intake([setting])
-      for (const m of nodes) if (m !== n) await relay(m, n)
-    }
     await b.sendChat({ channel: 'ops', text: 'the real words', waitMs: 0 })
     const real = sent(b).find((e) => e.kind === 9)!
     const envelopes = sent(b).filter((e) => e.kind === 4145)
