@@ -29,6 +29,14 @@ async function relay(from: KithNode, ...to: KithNode[]): Promise<void> {
 
 const texts = (n: KithNode) => n.history({ channel: 'ops', limit: 100 }).map((i) => i.event.content)
 
+/** The epoch the message of this text was sealed under, as `n` sent it. */
+const epochOf = (n: KithNode, text: string) =>
+  sealedEpochId(
+    sent(n).find(
+      (e) => e.id === n.history({ limit: 100 }).find((i) => i.event.content === text)!.event.id,
+    )!,
+  )
+
 /**
  * Nodes of one person's sealed fleet (real node.db each, no hub): each started, handed the
  * fleet's "encrypt on" and every other node's grants. `log` collects the first node's log lines.
@@ -79,12 +87,6 @@ describe('kith-e2e/1 rotation between nodes (events relayed by hand, real node.d
     await a.sendChat({ channel: 'ops', text: 'a1', waitMs: 0 })
     await b.sendChat({ channel: 'ops', text: 'b1', waitMs: 0 })
     await c.sendChat({ channel: 'ops', text: 'c0 mid-rotation', waitMs: 0 })
-    const epochOf = (n: KithNode, text: string) =>
-      sealedEpochId(
-        sent(n).find(
-          (e) => e.id === n.history({ limit: 100 }).find((i) => i.event.content === text)!.event.id,
-        )!,
-      )
     expect(epochOf(a, 'a1')).not.toBe(epochOf(b, 'b1'))
     expect(epochOf(c, 'c0 mid-rotation')).toBe(epochOf(a, 'm0'))
     await c.intake([revocation])
@@ -135,14 +137,8 @@ describe('kith-e2e/1: a member who hides that it holds an epoch', () => {
     await a.intake(planted)
     await b.intake(planted)
     await b.sendChat({ channel: 'ops', text: 'while a member', waitMs: 0 })
-    const epochOfSent = (n: KithNode, text: string) =>
-      sealedEpochId(
-        sent(n).find(
-          (e) => e.id === n.history({ limit: 100 }).find((i) => i.event.content === text)!.event.id,
-        )!,
-      )
     // While she is a member, her epoch is the current one: that is allowed.
-    expect(epochOfSent(b, 'while a member')).toBe(hidden.id)
+    expect(epochOf(b, 'while a member')).toBe(hidden.id)
 
     const revocation = signEvent(
       makeRevocation({ fleet, keys: [mallory.id.devicePubkey] }, now()),
@@ -150,7 +146,7 @@ describe('kith-e2e/1: a member who hides that it holds an epoch', () => {
     )
     await a.intake([revocation])
     await a.sendChat({ channel: 'ops', text: 'after her removal', waitMs: 0 })
-    const after = epochOfSent(a, 'after her removal')
+    const after = epochOf(a, 'after her removal')
     expect(after).not.toBe(hidden.id)
     const message = sent(a).find((e) => sealedEpochId(e) === after && e.kind === 9)!
     // Everything she holds, her own epoch included, opens nothing sent after.
