@@ -129,6 +129,8 @@ describe(
         from: { name: 'claude', role: 'agent' },
       })
       await snap(page, 'chat-answered')
+      // This fleet was founded with an imported owner key and never sealed: no badge says it is.
+      expect(await page.locator('header .status.sealed').count()).toBe(0)
 
       // A reply from the browser is threaded (NIP-10): root the prompt, parent the agent's answer.
       const reply = page.locator('article.message.agent', { hasText: 'Fixed the typo' })

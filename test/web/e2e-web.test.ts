@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
 import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
-import { launchChromium, watchedPage } from '../helpers/browser.js'
+import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
 import { ask } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -91,6 +91,9 @@ describe(
       await page
         .locator('article.message.agent', { hasText: 'permission: selected allow' })
         .waitFor({ timeout: 30_000 })
+      // The top bar says the fleet is sealed.
+      expect(await page.locator('header .status.sealed').textContent()).toBe('sealed')
+      await snap(page, 'sealed-chat')
       expect(problems).toEqual([])
 
       await context.close()

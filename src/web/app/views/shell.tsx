@@ -61,6 +61,8 @@ function useWide(): boolean {
 function TopBar({ session }: { session: Session }) {
   const r = route.value
   const links = session.links.value
+  void session.model.revision.value
+  const sealed = session.model.e2e.encrypts()
   const live = links.filter((l) => l.state === 'live').length
   const status =
     live > 0
@@ -88,6 +90,14 @@ function TopBar({ session }: { session: Session }) {
       >
         {status}
       </span>
+      {sealed && (
+        <span
+          class="status sealed"
+          title="End-to-end encrypted (kith-e2e/1): hubs and relays carry only ciphertext"
+        >
+          sealed
+        </span>
+      )}
       <nav>
         <a href="#/" class={r.view === 'channel' || r.view === 'home' ? 'active' : ''}>
           Chat
