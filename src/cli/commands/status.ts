@@ -16,12 +16,12 @@ export const statusCommand = declare({
   usage: ['kith status [--json]'],
   arity: { min: 0, max: 0, error: 'kith status takes no arguments' },
   options: { json: { type: 'boolean', description: 'print as JSON' } },
-  about: `The node's state: whether kith up runs, whether the fleet is sealed end to end (kith-e2e/1),
-each hub with its connection state, lag (ping round trip) and catch-up cursor, the outbox depth (events not yet answered by a hub) and recent
-refusals with the hub's reason; and, from the running node's presence (kith-chat/1), every
-device of the fleet: online, offline (with when it was last heard from) or unknown (not heard
-from since kith up started), and the agents each hosts with their state (idle, working,
-awaiting-permission, crashed, …).`,
+  about: `The node's state: whether kith up runs, whether the fleet is sealed end to end
+(kith-e2e/1), each hub with its connection state, lag (ping round trip) and catch-up cursor, the
+outbox depth (events not yet answered by a hub) and recent refusals with the hub's reason; and,
+from the running node's presence (kith-chat/1), every device of the fleet: online, offline (with
+when it was last heard from) or unknown (not heard from since kith up started), and the agents
+each hosts with their state (idle, working, awaiting-permission, crashed, …).`,
 })
 
 interface Status {
@@ -129,12 +129,11 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
         notify: notifyStatus(store),
       }
     })
+    // Without a node, the setting as node.db knows it (with one, the node's own judgement).
+    const fleet = id.config.fleet
+    if (fleet !== undefined)
+      status.encrypt = withLocalNode(({ store, book }) => fleetSealsHere(store, book, fleet))
   }
-  // Without a node, the setting as node.db knows it (with one, the node's own judgement).
-  if (!status.running && loadIdentity(resolveKithHome()).config.fleet !== undefined)
-    status.encrypt = withLocalNode(({ id, store, book }) =>
-      fleetSealsHere(store, book, id.config.fleet!),
-    )
   const fleetName = readConfig(resolveKithHome())?.fleetName
   if (values.json) {
     out.json({
