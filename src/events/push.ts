@@ -199,11 +199,17 @@ export type PushPayload =
         allow?: string
         reject?: string
         /**
-         * The fleet seals its channels (kith-e2e/1): a decision must be sealed too, which the
-         * service worker cannot do, so the card is answered in the app (no actions).
+         * The fleet seals its channels (kith-e2e/1): the service worker seals the decision
+         * (kith-notify/1, Actions).
          */
         sealed?: boolean
       }
+      /**
+       * In a fleet that seals: the notification without the sealed content (no message text,
+       * no tool call), what a third-party target (ntfy, a webhook) is sent unless it was added
+       * with --full-text. Never part of a Web Push payload.
+       */
+      brief?: { title: string; body: string }
     }
   | { type: 'withdraw'; tag: string }
 

@@ -83,6 +83,8 @@ export interface TargetStatus {
   lastOk: number | null
   lastError: string | null
   gone: boolean
+  /** ntfy, webhook: a sealed fleet's message text is sent too (--full-text). */
+  fullText: boolean
   pending: number
   failed: number
   sent: number
@@ -114,6 +116,7 @@ export function notifyStatus(store: NodeStore): TargetStatus[] {
       lastOk: t.lastOk ?? null,
       lastError: t.lastError ?? null,
       gone: t.gone,
+      fullText: t.fullText,
       ...c,
     }
   })

@@ -18,7 +18,10 @@ export interface ClassifyContext {
   event(id: string): NostrEvent | undefined
   fleet: string
   now(): number
-  /** Whether the fleet seals its channels (kith-e2e/1); cards then carry no actions. */
+  /**
+   * Whether the fleet seals its channels (kith-e2e/1): cards say so (the decision is sealed),
+   * and every notice carries a `brief` without the sealed content for third-party targets.
+   */
   seals?(): boolean
 }
 
@@ -40,6 +43,18 @@ export interface Notice {
 export const staleSeconds = 600
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim()
+
+/**
+ * The notice without what a sealed fleet keeps from its hubs (kith-e2e/1): who, which channel,
+ * what kind of news, as much as a hub sees; never the text or the tool call.
+ */
+function briefIf(
+  ctx: ClassifyContext,
+  title: string,
+  body: string,
+): { brief?: { title: string; body: string } } {
+  return ctx.seals?.() === true ? { brief: { title, body } } : {}
+}
 
 function openPath(channel: string, thread: string | undefined): string {
   return `#/c/${encodeURIComponent(channel)}${thread === undefined ? '' : `/t/${thread}`}`
@@ -92,6 +107,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
           ...(reject === undefined ? {} : { reject: reject.optionId }),
           ...(ctx.seals?.() === true ? { sealed: true } : {}),
         },
+        ...briefIf(ctx, `${agent} asks for permission`, `#${card.channel}`),
       },
     }
   }
@@ -124,6 +140,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
           title: `${author} in #${channel}`,
           body: text,
           open: openPath(channel, root),
+          ...briefIf(ctx, `${author} in #${channel}`, 'an error: open Kith to read it'),
         },
       }
     }
@@ -141,6 +158,11 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
         title: `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`,
         body: text,
         open: openPath(channel, root),
+        ...briefIf(
+          ctx,
+          `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`,
+          'open Kith to read the answer',
+        ),
       },
     }
   }
@@ -158,6 +180,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
       title: `${author} in #${channel}`,
       body: text,
       open: openPath(channel, root ?? event.id),
+      ...briefIf(ctx, `${author} mentioned you in #${channel}`, 'open Kith to read it'),
     },
   }
 }

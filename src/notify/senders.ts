@@ -69,16 +69,30 @@ async function post(
   }
 }
 
+/**
+ * What a third-party target (ntfy, a webhook) is shown: in a fleet that seals, the brief (no
+ * message text, no tool call), unless the target was added with --full-text.
+ */
+export function shownTo(
+  target: NotifyTarget,
+  payload: PushPayload,
+): { title: string; body: string } {
+  if (payload.type !== 'notify') return { title: '', body: '' }
+  if (payload.brief !== undefined && !target.fullText) return payload.brief
+  return { title: payload.title, body: payload.body }
+}
+
 /** ntfy's JSON publishing: POST to the server's root with the topic in the body (UTF-8 safe). */
 function ntfy(target: NotifyTarget, payload: PushPayload, ctx: SendContext): Promise<SendResult> {
   if (payload.type !== 'notify') return Promise.resolve({ ok: true })
+  const { title, body } = shownTo(target, payload)
   const url = new URL(target.url)
   const topic = url.pathname.replace(/^\/+|\/+$/g, '')
   const click = linkOf(target, payload, ctx)
   const message = {
     topic,
-    title: payload.title,
-    message: payload.body === '' ? payload.title : payload.body,
+    title,
+    message: body === '' ? title : body,
     priority: payload.class === 'cards' || payload.class === 'errors' ? 4 : 3,
     tags: [
       payload.class === 'cards' ? 'raising_hand' : payload.class === 'errors' ? 'warning' : 'robot',
@@ -101,12 +115,13 @@ function webhook(
   eventId: string,
 ): Promise<SendResult> {
   if (payload.type !== 'notify') return Promise.resolve({ ok: true })
+  const shown = shownTo(target, payload)
   const body = {
     kith: 'notify/1',
     class: payload.class,
     event: eventId,
-    title: payload.title,
-    body: payload.body,
+    title: shown.title,
+    body: shown.body,
     link: linkOf(target, payload, ctx) ?? null,
     channel: payload.card?.channel ?? null,
   }
@@ -131,7 +146,9 @@ async function webPush(
   try {
     // Loaded with the first push: a node that never sends one does not carry it.
     const { default: webpush } = await import('web-push')
-    await webpush.sendNotification(subscription, JSON.stringify(payload), {
+    // The browser is a device of the person: it gets the full text, sealed to it (RFC 8291).
+    const sent = payload.type === 'notify' ? { ...payload, brief: undefined } : payload
+    await webpush.sendNotification(subscription, JSON.stringify(sent), {
       vapidDetails: {
         subject: vapid.subject,
         publicKey: vapid.publicKey,

@@ -126,4 +126,9 @@ export const nodeMigrations: readonly Migration[] = [
   threadSessionsMigration,
   // kith-e2e/1: epoch keys, who holds each, and events still sealed (e2e-store.ts).
   e2eMigration,
+  (db) => {
+    // A sealed fleet's message text goes to a third-party target only when asked for
+    // (kith notify add --full-text); targets from before are sent the brief.
+    db.exec('ALTER TABLE notify_targets ADD COLUMN full_text INTEGER NOT NULL DEFAULT 0')
+  },
 ]

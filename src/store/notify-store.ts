@@ -20,6 +20,8 @@ export interface NotifyTarget {
   lastErrorAt: number | undefined
   /** The endpoint said it no longer exists (Web Push 404/410): nothing more goes to it. */
   gone: boolean
+  /** ntfy, webhook: sent a sealed fleet's message text too (kith notify add --full-text). */
+  fullText: boolean
 }
 
 export type NotifyState = 'pending' | 'sent' | 'failed' | 'withdrawn' | 'coalesced'
@@ -52,6 +54,7 @@ interface TargetRow {
   last_error: string | null
   last_error_at: number | null
   gone: number
+  full_text: number
 }
 
 interface DeliveryRow {
@@ -81,6 +84,7 @@ const target = (r: TargetRow): NotifyTarget => ({
   lastError: r.last_error ?? undefined,
   lastErrorAt: r.last_error_at ?? undefined,
   gone: r.gone !== 0,
+  fullText: r.full_text !== 0,
 })
 
 const delivery = (r: DeliveryRow): NotifyDelivery => ({
@@ -119,19 +123,27 @@ export class NotifyStore {
   }
 
   /** Adds or replaces a target (a web device's newer subscription replaces its older one). */
-  putTarget(t: Omit<NotifyTarget, 'lastOk' | 'lastError' | 'lastErrorAt' | 'gone'>): void {
+  putTarget(
+    t: Omit<NotifyTarget, 'lastOk' | 'lastError' | 'lastErrorAt' | 'gone' | 'fullText'> & {
+      fullText?: boolean
+    },
+  ): void {
     this.db
       .prepare(
         `INSERT INTO notify_targets
-           (id, type, url, classes, finished_after, open_base, device, subscription, created_at)
-         VALUES (@id, @type, @url, @classes, @finishedAfter, @openBase, @device, @subscription, @createdAt)
+           (id, type, url, classes, finished_after, open_base, device, subscription, created_at,
+            full_text)
+         VALUES (@id, @type, @url, @classes, @finishedAfter, @openBase, @device, @subscription,
+           @createdAt, @fullText)
          ON CONFLICT(id) DO UPDATE SET type = excluded.type, url = excluded.url,
            classes = excluded.classes, finished_after = excluded.finished_after,
            open_base = excluded.open_base, subscription = excluded.subscription,
-           created_at = excluded.created_at, gone = 0, last_error = NULL, last_error_at = NULL`,
+           created_at = excluded.created_at, full_text = excluded.full_text, gone = 0,
+           last_error = NULL, last_error_at = NULL`,
       )
       .run({
         ...t,
+        fullText: t.fullText === true ? 1 : 0,
         classes: JSON.stringify(t.classes),
         openBase: t.openBase ?? null,
         device: t.device ?? null,

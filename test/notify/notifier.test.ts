@@ -9,6 +9,8 @@ import { makePermissionDecision } from '../../src/events/permission-decision.js'
 import { classify, staleSeconds, type ClassifyContext } from '../../src/notify/classify.js'
 import { Notifier } from '../../src/notify/notifier.js'
 import { NodeStore } from '../../src/store/node-store.js'
+import { notifyStatus } from '../../src/node/notifications.js'
+import { notifyLines } from '../../src/cli/commands/status.js'
 import { startEndpoint } from '../helpers/push-service.js'
 import { newKey } from '../helpers/secrets.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -94,7 +96,7 @@ describe('what notifies (classify)', () => {
         card: { allow: 'yes', reject: 'no', channel: 'ops' },
       },
     })
-    // In a fleet that seals, a card carries no actions (the decision must be sealed, in the app).
+    // In a fleet that seals, a card says so: the service worker then seals the decision.
     expect(classify(card(f, prompt), { ...f.ctx, seals: () => true })?.payload.card?.sealed).toBe(
       true,
     )
@@ -158,6 +160,40 @@ describe('what notifies (classify)', () => {
   })
 })
 
+describe('what a third-party target is told in a sealed fleet (classify, brief)', () => {
+  it('every notice carries a brief with no message text or tool call; an unsealed fleet none', () => {
+    const f = fleet()
+    const sealed = { ...f.ctx, seals: () => true }
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude rotate the key hunter2', now() - 120))
+    const failedT = makeChatMessage(
+      { channel: 'ops', text: '⚠ hunter2 failed', replyTo: { id: prompt.id } },
+      now(),
+    )
+    failedT.tags.push(['outcome', 'failed', 'crashed'])
+    const events = [
+      card(f, prompt),
+      signEvent(failedT, f.agent.sk),
+      chat(f.agent.sk, 'done: hunter2 rotated', now(), { replyTo: { id: prompt.id } }),
+      chat(f.bobDevice.sk, 'the password is hunter2', now(), { mentions: [f.alice.pk] }),
+    ]
+    const notices = events.map((e) => classify(e, sealed)!)
+    expect(notices.map((n) => [n.class, n.payload.brief])).toEqual([
+      ['cards', { title: 'claude asks for permission', body: '#ops' }],
+      ['errors', { title: 'claude in #ops', body: 'an error: open Kith to read it' }],
+      [
+        'finished',
+        { title: 'claude finished in #ops (2 min)', body: 'open Kith to read the answer' },
+      ],
+      ['mentions', { title: 'bob-phone mentioned you in #ops', body: 'open Kith to read it' }],
+    ])
+    // The full text stays for the person's own devices (Web Push, the desktop).
+    expect(notices.map((n) => n.payload.title + n.payload.body).join()).toMatch(/rm -rf build/)
+    expect(notices.map((n) => n.payload.body).join()).toMatch(/hunter2/)
+    // Without sealing there is nothing to keep back, so no brief.
+    for (const e of events) expect(classify(e, f.ctx)!.payload.brief).toBeUndefined()
+  })
+})
+
 describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }, () => {
   function start(f: ReturnType<typeof fleet>, opts: { coalesceMs?: number } = {}) {
     const home = tempDir()
@@ -190,6 +226,7 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     url: string,
     classes: string[],
     finishedAfter = 120,
+    fullText = false,
   ): void {
     store.notify.putTarget({
       id,
@@ -197,12 +234,40 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
       url,
       classes,
       finishedAfter,
+      fullText,
       openBase: undefined,
       device: undefined,
       subscription: undefined,
       createdAt: now(),
     })
   }
+
+  it('in a sealed fleet a webhook gets the brief, one added with --full-text the text', async () => {
+    const f = fleet()
+    f.ctx.seals = () => true
+    const brief = await startEndpoint()
+    const full = await startEndpoint()
+    const { store, notifier } = start(f)
+    target(store, 'brief', 'webhook', `${brief.url}/h`, ['mentions'])
+    target(store, 'full', 'webhook', `${full.url}/h`, ['mentions'], 120, true)
+    const m = chat(f.bobDevice.sk, 'the password is hunter2', now(), { mentions: [f.alice.pk] })
+    notifier.observe(m)
+    expect(JSON.parse((await brief.nth(0)).body.toString())).toMatchObject({
+      class: 'mentions',
+      event: m.id,
+      title: 'bob-phone mentioned you in #ops',
+      body: 'open Kith to read it',
+    })
+    expect(brief.received[0]!.body.toString()).not.toMatch(/hunter2/)
+    expect(JSON.parse((await full.nth(0)).body.toString())).toMatchObject({
+      title: 'bob-phone in #ops',
+      body: 'the password is hunter2',
+    })
+    // kith notify list and kith status say which target reads the text.
+    const lines = notifyLines(notifyStatus(store))
+    expect(lines.find((l) => l.includes(' full '))).toMatch(/\[full text\]/)
+    expect(lines.find((l) => l.includes(' brief '))).not.toMatch(/full text/)
+  })
 
   it('retries a failing endpoint with backoff until it answers, and shows the error meanwhile', async () => {
     const f = fleet()

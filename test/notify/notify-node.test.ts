@@ -104,6 +104,11 @@ describe(
           })
         ).stderr,
       ).toMatch(/unknown class cardz/)
+      const desktopFull = await runKith(['notify', 'add', 'desktop', '--full-text'], {
+        home: laptop,
+      })
+      expect(desktopFull.code).toBe(2)
+      expect(desktopFull.stderr).toMatch(/--full-text is for ntfy and webhook targets/)
 
       const env = { NODE_EXTRA_CA_CERTS: testCertPath }
       let nl = await startNodeProcess(laptop, ['--web-port', '0', '--port', '0'], env)

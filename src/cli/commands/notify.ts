@@ -18,8 +18,8 @@ export const notifyCommand = declare({
   summary: 'where this node tells you an agent needs you: desktop, ntfy, webhooks, web push',
   usage: [
     'kith notify list [--json]',
-    'kith notify add ntfy URL [--on CLASSES] [--after DURATION] [--open URL] [--json]',
-    'kith notify add webhook URL [--on CLASSES] [--after DURATION] [--open URL] [--json]',
+    'kith notify add ntfy URL [--on CLASSES] [--after DURATION] [--open URL] [--full-text] [--json]',
+    'kith notify add webhook URL [--on CLASSES] [--after DURATION] [--open URL] [--full-text] [--json]',
     'kith notify add desktop [--on CLASSES] [--after DURATION] [--json]',
     'kith notify rm ID',
     'kith notify test [ID] [--json]',
@@ -46,6 +46,11 @@ export const notifyCommand = declare({
       value: 'URL',
       description: "(add) the web app links open in (default: this node's, kith open)",
     },
+    'full-text': {
+      type: 'boolean',
+      description:
+        '(add ntfy/webhook) in a sealed fleet, send the message text too: that server can then read it',
+    },
     json: { type: 'boolean', description: 'machine-readable output' },
   },
   about: `A running kith up tells you when an agent needs you: a permission card for an agent of yours
@@ -57,7 +62,9 @@ kith status.
 ntfy URL is a topic URL (https://ntfy.sh/TOPIC; user:password@ for a protected server).
 webhook URL gets one JSON POST per notification: {kith, class, event, title, body, link,
 channel}. Neither can decide anything: a card is answered in kith chat, kith permit or the web
-app. desktop uses notify-send (apt-get install libnotify-bin) or osascript.
+app. In a sealed fleet (kith-e2e/1) they get who, where and what kind of news, never the text
+or the tool call, unless added with --full-text. desktop uses notify-send (apt-get install
+libnotify-bin) or osascript.
 
 Web Push goes to a web device (kith open, then Notifications in the app), which picks the node
 that sends to it; its subscription reaches that node sealed to its device key, so no other
@@ -118,6 +125,8 @@ export async function runNotify(argv: string[], out: Out): Promise<number> {
       throw usage('kith notify add takes ntfy URL, webhook URL or desktop')
     if (extra.length > 0 || (type === 'desktop' && url !== undefined))
       throw usage(`too many arguments for kith notify add ${type}`)
+    if (values['full-text'] && type === 'desktop')
+      throw usage('--full-text is for ntfy and webhook targets; the desktop shows the text already')
     if (type === 'desktop' && desktopNotifier() === undefined)
       throw new KithError(
         'not-found',
@@ -134,14 +143,30 @@ export async function runNotify(argv: string[], out: Out): Promise<number> {
       device: undefined,
       subscription: undefined,
       createdAt: Math.floor(Date.now() / 1000),
+      fullText: values['full-text'] === true,
     }
     withStore(home, (s) => s.notify.putTarget(target))
     if (values.json)
-      out.json({ added: { id: target.id, type, where: whereOf(target), classes: target.classes } })
-    else
+      out.json({
+        added: {
+          id: target.id,
+          type,
+          where: whereOf(target),
+          classes: target.classes,
+          fullText: target.fullText,
+        },
+      })
+    else {
       out.line(
         `added ${target.id}: ${target.classes.join(', ')} → ${whereOf(target)} (kith notify test ${target.id})`,
       )
+      if (type !== 'desktop')
+        out.line(
+          target.fullText
+            ? `  ${whereOf(target)} will read the message text of a sealed fleet (--full-text)`
+            : '  in a sealed fleet it gets who, where and what kind of news, never the text (--full-text to send it)',
+        )
+    }
     return 0
   }
   if (sub === 'rm') {

@@ -70,7 +70,8 @@ export function notifyLines(targets: readonly TargetStatus[]): string[] {
       : t.lastError !== null
         ? ` — last error: ${t.lastError}`
         : ''
-    return `notify  ${t.id} ${t.type} → ${t.where}: ${counts}${trouble}`
+    const text = t.fullText ? ' [full text]' : ''
+    return `notify  ${t.id} ${t.type} → ${t.where}${text}: ${counts}${trouble}`
   })
 }
 
