@@ -32,6 +32,22 @@ const maxWaitingWires = 1_000
 
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n))
 
+/**
+ * Whether the fleet seals its channels, as the settings in node.db say (kith-e2e/1 "Turning it
+ * on": the newest setting by the founder or an admin decides). Also what the CLI asks without a
+ * running node (`kith fleet encrypt`, `kith status`).
+ */
+export function fleetSealsHere(store: NodeStore, book: GrantBook, fleet: string): boolean {
+  const settings = store.events
+    .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
+      defaultLimit: 1_000,
+      maxLimit: 1_000,
+    })
+    .map((r) => JSON.parse(r.raw) as NostrEvent)
+  const channels = book.state.channels
+  return fleetEncrypts(settings, fleet, (e) => channels.isAuthority(e.pubkey, e.created_at))
+}
+
 export interface E2eContext {
   id: Identity
   fleet: string
@@ -67,17 +83,7 @@ export class E2eKeys {
 
   /** Whether the fleet seals its channels (kith fleet encrypt), as its settings here say. */
   encrypts(): boolean {
-    if (this.setting !== undefined) return this.setting
-    const rows = this.ctx.store.events.query(
-      [{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }],
-      { defaultLimit: 1_000, maxLimit: 1_000 },
-    )
-    const channels = this.ctx.book.state.channels
-    this.setting = fleetEncrypts(
-      rows.map((r) => JSON.parse(r.raw) as NostrEvent),
-      this.ctx.fleet,
-      (e) => channels.isAuthority(e.pubkey, e.created_at),
-    )
+    this.setting ??= fleetSealsHere(this.ctx.store, this.ctx.book, this.ctx.fleet)
     return this.setting
   }
 

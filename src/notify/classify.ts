@@ -129,6 +129,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
     if (isNotice(event) || failed) {
       if (!failed && !event.content.startsWith('⚠')) return undefined
       if (!toMe && !mine(event.pubkey)) return undefined
+      const title = `${author} in #${channel}`
       return {
         eventId: event.id,
         class: 'errors',
@@ -137,15 +138,16 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
           type: 'notify',
           class: 'errors',
           tag: event.id,
-          title: `${author} in #${channel}`,
+          title,
           body: text,
           open: openPath(channel, root),
-          ...briefIf(ctx, `${author} in #${channel}`, 'an error: open Kith to read it'),
+          ...briefIf(ctx, title, 'an error: open Kith to read it'),
         },
       }
     }
     if (!toMe) return undefined
     const ranSeconds = Math.max(0, event.created_at - prompt.created_at)
+    const title = `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`
     return {
       eventId: event.id,
       class: 'finished',
@@ -155,14 +157,10 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
         type: 'notify',
         class: 'finished',
         tag: event.id,
-        title: `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`,
+        title,
         body: text,
         open: openPath(channel, root),
-        ...briefIf(
-          ctx,
-          `${author} finished in #${channel} (${Math.round(ranSeconds / 60)} min)`,
-          'open Kith to read the answer',
-        ),
+        ...briefIf(ctx, title, 'open Kith to read the answer'),
       },
     }
   }

@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { makeFleetSetting } from '../../events/e2e-setting.js'
-import { fleetSealsHere } from '../fleet-seal.js'
+import { fleetSealsHere } from '../../node/e2e-keys.js'
 import { signEvent } from '../../events/event.js'
 import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'

@@ -3,8 +3,9 @@ import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
 import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
-import { withLocalNode, withStore } from '../local-node.js'
-import { fleetSealsHere } from '../fleet-seal.js'
+import { withStore } from '../local-node.js'
+import { GrantBook } from '../../node/grant-book.js'
+import { fleetSealsHere } from '../../node/e2e-keys.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -108,6 +109,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
     }
   } else {
     const id = loadIdentity(resolveKithHome())
+    const fleet = id.config.fleet
     status = withStore(id.home, (store) => {
       const cursors = new Map(store.cursors().map((c) => [c.hub, c.since]))
       return {
@@ -128,12 +130,12 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
           .refusals()
           .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
         notify: notifyStatus(store),
+        // Without a node, the setting as node.db knows it (with one, the node's own judgement).
+        ...(fleet === undefined
+          ? {}
+          : { encrypt: fleetSealsHere(store, new GrantBook(store.events, fleet), fleet) }),
       }
     })
-    // Without a node, the setting as node.db knows it (with one, the node's own judgement).
-    const fleet = id.config.fleet
-    if (fleet !== undefined)
-      status.encrypt = withLocalNode(({ store, book }) => fleetSealsHere(store, book, fleet))
   }
   const fleetName = readConfig(resolveKithHome())?.fleetName
   if (values.json) {
