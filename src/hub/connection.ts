@@ -79,15 +79,19 @@ export class Connection implements Streaming {
     if (!this.corked) {
       this.corked = true
       this.socket.cork()
-      process.nextTick(() => {
-        this.corked = false
-        this.socket.uncork()
-      })
+      process.nextTick(() => this.flush())
     }
     this.ws.send(frame)
     if (this.unread > this.ctx.limits.maxUnreadBytes) {
       this.closeSlow(`more than ${this.ctx.limits.maxUnreadBytes} bytes unread`)
     }
+  }
+
+  /** Writes what this turn has sent so far now, not at the end of the turn. */
+  private flush(): void {
+    if (!this.corked) return
+    this.corked = false
+    this.socket.uncork()
   }
 
   /** Output the client has not read yet: the socket's buffer and live events held for it. */
@@ -579,6 +583,7 @@ export class Connection implements Streaming {
           !this.ended &&
           sent < limits.reqSliceBytes &&
           this.ws.bufferedAmount < limits.reqHighWaterBytes,
+        () => this.flush(),
       )
     } catch (err) {
       this.ctx.log(`query failed: ${String(err)}`)

@@ -1,48 +1,69 @@
-import { compareNewestFirst } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
-import type {
-  EventStore,
-  HideRule,
-  QueryCursor,
-  StoredKey,
-  StoredRow,
-} from '../store/event-store.js'
+import type { EventStore, HideRule, PageRow, QueryCursor, StoredRow } from '../store/event-store.js'
 
-/** A row of a filter's query: its JSON too when the store read it in order (`openRows`). */
-type Row = StoredKey & { raw?: string }
+/** Bounds of the rows read per query of a filter (see `StoredStream.pageSize`). */
+export const minPageRows = 16
+export const maxPageRows = 500
 
 interface Source {
   filter: Filter
   /** Rows this filter may still yield (its limit, counted as rows are taken). */
   remaining: number
-  /** The last row taken: the next slice resumes after it. */
+  /** The last row taken: the next page resumes after it. */
   after: QueryCursor | undefined
   exhausted: boolean
+  /** Rows read and not yet taken, and where the next one is; dropped when a slice ends. */
+  page: PageRow[]
+  at: number
+  /** The page was short: once it is used up, the filter has no more rows. */
+  last: boolean
+}
+
+/** NIP-01 order of two page rows: newest first, then lower id. */
+function newerFirst(a: PageRow, b: PageRow): number {
+  if (a[1] !== b[1]) return b[1] - a[1]
+  return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0
 }
 
 /**
  * The stored part of a REQ, read a slice at a time: each filter is its own query in NIP-01 order
- * (newest first, then lower id), resumed after the last row it yielded, and the filters are merged
- * so the client sees one ordered stream with duplicates across filters sent once (they meet side
- * by side in the merge). Nothing is built whole in memory: a slice holds one row per filter (its
- * JSON comes with it when sqlite walks the rows in order, else it is read as the row is sent:
- * `EventStore.openRows`), and its sqlite cursors are closed before it returns, so writes are
- * never blocked between slices.
+ * (newest first, then lower id), read a page at a time and resumed after the last row it yielded,
+ * and the filters are merged so the client sees one ordered stream with duplicates across filters
+ * sent once (they meet side by side in the merge). Nothing large is built in memory: a page holds
+ * about a slice's worth of rows (`pageSize`), large events among them as keys only
+ * (`EventStore.readPage`), and pages
+ * are dropped when a slice ends, so what the reader may see is asked afresh for every slice and no
+ * sqlite statement stays open between slices.
  */
 export class StoredStream {
   private readonly sources: Source[]
   private lastId: string | undefined
+  /** Set during `step`: sends what was emitted so far (see `step`). */
+  private flush: (() => void) | undefined
+  /** Whether the current `step` has emitted a row (then a page read flushes first). */
+  private emittedInStep = false
+  /** The JSON sent so far, to size pages to what a slice sends (`pageSize`). */
+  private sentRows = 0
+  private sentChars = 0
 
   constructor(
     private readonly store: EventStore,
     filters: readonly Filter[],
-    limits: { defaultLimit: number; maxLimit: number },
+    private readonly limits: { defaultLimit: number; maxLimit: number; reqSliceBytes: number },
     /** Asked at every slice: what the reader may not see can change while a REQ streams. */
     private readonly hide: () => readonly HideRule[],
   ) {
     this.sources = filters.map((filter) => {
       const remaining = Math.min(filter.limit ?? limits.defaultLimit, limits.maxLimit)
-      return { filter, remaining, after: undefined, exhausted: remaining <= 0 }
+      return {
+        filter,
+        remaining,
+        after: undefined,
+        exhausted: remaining <= 0,
+        page: [],
+        at: 0,
+        last: false,
+      }
     })
   }
 
@@ -54,46 +75,84 @@ export class StoredStream {
    * Emits rows in order while `more()` (asked after each row) says so, or until the stream ends.
    * Returns true when the stream has ended.
    */
-  step(emit: (row: StoredRow) => void, more: () => boolean): boolean {
+  step(emit: (row: StoredRow) => void, more: () => boolean, flush?: () => void): boolean {
     const live = this.sources.filter((s) => !s.exhausted)
     if (live.length === 0) return true
     const hide = this.hide()
-    const cursors: IterableIterator<Row>[] = []
     try {
-      for (const s of live) cursors.push(this.store.openRows(s.filter, s.remaining, hide, s.after))
-      const heads = cursors.map((c, i) => this.pull(c, live[i]!))
+      const rows = this.pageSize(live.length)
+      // The stream's first pages are half size, and what was emitted is flushed before each
+      // further read: the client parses the first rows while the rest are read (issue 18).
+      const first = this.sentRows === 0 ? Math.max(1, Math.ceil(rows / 2)) : rows
+      const heads = live.map((s) => this.head(s, hide, first))
+      this.flush = flush
       for (;;) {
         let best = -1
         for (let i = 0; i < heads.length; i++) {
           const h = heads[i]
-          if (h !== undefined && (best < 0 || compareNewestFirst(h, heads[best]!) < 0)) best = i
+          if (h !== undefined && (best < 0 || newerFirst(h, heads[best]!) < 0)) best = i
         }
         if (best < 0) break
         const row = heads[best]!
         const source = live[best]!
-        source.after = { created_at: row.created_at, id: row.id }
+        const [seq, created_at, id] = row
+        source.after = { created_at, id }
         source.remaining--
-        heads[best] = source.remaining > 0 ? this.pull(cursors[best]!, source) : undefined
+        source.at++
         if (source.remaining <= 0) source.exhausted = true
-        if (row.id === this.lastId) continue
-        this.lastId = row.id
-        const raw = row.raw ?? this.store.rawOf(row.seq)
+        heads[best] = source.exhausted ? undefined : this.head(source, hide, rows)
+        if (id === this.lastId) continue
+        this.lastId = id
+        const raw = row[3] ?? this.store.rawOf(seq)
         if (raw === undefined) continue
-        emit({ id: row.id, created_at: row.created_at, seq: row.seq, raw })
+        this.sentRows++
+        this.sentChars += raw.length
+        this.emittedInStep = true
+        emit({ id, created_at, seq, raw })
         if (!more()) break
       }
     } finally {
-      for (const c of cursors) c.return?.()
+      this.flush = undefined
+      this.emittedInStep = false
+      // The next slice reads again from `after`: what the reader may see may have changed.
+      for (const s of live) {
+        s.page = []
+        s.at = 0
+        s.last = false
+      }
     }
     return this.done
   }
 
-  private pull(cursor: IterableIterator<Row>, source: Source): Row | undefined {
-    const next = cursor.next()
-    if (next.done === true) {
-      source.exhausted = true
-      return undefined
+  /**
+   * Rows per page: about what one slice sends (`reqSliceBytes`, shared by the live filters), at
+   * the average size of the events sent so far (512 bytes before the first). A page much larger
+   * than a slice would be read only to be dropped when the slice ends; a much smaller one costs
+   * a query per few rows (issue 18: window·500 read in pages of 100 took 30% longer than in one).
+   */
+  private pageSize(liveFilters: number): number {
+    const average = this.sentRows === 0 ? 512 : Math.max(1, this.sentChars / this.sentRows)
+    const rows = Math.floor(this.limits.reqSliceBytes / (average * liveFilters))
+    return Math.min(maxPageRows, Math.max(minPageRows, rows))
+  }
+
+  /** The source's next row, reading a page of up to `pageRows` when the one in hand is used up. */
+  private head(source: Source, hide: readonly HideRule[], pageRows: number): PageRow | undefined {
+    if (source.at >= source.page.length) {
+      if (source.last) {
+        source.exhausted = true
+        return undefined
+      }
+      const rows = Math.min(source.remaining, pageRows)
+      if (this.emittedInStep) this.flush?.()
+      source.page = this.store.readPage(source.filter, rows, hide, source.after)
+      source.at = 0
+      source.last = source.page.length < rows
+      if (source.page.length === 0) {
+        source.exhausted = true
+        return undefined
+      }
     }
-    return next.value
+    return source.page[source.at]
   }
 }

@@ -76,6 +76,26 @@ export const orderedIndexesMigration: Migration = (db) => {
   `)
 }
 
+/**
+ * Each tag row carries its event's id (`eid`, the 32 bytes, which sort as the hex does), and the
+ * tag index is (name, value, created_at DESC, eid, seq): a one-value tag query (the common REQ,
+ * `#h: [channel]`) walks it in NIP-01 order, ties of created_at included, with no sort step and
+ * no lookup of the tag rows, and so do the `seq IN (SELECT seq FROM tags …)` of other tag filters
+ * and of private channels hidden from a reader. Issue 18: the sort of ties and the tag-row
+ * lookups were 45% of a tag·50 REQ's time in sqlite.
+ */
+export const tagOrderMigration: Migration = (db) => {
+  // Safe to run again (as over a hub.db whose user_version was set back).
+  const has = db.prepare("SELECT 1 AS one FROM pragma_table_info('tags') WHERE name = 'eid'").get()
+  if (has === undefined) db.exec('ALTER TABLE tags ADD COLUMN eid BLOB')
+  db.exec(`
+    UPDATE tags SET eid = (SELECT unhex(e.id) FROM events e WHERE e.seq = tags.seq)
+      WHERE eid IS NULL;
+    DROP INDEX IF EXISTS tags_lookup;
+    CREATE INDEX tags_lookup ON tags(name, value, created_at DESC, eid, seq);
+  `)
+}
+
 /** A hub's event store (hub.db). node.db appends its own tables (node-schema.ts). */
 export const eventStoreMigrations: readonly Migration[] = [
   eventTablesMigration,

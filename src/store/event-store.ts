@@ -38,6 +38,15 @@ export interface StoredKey {
   seq: number
 }
 
+/** A row of `readPage`: its JSON is null when it must be read apart (`rawOf`). */
+export type PageRow = [seq: number, created_at: number, id: string, raw: string | null]
+
+/** Rows whose JSON is larger are left out of a page and read one at a time as they are sent. */
+export const inlineRawBytes = 4096
+
+/** The select expression of a page's JSON column (`buildQuery` qualifies `raw` in a join). */
+const inlineRaw = `CASE WHEN octet_length(raw) <= ${inlineRawBytes} THEN raw END`
+
 /** Where a paged query resumes: after this row in NIP-01 order (newest first, then lower id). */
 export interface QueryCursor {
   created_at: number
@@ -85,13 +94,16 @@ export class EventStore {
   /** Set with `syncApart`: commits become durable through it (see `afterCommit`). */
   private readonly walSync: WalSync | undefined
   private readonly insertEvent: Statement<[string, string, number, number, string | null, string]>
-  private readonly insertTag: Statement<[number | bigint, string, string, number]>
+  /** Takes the event's id bytes last where tag rows carry it (`tagIds`). */
+  private readonly insertTag: Statement<unknown[]>
   private readonly findByRkey: Statement<[string], ExistingRow>
   private readonly hasId: Statement<[string], { one: number }>
   private readonly deleteEvent: Statement<[number]>
   private readonly deleteTags: Statement<[number]>
   private readonly keepVersion: Statement<[string, number, number, string]>
   private readonly queries = new Map<string, Statement<unknown[], StoredRow>>()
+  /** `readPage`'s statements, in raw mode (rows as arrays), by SQL. */
+  private readonly pages = new Map<string, Statement<unknown[], PageRow>>()
   /** Per query shape (its SQL): whether sqlite sorts the whole match (`sortsAll`). */
   private readonly sortPlans = new Map<string, boolean>()
   private readonly rawBySeq: Statement<[number], string>
@@ -110,6 +122,11 @@ export class EventStore {
    * first, instead of collecting every tagged event and sorting them.
    */
   private readonly tagJoin: boolean
+  /**
+   * Tag rows carry their event's id (`tagOrderMigration`): the tag join is ordered and resumed by
+   * it, so sqlite walks the tag index in NIP-01 order with no sort of ties.
+   */
+  private readonly tagIds: boolean
 
   /**
    * Opens `path`, or wraps an already open database whose schema includes the event tables
@@ -134,8 +151,13 @@ export class EventStore {
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
     )
+    this.tagIds =
+      this.db.prepare("SELECT 1 AS one FROM pragma_table_info('tags') WHERE name = 'eid'").get() !==
+      undefined
     this.insertTag = this.db.prepare(
-      'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
+      this.tagIds
+        ? 'INSERT INTO tags (seq, name, value, created_at, eid) VALUES (?, ?, ?, ?, ?)'
+        : 'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
     )
     this.findByRkey = this.db.prepare(
       'SELECT seq, id, created_at, length(CAST(raw AS BLOB)) AS bytes FROM events WHERE rkey = ?',
@@ -249,6 +271,7 @@ export class EventStore {
     if (this.usageExempt !== undefined) this.countUsage(event, 1, Buffer.byteLength(raw, 'utf8'))
     // One row per (name, value): a repeated tag would make a tag join return the event twice.
     let indexed: Set<string> | undefined
+    let eid: Buffer | undefined
     for (const tag of event.tags) {
       const [name, value] = tag
       if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
@@ -258,7 +281,12 @@ export class EventStore {
           if (indexed.has(key)) continue
           indexed.add(key)
         }
-        this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
+        if (this.tagIds) {
+          eid ??= Buffer.from(event.id, 'hex')
+          this.insertTag.run(info.lastInsertRowid, name, value, event.created_at, eid)
+        } else {
+          this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
+        }
       }
     }
     return 'stored'
@@ -309,23 +337,45 @@ export class EventStore {
   }
 
   /**
-   * As `openCursor`, but each row carries its JSON when sqlite reads the rows in order (an index
-   * walk, no sort step of the whole match): then the JSON comes with the row, one lookup fewer
-   * per row, which was most of a window·500 REQ's time in the store (issue 18). A query sqlite
-   * must sort stays keys only (`raw` undefined: read it with `rawOf`), so its sorter never holds
-   * every match's JSON.
+   * One page of a filter's rows in NIP-01 order, after `after` when given, at most `rows`: each
+   * as [seq, created_at, id, raw], read whole in one call (better-sqlite3's `raw` mode, arrays not
+   * objects). Issue 18: stepping an iterator row by row and building an object per row was a
+   * quarter of a small REQ's time in the store. `raw` is null when the row must be read apart
+   * with `rawOf`: when it is over `inlineRawBytes`, so a page never holds many large events, and
+   * when sqlite sorts the whole match (`sortsAll`), so its sorter holds keys, not every match's
+   * JSON (unless the filter names at most `rows` ids). Fewer than `rows` rows means the filter has
+   * no more.
    */
-  openRows(
+  readPage(
     filter: Filter,
-    limit: number,
+    rows: number,
     hide: readonly HideRule[],
     after: QueryCursor | undefined,
-  ): IterableIterator<StoredKey & { raw?: string }> {
-    const keys = this.buildQuery(filter, limit, hide, after, ['seq', 'created_at', 'id'])
-    if (keys === undefined) return [][Symbol.iterator]()
-    if (this.sortsAll(keys.sql, keys.params)) return this.iterate(keys.sql, keys.params)
-    const q = this.buildQuery(filter, limit, hide, after, ['seq', 'created_at', 'id', 'raw'])
-    return q === undefined ? [][Symbol.iterator]() : this.iterate(q.sql, q.params)
+  ): PageRow[] {
+    // An ids filter matches no more rows than it names: a sort of those holds little, so their
+    // JSON comes with them (one statement, not one plus one per row).
+    const few = filter.ids !== undefined && filter.ids.length <= rows
+    const keys = few
+      ? undefined
+      : this.buildQuery(filter, rows, hide, after, ['seq', 'created_at', 'id', 'NULL'])
+    if (!few && keys === undefined) return []
+    if (keys !== undefined && this.sortsAll(keys.sql, keys.params)) {
+      return this.pageStatement(keys.sql).all(...keys.params)
+    }
+    const q = this.buildQuery(filter, rows, hide, after, ['seq', 'created_at', 'id', inlineRaw])
+    return q === undefined ? [] : this.pageStatement(q.sql).all(...q.params)
+  }
+
+  private pageStatement(sql: string): Statement<unknown[], PageRow> {
+    let stmt = this.pages.get(sql)
+    if (stmt === undefined) {
+      // Filters with list lengths vary; bound the cache so odd shapes cannot grow it forever.
+      if (this.pages.size >= 512) this.pages.clear()
+      // Raw mode: each row an array in column order, as `PageRow` spells it.
+      stmt = this.db.prepare<unknown[], PageRow>(sql).raw(true)
+      this.pages.set(sql, stmt)
+    }
+    return stmt
   }
 
   private iterate(sql: string, params: unknown[]): IterableIterator<StoredRow> {
@@ -371,8 +421,9 @@ export class EventStore {
     const tagEntries = Object.entries(filter.tags ?? {})
     if (tagEntries.some(([, values]) => values.length === 0)) return undefined
     // One tag with one value (`#h: [channel]`, the common REQ): walk tags_lookup
-    // (name, value, created_at DESC) newest first and join each row to its event, so LIMIT stops
-    // the walk; sqlite only orders ties of created_at by id. With ids the id index is quicker.
+    // (name, value, created_at DESC, eid, seq) in NIP-01 order and join each row to its event, so
+    // LIMIT stops the walk (without `eid`, an older schema, sqlite sorts ties of created_at by
+    // id). With ids the id index is quicker.
     const driver =
       this.tagJoin && filter.ids === undefined
         ? tagEntries.find(([, values]) => values.length === 1)
@@ -380,6 +431,9 @@ export class EventStore {
     // Column names as the query must spell them: qualified when tags are joined.
     const e = driver === undefined ? '' : 'e.'
     const time = driver === undefined ? 'created_at' : 't.created_at'
+    // The id that orders ties, and how a cursor's id is compared with it.
+    const byTagId = driver !== undefined && this.tagIds
+    const tie = byTagId ? 't.eid' : `${e}id`
     const where: string[] = []
     const params: unknown[] = []
     const inList = (column: string, values: readonly unknown[]) => {
@@ -421,15 +475,25 @@ export class EventStore {
     }
     if (after !== undefined) {
       // NIP-01 order is created_at descending, then id ascending: resume strictly after `after`.
-      where.push(`${time} <= ? AND (${time} < ? OR ${e}id > ?)`)
-      params.push(after.created_at, after.created_at, after.id)
+      where.push(`${time} <= ? AND (${time} < ? OR ${tie} > ?)`)
+      params.push(
+        after.created_at,
+        after.created_at,
+        byTagId ? Buffer.from(after.id, 'hex') : after.id,
+      )
     }
-    const select = columns.map((c) => (driver === undefined ? c : `e.${c} AS ${c}`)).join(', ')
+    const select = columns
+      .map((c) => {
+        if (driver === undefined || c === 'NULL') return c
+        if (c === inlineRaw) return inlineRaw.replaceAll('raw', 'e.raw')
+        return `e.${c} AS ${c}`
+      })
+      .join(', ')
     const from = driver === undefined ? 'events' : 'tags t JOIN events e ON e.seq = t.seq'
     const sql =
       `SELECT ${select} FROM ${from}` +
       (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
-      ` ORDER BY ${time} DESC, ${e}id ASC LIMIT ?`
+      ` ORDER BY ${time} DESC, ${tie} ASC LIMIT ?`
     params.push(limit)
     return { sql, params }
   }

@@ -132,6 +132,34 @@ describe('REQ stored results sent in slices', { timeout: 60_000 }, () => {
     expect(ids.filter(isLate).sort()).toEqual(late.map((e) => e.id).sort())
   })
 
+  it('streams small and large events across pages and slices, in order, each once', async () => {
+    // Small slices end mid-page, and the next reads again after the last row sent; large ones
+    // use up whole pages.
+    for (const reqSliceBytes of [4096, 256 * 1024]) {
+      const t = await startTestHub({ limits: { reqSliceBytes, reqWorkMsPerSecond: 0 } })
+      const base = Math.floor(Date.now() / 1000) - 1000
+      // Mostly small events (read with their page), every ninth too large to be (read apart).
+      const stored = Array.from({ length: 450 }, (_, i) =>
+        t.sign({
+          created_at: base + Math.floor(i / 3),
+          tags: [['h', i % 2 === 0 ? 'even' : 'odd']],
+          content: i % 9 === 0 ? 'y'.repeat(6000) : `small ${i}`,
+        }),
+      )
+      t.hub.store.insertBatch(stored)
+      const c = await t.member()
+      c.send(['REQ', 'mix', { '#h': ['even'], limit: 5000 }, { '#h': ['odd'], limit: 180 }, {}])
+      await c.next((f) => f[0] === 'EOSE' && f[1] === 'mix')
+      const got = c.frames.filter((f) => f[0] === 'EVENT').map((f) => f[2] as NostrEvent)
+      const newestFirst = [...stored].sort(
+        (a, b) => b.created_at - a.created_at || (a.id < b.id ? -1 : 1),
+      )
+      // The filter {} alone (limit 500) reaches every event: the union is all 450, in order.
+      expect(got.map((e) => e.id)).toEqual(newestFirst.map((e) => e.id))
+      expect(got.filter((e) => e.content.length === 6000)).toHaveLength(50)
+    }
+  })
+
   it('makes a person’s REQs wait once their work budget is spent, while others are answered', async () => {
     const t = await startTestHub({
       limits: { reqSliceBytes: 8192, reqWorkMsPerSecond: 1, reqWorkBurstMs: 1 },
