@@ -103,6 +103,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     migrations: hubMigrations,
     usage: { exempt: quotaExemptKinds },
     check: true,
+    onUpgrade: (from, to) =>
+      log(`upgrading ${opts.dbPath} from schema ${from} to ${to}: a large store takes a while`),
   })
   // What is stored was admitted on its way in; the state it makes does not depend on order.
   const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })

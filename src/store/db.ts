@@ -24,6 +24,11 @@ export interface OpenOptions {
    * would otherwise fail every read while writes still succeed.
    */
   check?: boolean
+  /**
+   * Told before the schema of a file that already had one is upgraded (versions `from` → `to`),
+   * so its owner can say why start-up pauses: an upgrade may rewrite every row of a table.
+   */
+  onUpgrade?: (from: number, to: number) => void
 }
 
 /** sqlite error codes that mean the file itself is damaged or not a database. */
@@ -92,6 +97,7 @@ export function openDatabase(
         `${path} has schema version ${current}, newer than this kith (${migrations.length}); upgrade kith`,
       )
     }
+    if (current > 0 && current < migrations.length) opts.onUpgrade?.(current, migrations.length)
     db.transaction(() => {
       for (let v = current; v < migrations.length; v++) {
         migrations[v]?.(db)

@@ -328,7 +328,11 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
   it('upgrades an older hub.db: ordered indexes, repeated tag rows removed, tag rows get ids', () => {
     const path = join(tempDir(), 'hub.db')
     // Before the ordered indexes and the ordered tag index (the last two migrations).
-    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -2) })
+    const upgrades: [number, number][] = []
+    const onUpgrade = (from: number, to: number) => upgrades.push([from, to])
+    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -2), onUpgrade })
+    // A new file is made, not upgraded.
+    expect(upgrades).toEqual([])
     const e = ev({
       tags: [
         ['h', 'x'],
@@ -340,7 +344,8 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
     old.db.prepare('INSERT INTO tags SELECT * FROM tags').run()
     expect(old.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 2 })
     old.close()
-    const upgraded = new EventStore(path, { migrations: hubMigrations })
+    const upgraded = new EventStore(path, { migrations: hubMigrations, onUpgrade })
+    expect(upgrades).toEqual([[hubMigrations.length - 2, hubMigrations.length]])
     expect(upgraded.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 1 })
     expect(ids(upgraded.query([{ tags: { h: ['x'] } }], limits))).toEqual([e.id])
     const plan = upgraded.db
