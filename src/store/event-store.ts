@@ -94,8 +94,7 @@ export class EventStore {
   /** Set with `syncApart`: commits become durable through it (see `afterCommit`). */
   private readonly walSync: WalSync | undefined
   private readonly insertEvent: Statement<[string, string, number, number, string | null, string]>
-  /** Takes the event's id bytes last where tag rows carry it (`tagIds`). */
-  private readonly insertTag: Statement<unknown[]>
+  private readonly insertTag: Statement<[number | bigint, string, string, number]>
   private readonly findByRkey: Statement<[string], ExistingRow>
   private readonly hasId: Statement<[string], { one: number }>
   private readonly deleteEvent: Statement<[number]>
@@ -122,11 +121,6 @@ export class EventStore {
    * first, instead of collecting every tagged event and sorting them.
    */
   private readonly tagJoin: boolean
-  /**
-   * Tag rows carry their event's id (`tagOrderMigration`): the tag join is ordered and resumed by
-   * it, so sqlite walks the tag index in NIP-01 order with no sort of ties.
-   */
-  private readonly tagIds: boolean
 
   /**
    * Opens `path`, or wraps an already open database whose schema includes the event tables
@@ -151,13 +145,8 @@ export class EventStore {
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
     )
-    this.tagIds =
-      this.db.prepare("SELECT 1 AS one FROM pragma_table_info('tags') WHERE name = 'eid'").get() !==
-      undefined
     this.insertTag = this.db.prepare(
-      this.tagIds
-        ? 'INSERT INTO tags (seq, name, value, created_at, eid) VALUES (?, ?, ?, ?, ?)'
-        : 'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
+      'INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)',
     )
     this.findByRkey = this.db.prepare(
       'SELECT seq, id, created_at, length(CAST(raw AS BLOB)) AS bytes FROM events WHERE rkey = ?',
@@ -271,7 +260,6 @@ export class EventStore {
     if (this.usageExempt !== undefined) this.countUsage(event, 1, Buffer.byteLength(raw, 'utf8'))
     // One row per (name, value): a repeated tag would make a tag join return the event twice.
     let indexed: Set<string> | undefined
-    let eid: Buffer | undefined
     for (const tag of event.tags) {
       const [name, value] = tag
       if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
@@ -281,12 +269,7 @@ export class EventStore {
           if (indexed.has(key)) continue
           indexed.add(key)
         }
-        if (this.tagIds) {
-          eid ??= Buffer.from(event.id, 'hex')
-          this.insertTag.run(info.lastInsertRowid, name, value, event.created_at, eid)
-        } else {
-          this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
-        }
+        this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
       }
     }
     return 'stored'
@@ -421,9 +404,9 @@ export class EventStore {
     const tagEntries = Object.entries(filter.tags ?? {})
     if (tagEntries.some(([, values]) => values.length === 0)) return undefined
     // One tag with one value (`#h: [channel]`, the common REQ): walk tags_lookup
-    // (name, value, created_at DESC, eid, seq) in NIP-01 order and join each row to its event, so
-    // LIMIT stops the walk (without `eid`, an older schema, sqlite sorts ties of created_at by
-    // id). With ids the id index is quicker.
+    // (name, value, created_at DESC, seq) newest first and join each row to its event, so LIMIT
+    // stops the walk; sqlite only orders ties of created_at by id. With ids the id index is
+    // quicker.
     const driver =
       this.tagJoin && filter.ids === undefined
         ? tagEntries.find(([, values]) => values.length === 1)
@@ -431,9 +414,6 @@ export class EventStore {
     // Column names as the query must spell them: qualified when tags are joined.
     const e = driver === undefined ? '' : 'e.'
     const time = driver === undefined ? 'created_at' : 't.created_at'
-    // The id that orders ties, and how a cursor's id is compared with it.
-    const byTagId = driver !== undefined && this.tagIds
-    const tie = byTagId ? 't.eid' : `${e}id`
     const where: string[] = []
     const params: unknown[] = []
     const inList = (column: string, values: readonly unknown[]) => {
@@ -475,12 +455,8 @@ export class EventStore {
     }
     if (after !== undefined) {
       // NIP-01 order is created_at descending, then id ascending: resume strictly after `after`.
-      where.push(`${time} <= ? AND (${time} < ? OR ${tie} > ?)`)
-      params.push(
-        after.created_at,
-        after.created_at,
-        byTagId ? Buffer.from(after.id, 'hex') : after.id,
-      )
+      where.push(`${time} <= ? AND (${time} < ? OR ${e}id > ?)`)
+      params.push(after.created_at, after.created_at, after.id)
     }
     const select = columns
       .map((c) => {
@@ -493,7 +469,7 @@ export class EventStore {
     const sql =
       `SELECT ${select} FROM ${from}` +
       (where.length > 0 ? ` WHERE ${where.join(' AND ')}` : '') +
-      ` ORDER BY ${time} DESC, ${tie} ASC LIMIT ?`
+      ` ORDER BY ${time} DESC, ${e}id ASC LIMIT ?`
     params.push(limit)
     return { sql, params }
   }

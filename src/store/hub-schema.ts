@@ -1,5 +1,9 @@
 import type { Migration } from './db.js'
-import { eventStoreMigrations, orderedIndexesMigration, tagOrderMigration } from './event-schema.js'
+import {
+  coveringTagIndexMigration,
+  eventStoreMigrations,
+  orderedIndexesMigration,
+} from './event-schema.js'
 
 /**
  * Kinds a hub stores but does not count toward a person's storage quota: grants (4140),
@@ -14,7 +18,7 @@ export const quotaExemptKinds: ReadonlySet<number> = new Set([4140, 4141, 34140]
  * hub.db: the event tables, then `key_usage`, what each author key has stored (events and UTF-8
  * bytes of their canonical JSON, exempt kinds left out), kept in the same transaction as the
  * events so quotas survive restarts. The migration counts what an older hub already stored. Then
- * the ordered indexes and the ordered tag index (event-schema.ts).
+ * the ordered indexes and the covering tag index (event-schema.ts).
  */
 export const hubMigrations: readonly Migration[] = [
   ...eventStoreMigrations,
@@ -32,6 +36,6 @@ export const hubMigrations: readonly Migration[] = [
   },
   // Appended last (never reorder): ordered covering indexes and de-duplicated tag rows.
   orderedIndexesMigration,
-  // Tag rows carry their event's id; the tag index gives NIP-01 order (event-schema.ts).
-  tagOrderMigration,
+  // The tag index with each row's seq (event-schema.ts).
+  coveringTagIndexMigration,
 ]
