@@ -2,8 +2,8 @@ import type { Filter } from '../events/filter.js'
 import type { EventStore, HideRule, PageRow, QueryCursor, StoredRow } from '../store/event-store.js'
 
 /** Bounds of the rows read per query of a filter (see `StoredStream.pageSize`). */
-export const minPageRows = 16
-export const maxPageRows = 500
+const minPageRows = 16
+const maxPageRows = 500
 
 interface Source {
   filter: Filter
@@ -31,9 +31,8 @@ function newerFirst(a: PageRow, b: PageRow): number {
  * and the filters are merged so the client sees one ordered stream with duplicates across filters
  * sent once (they meet side by side in the merge). Nothing large is built in memory: a page holds
  * about a slice's worth of rows (`pageSize`), large events among them as keys only
- * (`EventStore.readPage`), and pages
- * are dropped when a slice ends, so what the reader may see is asked afresh for every slice and no
- * sqlite statement stays open between slices.
+ * (`EventStore.readPage`), and pages are dropped when a slice ends, so what the reader may see is
+ * asked afresh for every slice and no sqlite statement stays open between slices.
  */
 export class StoredStream {
   private readonly sources: Source[]

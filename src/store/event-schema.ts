@@ -81,7 +81,7 @@ export const orderedIndexesMigration: Migration = (db) => {
  * the `seq IN (SELECT seq FROM tags …)` of other tag filters and of private channels hidden from
  * a reader) reads the index alone, without a lookup of each tag row in its table (issue 18).
  * Tag rows do not carry their event's id, so sqlite still sorts ties of created_at by id: the id
- * in the index (32 bytes a row) made the tag·50 REQ's sqlite time 23% shorter but ingest 12%
+ * in the index (32 bytes a row) made a tag·50 REQ 23% quicker in the store but each insert ~30%
  * slower (docs/performance.md, session 9).
  */
 export const coveringTagIndexMigration: Migration = (db) => {
