@@ -37,10 +37,6 @@ function newerFirst(a: PageRow, b: PageRow): number {
 export class StoredStream {
   private readonly sources: Source[]
   private lastId: string | undefined
-  /** Set during `step`: sends what was emitted so far (see `step`). */
-  private flush: (() => void) | undefined
-  /** Whether the current `step` has emitted a row (then a page read flushes first). */
-  private emittedInStep = false
   /** The JSON sent so far, to size pages to what a slice sends (`pageSize`). */
   private sentRows = 0
   private sentChars = 0
@@ -83,8 +79,7 @@ export class StoredStream {
       // The stream's first pages are half size, and what was emitted is flushed before each
       // further read: the client parses the first rows while the rest are read (issue 18).
       const first = this.sentRows === 0 ? Math.max(1, Math.ceil(rows / 2)) : rows
-      const heads = live.map((s) => this.head(s, hide, first))
-      this.flush = flush
+      const heads = live.map((s) => this.head(s, hide, first, undefined))
       for (;;) {
         let best = -1
         for (let i = 0; i < heads.length; i++) {
@@ -99,20 +94,17 @@ export class StoredStream {
         source.remaining--
         source.at++
         if (source.remaining <= 0) source.exhausted = true
-        heads[best] = source.exhausted ? undefined : this.head(source, hide, rows)
+        heads[best] = source.exhausted ? undefined : this.head(source, hide, rows, flush)
         if (id === this.lastId) continue
         this.lastId = id
         const raw = row[3] ?? this.store.rawOf(seq)
         if (raw === undefined) continue
         this.sentRows++
         this.sentChars += raw.length
-        this.emittedInStep = true
         emit({ id, created_at, seq, raw })
         if (!more()) break
       }
     } finally {
-      this.flush = undefined
-      this.emittedInStep = false
       // The next slice reads again from `after`: what the reader may see may have changed.
       for (const s of live) {
         s.page = []
@@ -135,15 +127,23 @@ export class StoredStream {
     return Math.min(maxPageRows, Math.max(minPageRows, rows))
   }
 
-  /** The source's next row, reading a page of up to `pageRows` when the one in hand is used up. */
-  private head(source: Source, hide: readonly HideRule[], pageRows: number): PageRow | undefined {
+  /**
+   * The source's next row, reading a page of up to `pageRows` when the one in hand is used up
+   * (after `flush`, which sends what the slice has emitted so far).
+   */
+  private head(
+    source: Source,
+    hide: readonly HideRule[],
+    pageRows: number,
+    flush: (() => void) | undefined,
+  ): PageRow | undefined {
     if (source.at >= source.page.length) {
       if (source.last) {
         source.exhausted = true
         return undefined
       }
       const rows = Math.min(source.remaining, pageRows)
-      if (this.emittedInStep) this.flush?.()
+      flush?.()
       source.page = this.store.readPage(source.filter, rows, hide, source.after)
       source.at = 0
       source.last = source.page.length < rows

@@ -338,15 +338,13 @@ export class EventStore {
     // An ids filter matches no more rows than it names: a sort of those holds little, so their
     // JSON comes with them (one statement, not one plus one per row).
     const few = filter.ids !== undefined && filter.ids.length <= rows
-    const keys = few
-      ? undefined
-      : this.buildQuery(filter, rows, hide, after, ['seq', 'created_at', 'id', 'NULL'])
-    if (!few && keys === undefined) return []
-    if (keys !== undefined && this.sortsAll(keys.sql, keys.params)) {
-      return this.pageStatement(keys.sql).all(...keys.params)
-    }
     const q = this.buildQuery(filter, rows, hide, after, ['seq', 'created_at', 'id', inlineRaw])
-    return q === undefined ? [] : this.pageStatement(q.sql).all(...q.params)
+    if (q === undefined) return []
+    if (!few && this.sortsAll(q.sql, q.params)) {
+      const keys = this.buildQuery(filter, rows, hide, after, ['seq', 'created_at', 'id', 'NULL'])
+      return keys === undefined ? [] : this.pageStatement(keys.sql).all(...keys.params)
+    }
+    return this.pageStatement(q.sql).all(...q.params)
   }
 
   private pageStatement(sql: string): Statement<unknown[], PageRow> {
