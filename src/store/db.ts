@@ -14,9 +14,10 @@ export interface OpenOptions {
    */
   synchronous?: 'full' | 'normal'
   /**
-   * With `full`: sqlite commits without fsync (synchronous=NORMAL) and the owner makes each
-   * commit durable with a WalSync before acknowledging it, so the fsync does not hold the main
-   * thread (store/wal-sync.ts). The hub does; node.db keeps sqlite's own fsync.
+   * With `full`: sqlite neither fsyncs nor checkpoints by itself (synchronous=OFF,
+   * wal_autocheckpoint=0). The owner makes each commit durable with a WalSync before
+   * acknowledging it and checkpoints with a WalCheckpointer, so no fsync holds the main thread
+   * (store/wal-sync.ts, store/wal-checkpoint.ts). The hub does; node.db keeps sqlite's own.
    */
   syncApart?: boolean
   /**
@@ -30,6 +31,14 @@ export interface OpenOptions {
    */
   onUpgrade?: (from: number, to: number) => void
 }
+
+/**
+ * sqlite's page cache per connection, KiB. better-sqlite3 builds sqlite with 16 MB, which a busy
+ * hub fills and keeps: 12–13 MB of the hub's ~98 MB peak under `bench:hub`. 8 MB takes ~8 MB off
+ * that peak with ingest unchanged; queries over cold history read more pages from the OS's file
+ * cache (in-process, window·500 over 20,000 events: ~600 µs against ~550 with 16 MB, ~870 with 4).
+ */
+export const pageCacheKiB = 8000
 
 /** sqlite error codes that mean the file itself is damaged or not a database. */
 const damagedCodes = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_CORRUPT_INDEX'])
@@ -79,12 +88,11 @@ export function openDatabase(
   try {
     db.pragma('journal_mode = WAL')
     const sync = opts.synchronous ?? 'full'
-    db.pragma(`synchronous = ${sync === 'full' && opts.syncApart === true ? 'normal' : sync}`)
-    // A hub writes all the time: checkpoint every ~16 MB of WAL rather than sqlite's ~4 MB. A
-    // page rewritten by many commits is copied to the database once per checkpoint, which cut
-    // the hub's main-thread write time by a fifth (docs/performance.md, issue 18).
-    if (opts.syncApart === true) db.pragma('wal_autocheckpoint = 4000')
+    const apart = sync === 'full' && opts.syncApart === true
+    db.pragma(`synchronous = ${apart ? 'off' : sync}`)
+    if (apart) db.pragma('wal_autocheckpoint = 0')
     db.pragma('busy_timeout = 5000')
+    db.pragma(`cache_size = -${pageCacheKiB}`)
     if (opts.check === true) {
       const rows = db.pragma('quick_check(3)') as { quick_check: string }[]
       const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok')

@@ -8,7 +8,7 @@ import {
   type NostrEvent,
 } from '../../src/events/event.js'
 import type { Filter } from '../../src/events/filter.js'
-import { openDatabase } from '../../src/store/db.js'
+import { openDatabase, pageCacheKiB } from '../../src/store/db.js'
 import { eventStoreMigrations } from '../../src/store/event-schema.js'
 import { EventStore, inlineRawBytes } from '../../src/store/event-store.js'
 import { hubMigrations } from '../../src/store/hub-schema.js'
@@ -41,6 +41,13 @@ describe('EventStore', () => {
       [a],
     )
     again.close()
+  })
+
+  it("keeps sqlite's page cache to pageCacheKiB, not better-sqlite3's 16 MB", () => {
+    const store = new EventStore(join(tempDir(), 'events.db'), { migrations: hubMigrations })
+    expect(store.db.pragma('cache_size', { simple: true })).toBe(-pageCacheKiB)
+    expect(pageCacheKiB).toBeLessThan(16000)
+    store.close()
   })
 
   it('returns newest first, ties by lowest id, capped by limit and maxLimit', () => {
