@@ -7,6 +7,18 @@ import type { WalSync } from './wal-sync.js'
 /** Frames not yet copied to the database that start a checkpoint (~16 MB of 4 KB pages). */
 export const checkpointFrames = 4000
 
+/**
+ * Frames committed during a round's fsync that sqlite may copy with its own fsyncs on the main
+ * thread (~1 MB); more are copied apart in a further round, up to `maxRounds` in all.
+ */
+const tailFrames = 256
+const maxRounds = 4
+
+interface Frames {
+  log: number
+  checkpointed: number
+}
+
 type Fsync = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => void
 
 /**
@@ -25,6 +37,11 @@ type Fsync = (fd: number, done: (err: NodeJS.ErrnoException | null) => void) => 
  *    WAL. Only when that fsync is done does the reader end its transaction. sqlite restarts the
  *    WAL (writes new frames over old ones) only when no reader holds a snapshot in it, so a frame
  *    is never overwritten before its copy in the database file is on disk.
+ * 4. What was committed during that fsync is copied by sqlite's own checkpoint, with its fsyncs
+ *    (synchronous=NORMAL for that call), on the main thread: a few hundred frames, not
+ *    thousands (when more came, steps 1–3 run again for them first, a few times at most). sqlite marks frames copied only once its fsync of the database succeeds, and
+ *    restarts the WAL only when every frame is copied. Without this step a WAL under steady
+ *    load would never be wholly copied, so never restarted, and would grow without end.
  *
  * A crash at any step leaves every acknowledged event in the WAL, the database file, or both.
  */
@@ -34,6 +51,8 @@ export class WalCheckpointer {
   private readonly beginRead: Database.Statement
   private fd: number | undefined
   private idle: (() => void)[] = []
+  /** Rounds of steps 1–3 in this checkpoint. */
+  private rounds = 0
   /** Checkpoints that copied frames. */
   checkpoints = 0
   /** The last failure to make a checkpoint durable; the next commit tries again. */
@@ -65,13 +84,20 @@ export class WalCheckpointer {
       return
     }
     if (this.state !== 'idle') return
-    const [wal] = this.db.pragma('wal_checkpoint(NOOP)') as { log: number; checkpointed: number }[]
+    const [wal] = this.db.pragma('wal_checkpoint(NOOP)') as Frames[]
     if (wal === undefined || wal.log - wal.checkpointed < (this.opts.frames ?? checkpointFrames)) {
       return
     }
+    this.rounds = 0
+    this.copyApart()
+  }
+
+  /** Steps 1–3: copy what is committed now, fsync the database file off the main thread. */
+  private copyApart(): void {
     this.reader.exec('BEGIN')
     this.beginRead.get()
     this.state = 'waiting'
+    this.rounds++
     this.walSync.afterCommit((err) => {
       if (this.fd === undefined) return
       if (err !== undefined) {
@@ -98,8 +124,31 @@ export class WalCheckpointer {
         return
       }
       this.lastError = undefined
+      const [wal] = this.db.pragma('wal_checkpoint(NOOP)') as Frames[]
+      const tail = wal === undefined ? 0 : wal.log - wal.checkpointed
+      if (tail > tailFrames && this.rounds < maxRounds) {
+        // Much was committed during the fsync: copy it apart too. Ending the read first is
+        // safe: frames wait to be copied, so sqlite cannot restart the WAL.
+        this.reader.exec('COMMIT')
+        this.copyApart()
+        return
+      }
       this.release()
+      if (tail > 0) this.copyTail()
     })
+  }
+
+  /** Step 4: sqlite's own synced checkpoint of what was committed during step 3. */
+  private copyTail(): void {
+    this.db.pragma('synchronous = normal')
+    try {
+      this.db.pragma('wal_checkpoint(PASSIVE)')
+    } catch (cause) {
+      // sqlite marked nothing copied: the WAL keeps every frame; the next round copies them.
+      this.lastError = new KithError('io', `checkpoint ${this.path}: ${String(cause)}`, { cause })
+    } finally {
+      this.db.pragma('synchronous = off')
+    }
   }
 
   private release(): void {
