@@ -14,10 +14,9 @@ export interface OpenOptions {
    */
   synchronous?: 'full' | 'normal'
   /**
-   * With `full`: sqlite neither fsyncs nor checkpoints by itself (synchronous=OFF,
-   * wal_autocheckpoint=0). The owner makes each commit durable with a WalSync before
-   * acknowledging it and checkpoints with a WalCheckpointer, so no fsync holds the main thread
-   * (store/wal-sync.ts, store/wal-checkpoint.ts). The hub does; node.db keeps sqlite's own.
+   * With `full`: sqlite commits without fsync (synchronous=NORMAL) and the owner makes each
+   * commit durable with a WalSync before acknowledging it, so the fsync does not hold the main
+   * thread (store/wal-sync.ts). The hub does; node.db keeps sqlite's own fsync.
    */
   syncApart?: boolean
   /**
@@ -88,9 +87,11 @@ export function openDatabase(
   try {
     db.pragma('journal_mode = WAL')
     const sync = opts.synchronous ?? 'full'
-    const apart = sync === 'full' && opts.syncApart === true
-    db.pragma(`synchronous = ${apart ? 'off' : sync}`)
-    if (apart) db.pragma('wal_autocheckpoint = 0')
+    db.pragma(`synchronous = ${sync === 'full' && opts.syncApart === true ? 'normal' : sync}`)
+    // A hub writes all the time: checkpoint every ~16 MB of WAL rather than sqlite's ~4 MB. A
+    // page rewritten by many commits is copied to the database once per checkpoint, which cut
+    // the hub's main-thread write time by a fifth (docs/performance.md, issue 18).
+    if (opts.syncApart === true) db.pragma('wal_autocheckpoint = 4000')
     db.pragma('busy_timeout = 5000')
     db.pragma(`cache_size = -${pageCacheKiB}`)
     if (opts.check === true) {

@@ -4,7 +4,6 @@ import type { Filter } from '../events/filter.js'
 import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
 import { eventStoreMigrations, orderedIndexName } from './event-schema.js'
-import { WalCheckpointer } from './wal-checkpoint.js'
 import { WalSync } from './wal-sync.js'
 
 /** What happened to one event of a batch. */
@@ -94,8 +93,6 @@ export class EventStore {
   readonly db: Db
   /** Set with `syncApart`: commits become durable through it (see `afterCommit`). */
   private readonly walSync: WalSync | undefined
-  /** Set with `syncApart`: checkpoints whose fsyncs do not hold the main thread. */
-  private readonly checkpointer: WalCheckpointer | undefined
   private readonly insertEvent: Statement<[string, string, number, number, string | null, string]>
   private readonly insertTag: Statement<[number | bigint, string, string, number]>
   private readonly findByRkey: Statement<[string], ExistingRow>
@@ -145,10 +142,6 @@ export class EventStore {
           })
         : pathOrDb
     this.walSync = apart ? new WalSync(`${pathOrDb}-wal`) : undefined
-    this.checkpointer =
-      this.walSync === undefined
-        ? undefined
-        : new WalCheckpointer(this.db, pathOrDb as string, this.walSync)
     this.insertEvent = this.db.prepare(
       'INSERT OR IGNORE INTO events (id, pubkey, kind, created_at, rkey, raw) VALUES (?, ?, ?, ?, ?, ?)',
     )
@@ -237,7 +230,6 @@ export class EventStore {
       }
     }
     this.batchUsage = new Map()
-    this.checkpointer?.committed()
     return outcomes
   }
 
@@ -574,10 +566,9 @@ export class EventStore {
     else this.walSync.afterCommit(done)
   }
 
-  /** Resolves once no commit waits for its fsync and no checkpoint runs; call before `close`. */
-  async drained(): Promise<void> {
-    await this.walSync?.drained()
-    await this.checkpointer?.drained()
+  /** Resolves once no commit waits for its fsync; call before `close`. */
+  drained(): Promise<void> {
+    return this.walSync?.drained() ?? Promise.resolve()
   }
 
   /** fsyncs of the WAL made apart from sqlite (0 without `syncApart`). */
@@ -585,17 +576,8 @@ export class EventStore {
     return this.walSync?.syncs ?? 0
   }
 
-  /** Checkpoints made apart from sqlite (0 without `syncApart`). */
-  get walCheckpoints(): number {
-    return this.checkpointer?.checkpoints ?? 0
-  }
-
   close(): void {
-    this.checkpointer?.close()
     this.walSync?.close()
-    // sqlite checkpoints as the last connection closes: with NORMAL it fsyncs the database
-    // before it deletes the WAL.
-    if (this.checkpointer !== undefined) this.db.pragma('synchronous = normal')
     this.db.close()
   }
 }
