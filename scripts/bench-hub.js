@@ -78,14 +78,21 @@ function nativeVerifyRate(events) {
   return sample.length / ((performance.now() - t0) / 1000)
 }
 
-// Resident memory of a process now and at its peak, MB (Linux /proc).
+// Resident memory of a process now and at its peak, MB (Linux /proc). Now, it is split into
+// anonymous (the process's own: heaps, caches) and file-backed pages (its binary and libraries,
+// and files it maps: a kith hub's are mostly the `node` binary, strfry's its LMDB database).
 function memoryOf(pid) {
   if (pid === undefined) return {}
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8')
     const mb = (field) =>
       round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024, 1)
-    return { peak_rss_mb: mb('VmHWM'), rss_mb: mb('VmRSS') }
+    return {
+      peak_rss_mb: mb('VmHWM'),
+      rss_mb: mb('VmRSS'),
+      rss_anon_mb: mb('RssAnon'),
+      rss_file_mb: mb('RssFile'),
+    }
   } catch {
     // Not Linux, or the process is gone: memory is optional in the report.
     return {}
