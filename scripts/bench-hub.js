@@ -78,9 +78,9 @@ function nativeVerifyRate(events) {
   return sample.length / ((performance.now() - t0) / 1000)
 }
 
-// Resident memory of a process now and at its peak, MB (Linux /proc). Now, it is split into
-// anonymous (the process's own: heaps, caches) and file-backed pages (its binary and libraries,
-// and files it maps: a kith hub's are mostly the `node` binary, strfry's its LMDB database).
+// Resident memory of a process at its peak and now, MB (Linux /proc). Now is also split into
+// anonymous pages (the process's own: heaps, caches) and file-backed ones (its binary and
+// libraries, and files it maps: for a kith hub mostly the `node` binary, for strfry its LMDB).
 function memoryOf(pid) {
   if (pid === undefined) return {}
   try {
