@@ -148,6 +148,16 @@ export function compareNewestFirst(
   a: Pick<NostrEvent, 'created_at' | 'id'>,
   b: Pick<NostrEvent, 'created_at' | 'id'>,
 ): number {
-  if (a.created_at !== b.created_at) return b.created_at - a.created_at
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0
+  return compareNewestFirstBy(a.created_at, a.id, b.created_at, b.id)
+}
+
+/** `compareNewestFirst` on the fields themselves, for rows that are not objects. */
+export function compareNewestFirstBy(
+  aCreatedAt: number,
+  aId: string,
+  bCreatedAt: number,
+  bId: string,
+): number {
+  if (aCreatedAt !== bCreatedAt) return bCreatedAt - aCreatedAt
+  return aId < bId ? -1 : aId > bId ? 1 : 0
 }

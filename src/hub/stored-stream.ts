@@ -1,3 +1,4 @@
+import { compareNewestFirstBy } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
 import type { EventStore, HideRule, PageRow, QueryCursor, StoredRow } from '../store/event-store.js'
 
@@ -21,8 +22,7 @@ interface Source {
 
 /** NIP-01 order of two page rows: newest first, then lower id. */
 function newerFirst(a: PageRow, b: PageRow): number {
-  if (a[1] !== b[1]) return b[1] - a[1]
-  return a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0
+  return compareNewestFirstBy(a[1], a[2], b[1], b[2])
 }
 
 /**
