@@ -2,7 +2,14 @@
 // Callbacks given to page.evaluate run in the browser.
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import {
+  chromium,
+  errors,
+  type Browser,
+  type BrowserContext,
+  type Locator,
+  type Page,
+} from 'playwright-core'
 import { onTestFinished } from 'vitest'
 
 /** Debian's Chromium (.ci/run installs it with apt-get when it is missing). */
@@ -72,4 +79,17 @@ export async function watchedPage(context: BrowserContext): Promise<WatchedPage>
 export async function snap(page: Page, name: string): Promise<void> {
   mkdirSync(screenshotDir, { recursive: true })
   await page.screenshot({ path: join(screenshotDir, `${name}.png`) })
+}
+
+/**
+ * Clicks a control that the page may take away by itself at any moment (a banner that hides
+ * when the browser reports the network back, on some Chromium versions and not others): a click
+ * that finds it gone is not a failure; any other error is.
+ */
+export async function clickIfStillThere(control: Locator): Promise<void> {
+  try {
+    await control.click({ timeout: 2_000 })
+  } catch (err) {
+    if (!(err instanceof errors.TimeoutError)) throw err
+  }
 }
