@@ -1,15 +1,17 @@
 // The setting every real-agent test runs in: a real hub, a "laptop" node and a "devbox" node
 // (real `kith` processes, one owner), and one real ACP agent hosted by the devbox, spawned with
 // a HOME of its own. The agents come from test/agents/pinned (npm run test:agents installs them).
-import { existsSync, mkdirSync, readdirSync, readlinkSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, readdirSync, readlinkSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { expect, onTestFinished } from 'vitest'
 import * as nip19 from 'nostr-tools/nip19'
+import { verifyEventSignature } from '../../src/events/event.js'
 import type { ChatItem } from '../../src/node/daemon.js'
 import { laptopAndDevbox, runKith, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
 import { history } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
+import type { MockModel, ModelReply, ModelRequest } from './mock-model.js'
 
 /** Where `npm run test:agents` installs the pinned agents (apart from the main dependencies). */
 export const pinned = fileURLToPath(new URL('./pinned/node_modules/', import.meta.url))
@@ -180,4 +182,75 @@ export async function status(home: string): Promise<{
   const r = await runKith(['status', '--json'], { home })
   expect(r.code, r.stderr).toBe(0)
   return JSON.parse(r.stdout) as Awaited<ReturnType<typeof status>>
+}
+
+/** The shell command the tool-call tests have the model run: it leaves a proof in the agent's cwd. */
+export const proofCommand = 'echo kith-tool-ran > proof.txt && cat proof.txt'
+
+/**
+ * The model's side of a tool-call turn: a call of the agent's shell tool `tool` with
+ * `proofCommand`, then, once the tool's result has come back, what it printed.
+ */
+export function proofTurn(tool: string, req: ModelRequest): ModelReply {
+  const result = req.toolResults.at(-1)
+  return result === undefined
+    ? {
+        toolCall: {
+          name: tool,
+          arguments: { command: proofCommand, description: 'Write the proof file' },
+        },
+      }
+    : { text: `The tool said: ${result.output.trim()}` }
+}
+
+/**
+ * The `proofTurn` prompted by `question`, approved from the laptop. The card (kind 4142) arrives
+ * signed by the agent, for `proofCommand`, with the options in `optionKinds` order, while the
+ * command has not run and no tool result has gone to the model; the laptop answers with the
+ * number of the allow-once option (`kith permit CARD N`), the decision (4143) follows, then the
+ * reply with the tool's output, signed by the agent; the proof file is there and its output went
+ * back to the model, once. Returns the model's request that carried the tool result.
+ */
+export async function approveProofCall(
+  fleet: Fleet,
+  model: MockModel,
+  question: string,
+  optionKinds: string[],
+): Promise<ModelRequest> {
+  const proof = join(fleet.agentCwd, 'proof.txt')
+  const card = await fleet.threaded(question, 4142)
+  expect(card.event.pubkey).toBe(fleet.agentPubkey)
+  expect(verifyEventSignature(card.event)).toBe(true)
+  const ask = JSON.parse(card.event.content) as {
+    title: string
+    toolKind: string
+    options: { optionId: string; name: string; kind: string }[]
+  }
+  expect(ask.title).toBe(proofCommand)
+  expect(ask.toolKind).toBe('execute')
+  expect(ask.options.map((o) => o.kind)).toEqual(optionKinds)
+  expect(existsSync(proof)).toBe(false)
+  expect(model.requests.some((r) => r.toolResults.length > 0)).toBe(false)
+
+  // Agents order their options differently (claude lists "Always Allow" first): the person picks
+  // allow once by its number on the card.
+  const once = ask.options.findIndex((o) => o.kind === 'allow_once')
+  const permit = await runKith(['permit', card.event.id.slice(0, 12), String(once + 1)], {
+    home: fleet.laptop,
+  })
+  expect(permit.code, permit.stderr).toBe(0)
+  const decision = await fleet.threaded(card.event.id, 4143)
+  expect(JSON.parse(decision.event.content)).toEqual({ optionId: ask.options[once]!.optionId })
+
+  const reply = await fleet.threaded(question, 9)
+  expect(reply.event.content).toBe('The tool said: kith-tool-ran')
+  expect(reply.event.pubkey).toBe(fleet.agentPubkey)
+  expect(verifyEventSignature(reply.event)).toBe(true)
+  // The tool really ran, in the agent's cwd, and its output went back to the model.
+  expect(readFileSync(proof, 'utf8')).toBe('kith-tool-ran\n')
+  const withResult = model.requests.filter((r) => r.toolResults.length > 0)
+  expect(withResult.map((r) => r.toolResults.map((t) => t.output.trim()))).toEqual([
+    ['kith-tool-ran'],
+  ])
+  return withResult[0]!
 }

@@ -1,10 +1,10 @@
-// A loopback stand-in for a model vendor's cloud: an OpenAI-compatible server on 127.0.0.1
-// (port 0) that real agents are pointed at. It speaks the three streaming wire formats the pinned
-// agents use:
+// A loopback stand-in for a model vendor's cloud: a server on 127.0.0.1 (port 0) that real
+// agents are pointed at. It speaks the four streaming wire formats the pinned agents use:
 //   POST /v1/responses          (SSE; codex with wire_api = "responses")
 //   POST /v1/chat/completions   (SSE; opencode through @ai-sdk/openai-compatible)
 //   POST /v1beta/models/MODEL:streamGenerateContent?alt=sse
 //                               (SSE; gemini-cli with an API key, GOOGLE_GEMINI_BASE_URL = origin)
+//   POST /v1/messages           (SSE with stream: true; Claude Code, ANTHROPIC_BASE_URL = origin)
 // What it answers is scripted by the test (plain text, or a tool call and then, once the tool's
 // result comes back, text). Every request is recorded so a test can assert on what the agent
 // actually sent.
@@ -13,7 +13,7 @@ import type { AddressInfo } from 'node:net'
 
 /** A request the model got, reduced to what the tests look at (the raw body is kept too). */
 export interface ModelRequest {
-  api: 'responses' | 'chat' | 'gemini' | 'other'
+  api: 'responses' | 'chat' | 'gemini' | 'anthropic' | 'other'
   method: string
   path: string
   /** The text of the last user message. */
@@ -126,6 +126,32 @@ function fromGemini(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> 
   return { api: 'gemini', lastUserText, toolResults, tools }
 }
 
+/**
+ * Normalizes an Anthropic Messages request body: `messages` of `{role, content}`, where content
+ * is a string or blocks (`text`, `tool_use`, `tool_result`); a user message that carries only
+ * tool results leaves the last user text as it was.
+ */
+function fromAnthropic(body: Json): Omit<ModelRequest, 'method' | 'path' | 'body'> {
+  const messages = Array.isArray(body.messages) ? (body.messages as Json[]) : []
+  let lastUserText = ''
+  const toolResults: ModelRequest['toolResults'] = []
+  for (const m of messages) {
+    if (m.role !== 'user') continue
+    const blocks = Array.isArray(m.content) ? (m.content as Json[]) : []
+    const text = typeof m.content === 'string' ? m.content : textOf(blocks)
+    if (text !== '') lastUserText = text
+    for (const b of blocks) {
+      if (b.type === 'tool_result') {
+        toolResults.push({ callId: String(b.tool_use_id), output: textOf(b.content) })
+      }
+    }
+  }
+  const tools = Array.isArray(body.tools)
+    ? (body.tools as Json[]).map((t) => String(t.name ?? t.type))
+    : []
+  return { api: 'anthropic', lastUserText, toolResults, tools }
+}
+
 function sse(res: ServerResponse): (data: unknown, event?: string) => void {
   res.writeHead(200, {
     'content-type': 'text/event-stream',
@@ -135,6 +161,12 @@ function sse(res: ServerResponse): (data: unknown, event?: string) => void {
   return (data, event) => {
     res.write(`${event === undefined ? '' : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`)
   }
+}
+
+/** Two deltas, so the agent's streaming path is exercised rather than one lump. */
+function halves(s: string): string[] {
+  const half = Math.ceil(s.length / 2)
+  return [s.slice(0, half), s.slice(half)]
 }
 
 let counter = 0
@@ -167,9 +199,7 @@ function streamResponses(res: ServerResponse, model: string, reply: ModelReply):
       },
       'response.output_item.added',
     )
-    // Two deltas, so the agent's streaming path is exercised rather than one lump.
-    const half = Math.ceil(reply.text.length / 2)
-    for (const delta of [reply.text.slice(0, half), reply.text.slice(half)]) {
+    for (const delta of halves(reply.text)) {
       if (delta === '') continue
       send(
         {
@@ -232,8 +262,7 @@ function streamChat(res: ServerResponse, model: string, reply: ModelReply): void
   })
   send(chunk({ role: 'assistant', content: '' }, null))
   if ('text' in reply) {
-    const half = Math.ceil(reply.text.length / 2)
-    for (const content of [reply.text.slice(0, half), reply.text.slice(half)]) {
+    for (const content of halves(reply.text)) {
       if (content !== '') send(chunk({ content }, null))
     }
   } else {
@@ -282,8 +311,7 @@ function streamGemini(res: ServerResponse, model: string, reply: ModelReply): vo
     responseId,
   })
   if ('text' in reply) {
-    const half = Math.ceil(reply.text.length / 2)
-    const deltas = [reply.text.slice(0, half), reply.text.slice(half)].filter((d) => d !== '')
+    const deltas = halves(reply.text).filter((d) => d !== '')
     deltas.forEach((text, i) => send(chunk([{ text }], i === deltas.length - 1)))
     if (deltas.length === 0) send(chunk([{ text: '' }], true))
   } else {
@@ -302,6 +330,62 @@ function streamGemini(res: ServerResponse, model: string, reply: ModelReply): vo
       ),
     )
   }
+  res.end()
+}
+
+/**
+ * Streams a reply in the Messages API's event sequence: message_start, one content block (text
+ * deltas, or a tool_use whose input arrives as input_json_delta), message_delta with the stop
+ * reason, message_stop.
+ */
+function streamAnthropic(res: ServerResponse, model: string, reply: ModelReply): void {
+  const send = sse(res)
+  const event = (data: Json) => send(data, String(data.type))
+  event({
+    type: 'message_start',
+    message: {
+      id: nextId('msg'),
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: {
+        input_tokens: 10,
+        output_tokens: 1,
+        cache_creation_input_tokens: 0,
+        cache_read_input_tokens: 0,
+      },
+    },
+  })
+  if ('text' in reply) {
+    event({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } })
+    for (const text of halves(reply.text).filter((d) => d !== '')) {
+      event({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } })
+    }
+  } else {
+    const { name, arguments: input } = reply.toolCall
+    event({
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'tool_use', id: nextId('toolu'), name, input: {} },
+    })
+    for (const partial_json of halves(JSON.stringify(input))) {
+      event({
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'input_json_delta', partial_json },
+      })
+    }
+  }
+  event({ type: 'content_block_stop', index: 0 })
+  event({
+    type: 'message_delta',
+    delta: { stop_reason: 'text' in reply ? 'end_turn' : 'tool_use', stop_sequence: null },
+    usage: { output_tokens: 5 },
+  })
+  event({ type: 'message_stop' })
   res.end()
 }
 
@@ -333,7 +417,9 @@ export async function startMockModel(
           ? 'chat'
           : path.endsWith(':streamGenerateContent')
             ? 'gemini'
-            : 'other'
+            : path.endsWith('/v1/messages')
+              ? 'anthropic'
+              : 'other'
       const normal =
         api === 'responses'
           ? fromResponses(body)
@@ -341,7 +427,9 @@ export async function startMockModel(
             ? fromChat(body)
             : api === 'gemini'
               ? fromGemini(body)
-              : { api: 'other' as const, lastUserText: '', toolResults: [], tools: [] }
+              : api === 'anthropic'
+                ? fromAnthropic(body)
+                : { api: 'other' as const, lastUserText: '', toolResults: [], tools: [] }
       const record: ModelRequest = {
         ...normal,
         method: req.method ?? 'GET',
@@ -354,6 +442,12 @@ export async function startMockModel(
         typeof body.model === 'string'
           ? body.model
           : (/\/models\/([^/:]+):/.exec(path)?.[1] ?? 'mock-model')
+      // Claude Code warms its connection up with a HEAD of the base URL and ignores the answer.
+      if (req.method === 'HEAD') {
+        res.writeHead(200)
+        res.end()
+        return
+      }
       if (req.method === 'GET' && path.endsWith('/models')) {
         res.writeHead(200, { 'content-type': 'application/json' })
         res.end(JSON.stringify({ object: 'list', data: [{ id: 'mock-model', object: 'model' }] }))
@@ -365,7 +459,8 @@ export async function startMockModel(
         return
       }
       const reply = respond(record)
-      if (api === 'responses') streamResponses(res, model, reply)
+      if (api === 'anthropic') streamAnthropic(res, model, reply)
+      else if (api === 'responses') streamResponses(res, model, reply)
       else if (api === 'gemini') streamGemini(res, model, reply)
       else streamChat(res, model, reply)
     })().catch((err: unknown) => {
