@@ -5,12 +5,15 @@ export interface Out {
   line(text?: string): void
   json(value: unknown): void
   err(text: string): void
+  /** A secret the person gives (`kith init --owner-key-stdin`): stdin, never echoed. */
+  secret(prompt: string): Promise<string>
 }
 
 export const stdio: Out = {
   line: (text = '') => process.stdout.write(`${text}\n`),
   json: (value) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`),
   err: (text) => process.stderr.write(`${text}\n`),
+  secret: (prompt) => readSecretFromStdin(prompt),
 }
 
 /**
@@ -28,7 +31,7 @@ export function endQuietlyWhenStdoutCloses(): void {
  * Reads a secret from stdin. On a terminal, echo is off while typing so it never shows on the
  * screen or in scrollback; from a pipe, the whole input is read.
  */
-export async function readSecretFromStdin(prompt: string): Promise<string> {
+async function readSecretFromStdin(prompt: string): Promise<string> {
   const stdin = process.stdin
   if (!stdin.isTTY) {
     const chunks: Buffer[] = []

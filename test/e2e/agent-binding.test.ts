@@ -6,7 +6,13 @@ import { decode } from 'nostr-tools/nip19'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
 import { readKeyFile } from '../../src/identity/key-file.js'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { runKith, spawnKith, startNodeProcess, type NodeProcess } from '../helpers/cli.js'
+import {
+  runKith,
+  setupKith,
+  spawnKith,
+  startNodeProcess,
+  type NodeProcess,
+} from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -29,7 +35,7 @@ async function box(addFlags: string[] = []): Promise<{
   const home = join(dir, 'kith')
   const project = join(dir, 'project')
   mkdirSync(project)
-  expect((await runKith(['init', '--name', 'box'], { home })).code).toBe(0)
+  expect((await setupKith(['init', '--name', 'box'], { home })).code).toBe(0)
   const add = await runKith(
     ['agent', 'add', 'bot', '--cwd', project, ...addFlags, '--', process.execPath, fakeAgent],
     { home },

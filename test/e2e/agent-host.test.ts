@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { AgentRow } from '../../src/cli/commands/agent-list.js'
-import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, askForReply, history, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -18,7 +18,7 @@ async function listed(home: string): Promise<AgentRow> {
 /** A fresh machine (KITH_HOME) with the fake agent `bot` added with these flags. */
 async function boxWithBot(addFlags: string[] = [], agentFlags: string[] = []): Promise<string> {
   const home = join(tempDir(), 'h')
-  await runKith(['init', '--name', 'box'], { home })
+  await setupKith(['init', '--name', 'box'], { home })
   const add = await runKith(
     ['agent', 'add', 'bot', ...addFlags, '--', process.execPath, fakeAgent, ...agentFlags],
     { home },
@@ -86,7 +86,7 @@ describe('agent processes', () => {
     { timeout: 120_000 },
     async () => {
       const home = await boxWithBot(['--env', 'AGENT_TEST_TOKEN'], ['--linger'])
-      const refused = await runKith(['agent', 'add', 'x', '--env', 'KITH_HOME', '--', 'true'], {
+      const refused = await setupKith(['agent', 'add', 'x', '--env', 'KITH_HOME', '--', 'true'], {
         home,
       })
       expect(refused.code).toBe(2)
@@ -187,9 +187,9 @@ describe('a node stopping mid-turn', () => {
 describe('agents added and revoked while the node runs', () => {
   it('hosts a new agent at once and stops hosting a revoked one', { timeout: 90_000 }, async () => {
     const home = join(tempDir(), 'h')
-    await runKith(['init', '--name', 'box'], { home })
+    await setupKith(['init', '--name', 'box'], { home })
     const node = await startNodeProcess(home, ['--port', '0'])
-    const add = await runKith(['agent', 'add', 'late', '--', process.execPath, fakeAgent], {
+    const add = await setupKith(['agent', 'add', 'late', '--', process.execPath, fakeAgent], {
       home,
     })
     expect(add.code, add.stderr).toBe(0)

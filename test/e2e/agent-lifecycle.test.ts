@@ -6,6 +6,7 @@ import type { AgentRow } from '../../src/cli/commands/agent-list.js'
 import {
   laptopAndDevbox,
   runKith,
+  setupKith,
   startHubProcess,
   startNodeProcess,
   type NodeProcess,
@@ -47,7 +48,7 @@ async function stillUp(node: NodeProcess): Promise<void> {
 }
 
 async function addBot(home: string, name = 'bot'): Promise<void> {
-  const add = await runKith(['agent', 'add', name, '--', process.execPath, fakeAgent], { home })
+  const add = await setupKith(['agent', 'add', name, '--', process.execPath, fakeAgent], { home })
   expect(add.code, add.stderr).toBe(0)
 }
 
@@ -149,7 +150,7 @@ describe('keys dropped while an agent works (kith up must not crash)', () => {
       const [alice, bob] = [join(dir, 'alice'), join(dir, 'bob')]
       await init(alice, 'alice-laptop')
       const hub = await startHubProcess(['--db', join(dir, 'hub.db')], alice)
-      await runKith(['hub', 'add', hub.url], { home: alice })
+      await setupKith(['hub', 'add', hub.url], { home: alice })
       await init(bob, 'bob-laptop')
       await pairUp(alice, ['fleet', 'invite', '--name', 'bob'], bob, ['fleet', 'join'])
       await addBot(bob)

@@ -5,7 +5,7 @@ import { decode } from 'nostr-tools/nip19'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeGrant, signGrantProof } from '../../src/grants/grant.js'
 import { readKeyFile } from '../../src/identity/key-file.js'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { init, pairUp } from '../helpers/pair-up.js'
 import { RawClient } from '../helpers/raw-client.js'
@@ -20,7 +20,7 @@ const hex = (npub: string) => {
 }
 
 async function addHelper(home: string): Promise<string> {
-  const add = await runKith(['agent', 'add', 'helper', '--', process.execPath, fakeAgent], {
+  const add = await setupKith(['agent', 'add', 'helper', '--', process.execPath, fakeAgent], {
     home,
   })
   expect(add.code, add.stderr).toBe(0)
@@ -36,7 +36,7 @@ describe('names and agents across people (real processes)', { timeout: 240_000 }
     const [alice, bob] = [join(dir, 'alice'), join(dir, 'bob')]
     await init(alice, 'alice-laptop')
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], alice)
-    await runKith(['hub', 'add', hub.url], { home: alice })
+    await setupKith(['hub', 'add', hub.url], { home: alice })
     // Bob's laptop calls itself "alice".
     await init(bob, 'alice')
     await pairUp(alice, ['fleet', 'invite', '--name', 'bob'], bob, ['fleet', 'join'])

@@ -10,6 +10,7 @@ import type { ChatItem } from '../../src/node/daemon.js'
 import {
   laptopAndDevbox,
   runKith,
+  setupKith,
   spawnKith,
   startHubProcess,
   startNodeProcess,
@@ -30,7 +31,7 @@ describe(
   () => {
     it('answers @mentions with replies signed by the agent key, streams, and survives a crash', async () => {
       const { laptop, devbox } = await laptopAndDevbox(tempDir())
-      const added = await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+      const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
         home: devbox,
       })
       expect(added.code, added.stderr).toBe(0)
@@ -187,15 +188,21 @@ describe('agent sessions across a node restart', { timeout: 90_000 }, () => {
     const dir = tempDir()
     const owner = bytesToHex(generateSecretKey())
     const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    await setupKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
     const devbox = join(dir, 'devbox')
-    await runKith(['init', '--name', 'devbox', '--owner-key-stdin'], { home: devbox, input: owner })
-    await runKith(['hub', 'add', hub.url], { home: devbox })
-    await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent, '--late-replay'], {
+    await setupKith(['init', '--name', 'devbox', '--owner-key-stdin'], {
       home: devbox,
+      input: owner,
     })
-    await runKith(['agent', 'add', 'gemini', '--', process.execPath, fakeAgent, '--no-load'], {
+    await setupKith(['hub', 'add', hub.url], { home: devbox })
+    await setupKith(
+      ['agent', 'add', 'claude', '--', process.execPath, fakeAgent, '--late-replay'],
+      {
+        home: devbox,
+      },
+    )
+    await setupKith(['agent', 'add', 'gemini', '--', process.execPath, fakeAgent, '--no-load'], {
       home: devbox,
     })
     let node = await startNodeProcess(devbox)

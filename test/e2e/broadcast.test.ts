@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -12,7 +12,7 @@ describe('kith broadcast (kith up, fake ACP agents)', () => {
     { timeout: 120_000 },
     async () => {
       const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
+      await setupKith(['init', '--name', 'box'], { home })
       for (const [name, command] of [
         ['bot', [process.execPath, fakeAgent]],
         ['twin', [process.execPath, fakeAgent]],
@@ -22,7 +22,7 @@ describe('kith broadcast (kith up, fake ACP agents)', () => {
         ['crashy', [process.execPath, fakeAgent, '--crash']],
         ['gone', [process.execPath, fakeAgent]],
       ] as const) {
-        const add = await runKith(['agent', 'add', name, '--', ...command], { home })
+        const add = await setupKith(['agent', 'add', name, '--', ...command], { home })
         expect(add.code, add.stderr).toBe(0)
       }
       expect((await runKith(['agent', 'revoke', 'gone', '--yes'], { home })).code).toBe(0)

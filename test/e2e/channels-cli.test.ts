@@ -6,7 +6,7 @@ import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.
 import { signGrant } from '../../src/grants/grant.js'
 import { makeChannelDefinition } from '../../src/events/channel-def.js'
 import { RawClient } from '../helpers/raw-client.js'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 import { newSecret, signTestGrant } from '../helpers/secrets.js'
 
@@ -33,14 +33,14 @@ describe('kith channel', () => {
     const founder = publicKeyOf(founderSk)
     expect(
       (
-        await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+        await setupKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
           home: laptop,
           input: bytesToHex(founderSk),
         })
       ).code,
     ).toBe(0)
     const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
-    expect((await runKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
+    expect((await setupKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
 
     // Two more people, Bob and Carol, each with a device, admitted by the founder.
     const clients: RawClient[] = []
@@ -134,7 +134,7 @@ describe('kith channel', () => {
 
   it('answers bad input with stable exit codes and messages that name the fix', async () => {
     const home = join(tempDir(), 'laptop')
-    await runKith(['init', '--name', 'laptop'], { home })
+    await setupKith(['init', '--name', 'laptop'], { home })
     const bad = async (args: string[], code: number, message: RegExp) => {
       const r = await runKith(['channel', ...args], { home })
       expect(r.stderr).toMatch(message)
@@ -161,7 +161,7 @@ describe('kith channel', () => {
     const laptop = join(tempDir(), 'laptop')
     const founderSk = newSecret()
     const founder = publicKeyOf(founderSk)
-    await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+    await setupKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
       home: laptop,
       input: bytesToHex(founderSk),
     })
@@ -216,12 +216,12 @@ describe('kith channel', () => {
     const laptop = join(root, 'laptop')
     const founderSk = newSecret()
     const founder = publicKeyOf(founderSk)
-    await runKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
+    await setupKith(['init', '--name', 'laptop', '--owner-key-stdin'], {
       home: laptop,
       input: bytesToHex(founderSk),
     })
     const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
-    expect((await runKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
+    expect((await setupKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
     const clients: RawClient[] = []
     try {
       const admin = await client(hub.url, founderSk, clients)
@@ -318,7 +318,7 @@ describe('kith channel', () => {
     const home = join(tempDir(), 'h')
     // A device-only machine: init with a fleet but no owner key is what kith join makes; an
     // owner-less config is simplest to get from init and then removing the owner key file.
-    await runKith(['init'], { home })
+    await setupKith(['init'], { home })
     const { rmSync } = await import('node:fs')
     rmSync(join(home, 'owner.key'), { force: true })
     const r = await runKith(['channel', 'create', '#ops', '--private'], { home })

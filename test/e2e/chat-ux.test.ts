@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { OpenCard } from '../../src/node/agent-permissions.js'
-import { runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { init } from '../helpers/pair-up.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -13,7 +13,7 @@ const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.met
 async function box(extra: (home: string) => Promise<void> = () => Promise.resolve()) {
   const home = join(tempDir(), 'h')
   await init(home, 'box')
-  const add = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
+  const add = await setupKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], { home })
   expect(add.code, add.stderr).toBe(0)
   await extra(home)
   const node = await startNodeProcess(home, ['--port', '0', '--cancel-grace', '1'])
@@ -26,8 +26,8 @@ describe('no silent mistakes: each gets one clear line', { timeout: 150_000 }, (
   it('an unknown or revoked @name, kith watch of no agent, kith log of no channel, /join of a new one, /cancel of nothing', async () => {
     const { home } = await box(async (home) => {
       // A key only (nothing runs it), and an agent revoked before kith up starts.
-      expect((await runKith(['agent', 'add', 'keyonly'], { home })).code).toBe(0)
-      expect((await runKith(['agent', 'add', 'old'], { home })).code).toBe(0)
+      expect((await setupKith(['agent', 'add', 'keyonly'], { home })).code).toBe(0)
+      expect((await setupKith(['agent', 'add', 'old'], { home })).code).toBe(0)
       expect((await runKith(['agent', 'revoke', 'old', '--yes'], { home })).code).toBe(0)
     })
     // A typo: refused, with the name meant.

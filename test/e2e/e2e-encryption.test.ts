@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { laptopAndDevbox, runKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { startStandardRelay } from '../helpers/standard-relay.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -27,7 +27,7 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
   it('prompts, streamed answers, a permission card and its decision reach the hub and a plain relay only as ciphertext', async () => {
     const dir = tempDir()
     const { hub, laptop, devbox } = await laptopAndDevbox(dir)
-    const added = await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+    const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
       home: devbox,
     })
     expect(added.code, added.stderr).toBe(0)
@@ -36,7 +36,7 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
     // A plain third-party relay as a second link (no AUTH, no grants: it stores what it gets).
     const relay = await startStandardRelay()
     for (const home of [laptop, devbox])
-      expect((await runKith(['hub', 'add', relay.url], { home })).code).toBe(0)
+      expect((await setupKith(['hub', 'add', relay.url], { home })).code).toBe(0)
     const nd = await startNodeProcess(devbox)
     const nl = await startNodeProcess(laptop)
     await nd.waitFor(new RegExp(`linked to ${hub.url}`))

@@ -9,7 +9,7 @@ import { isSealed, openSealed } from '../../src/events/e2e-seal.js'
 import type { NostrEvent } from '../../src/events/event.js'
 import { loadIdentity } from '../../src/identity/keys.js'
 import { NodeStore } from '../../src/store/node-store.js'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { ask, history } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -22,9 +22,12 @@ async function sees(home: string, text: string): Promise<void> {
 
 async function machine(dir: string, name: string, owner: string, hub: string): Promise<string> {
   const home = join(dir, name)
-  const init = await runKith(['init', '--name', name, '--owner-key-stdin'], { home, input: owner })
+  const init = await setupKith(['init', '--name', name, '--owner-key-stdin'], {
+    home,
+    input: owner,
+  })
   expect(init.code, init.stderr).toBe(0)
-  expect((await runKith(['hub', 'add', hub], { home })).code).toBe(0)
+  expect((await setupKith(['hub', 'add', hub], { home })).code).toBe(0)
   return home
 }
 
@@ -33,7 +36,7 @@ describe('kith-e2e/1 keys follow membership (real processes)', { timeout: 150_00
     const dir = tempDir()
     const owner = bytesToHex(generateSecretKey())
     const hubHome = join(dir, 'hubhome')
-    await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+    await setupKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], hubHome)
     const laptop = await machine(dir, 'laptop', owner, hub.url)
     const devbox = await machine(dir, 'devbox', owner, hub.url)

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { readKeyFile } from '../../src/identity/key-file.js'
 import {
   runKith,
+  setupKith,
   spawnKith,
   startHubProcess,
   startNodeProcess,
@@ -49,7 +50,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     const [alice, bob, carol, dave] = ['alice', 'bob', 'carol', 'dave'].map((n) => join(dir, n))
     await init(alice!, 'alice-laptop')
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], alice!)
-    await runKith(['hub', 'add', hub.url], { home: alice! })
+    await setupKith(['hub', 'add', hub.url], { home: alice! })
     for (const [home, name] of [
       [bob!, 'bob-laptop'],
       [carol!, 'carol-laptop'],
@@ -129,7 +130,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     ].map(home) as [string, string, string, string]
     await init(aliceLaptop, 'alice-laptop')
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], aliceLaptop)
-    await runKith(['hub', 'add', hub.url], { home: aliceLaptop })
+    await setupKith(['hub', 'add', hub.url], { home: aliceLaptop })
     await pairUp(aliceLaptop, ['pair', '--name', 'alice-devbox'], aliceDevbox, ['join'])
     await init(bobLaptop, 'bob-laptop')
     await pairUp(aliceLaptop, ['fleet', 'invite', '--name', 'bob'], bobLaptop, ['fleet', 'join'])
@@ -137,7 +138,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     await pairUp(bobLaptop, ['pair', '--name', 'bob-devbox'], bobDevbox, ['join'])
 
     const agent = (name: string, devbox: string, ...policy: string[]) =>
-      runKith(['agent', 'add', name, ...policy, '--', process.execPath, fakeAgent], {
+      setupKith(['agent', 'add', name, ...policy, '--', process.execPath, fakeAgent], {
         home: devbox,
       }).then((r) => expect(r.code, r.stderr).toBe(0))
     await agent('shared', aliceDevbox, '--allow', 'fleet')

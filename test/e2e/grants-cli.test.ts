@@ -7,7 +7,7 @@ import { publicKeyOf, signEvent } from '../../src/events/event.js'
 import { authTagFor, checkAuthTag } from '../../src/grants/nip-oa.js'
 import { authTagsOf, listAgentRecords, readAgentSecret } from '../../src/identity/agents.js'
 import { RawClient } from '../helpers/raw-client.js'
-import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { freePort, runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const hexOf = (npub: string) => decode(npub).data as string
@@ -20,7 +20,7 @@ describe('grants through the CLI against a running hub', () => {
       const root = tempDir()
       const laptop = join(root, 'laptop')
       const ownerSk = generateSecretKey()
-      const init = await runKith(['init', '--name', 'laptop', '--owner-key-stdin', '--json'], {
+      const init = await setupKith(['init', '--name', 'laptop', '--owner-key-stdin', '--json'], {
         home: laptop,
         input: bytesToHex(ownerSk),
       })
@@ -30,16 +30,16 @@ describe('grants through the CLI against a running hub', () => {
       )
 
       const hub = await startHubProcess(['--db', join(root, 'hub.db')], laptop)
-      const add = await runKith(['hub', 'add', hub.url], { home: laptop })
+      const add = await setupKith(['hub', 'add', hub.url], { home: laptop })
       expect(add.stdout).toMatch(/published 1, learned 0/)
 
       // A second machine of the same person (same owner key) joins the same fleet.
       const desktop = join(root, 'desktop')
-      await runKith(['init', '--name', 'desktop', '--owner-key-stdin'], {
+      await setupKith(['init', '--name', 'desktop', '--owner-key-stdin'], {
         home: desktop,
         input: bytesToHex(ownerSk),
       })
-      await runKith(['hub', 'add', hub.url], { home: desktop })
+      await setupKith(['hub', 'add', hub.url], { home: desktop })
       const devices = await runKith(['device', 'list', '--json'], { home: laptop })
       const list = JSON.parse(devices.stdout) as {
         devices: { name: string; status: string; thisDevice: boolean }[]
@@ -49,7 +49,7 @@ describe('grants through the CLI against a running hub', () => {
         ['laptop', 'active', true],
       ])
 
-      const added = await runKith(['agent', 'add', 'claude', '--kinds', '9', '--json'], {
+      const added = await setupKith(['agent', 'add', 'claude', '--kinds', '9', '--json'], {
         home: laptop,
       })
       expect(added.code).toBe(0)
@@ -119,7 +119,7 @@ describe('grants through the CLI against a running hub', () => {
         'revoked',
       )
       // The desktop itself is shut out: the hub refuses its AUTH, and it says so.
-      const sync = await runKith(['agent', 'add', 'late'], { home: desktop })
+      const sync = await setupKith(['agent', 'add', 'late'], { home: desktop })
       expect(sync.stdout).toMatch(/not reached \(hub refused this device: restricted: revoked/)
       expect(sync.code).toBe(1)
     },
@@ -127,15 +127,15 @@ describe('grants through the CLI against a running hub', () => {
 
   it('says why when a device without the owner key or deleg tries to grant', async () => {
     const home = join(tempDir(), 'h')
-    const none = await runKith(['agent', 'add', 'x'], { home })
+    const none = await setupKith(['agent', 'add', 'x'], { home })
     expect(none.code).toBe(3)
-    await runKith(['init'], { home })
-    expect((await runKith(['agent', 'add', 'Bad Name'], { home })).code).toBe(2)
-    expect((await runKith(['agent', 'add', 'ok', '--expires', 'soon'], { home })).stderr).toMatch(
+    await setupKith(['init'], { home })
+    expect((await setupKith(['agent', 'add', 'Bad Name'], { home })).code).toBe(2)
+    expect((await setupKith(['agent', 'add', 'ok', '--expires', 'soon'], { home })).stderr).toMatch(
       /not a duration/,
     )
-    expect((await runKith(['agent', 'add', 'ok'], { home })).code).toBe(0)
-    const dup = await runKith(['agent', 'add', 'ok'], { home })
+    expect((await setupKith(['agent', 'add', 'ok'], { home })).code).toBe(0)
+    const dup = await setupKith(['agent', 'add', 'ok'], { home })
     expect(dup.code).toBe(1)
     expect(dup.stderr).toMatch(/already exists/)
     const stranger = await runKith(
@@ -155,14 +155,14 @@ describe('grants made while no hub is reachable', () => {
   it('are delivered by the running node when its hub comes back', { timeout: 60_000 }, async () => {
     const root = tempDir()
     const laptop = join(root, 'laptop')
-    await runKith(['init', '--name', 'laptop'], { home: laptop })
+    await setupKith(['init', '--name', 'laptop'], { home: laptop })
     const port = await freePort()
     const db = join(root, 'hub.db')
     let hub = await startHubProcess(['--db', db, '--port', String(port)], laptop)
-    await runKith(['hub', 'add', hub.url], { home: laptop })
+    await setupKith(['hub', 'add', hub.url], { home: laptop })
     const node = await startNodeProcess(laptop)
     await node.waitFor(/linked to/)
-    expect((await runKith(['agent', 'add', 'claude'], { home: laptop })).code).toBe(0)
+    expect((await setupKith(['agent', 'add', 'claude'], { home: laptop })).code).toBe(0)
     const agentSk = readAgentSecret(laptop, 'claude')!
     await hub.stop()
     const revoked = await runKith(['agent', 'revoke', 'claude', '--yes'], { home: laptop })
@@ -186,9 +186,9 @@ describe('grants made while no hub is reachable', () => {
 describe('grants through the CLI with a running node that embeds its hub', () => {
   it('applies and publishes at once instead of saying no hubs are configured', async () => {
     const home = join(tempDir(), 'laptop')
-    expect((await runKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
+    expect((await setupKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
     const node = await startNodeProcess(home, ['--port', '0'])
-    const add = await runKith(['agent', 'add', 'helper', '--', 'true'], { home })
+    const add = await setupKith(['agent', 'add', 'helper', '--', 'true'], { home })
     expect(add.code, add.stderr).toBe(0)
     const revoke = await runKith(['agent', 'revoke', 'helper', '--yes'], { home })
     expect(revoke.code, revoke.stderr).toBe(0)

@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import type { ChatItem } from '../../src/node/daemon.js'
-import { freePort, runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
-import { history as nodeHistory } from '../helpers/node-chat.js'
+import { freePort, runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { history as nodeHistory, post } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 import { startStandardRelay } from '../helpers/standard-relay.js'
 import WebSocket from 'ws'
@@ -21,11 +21,11 @@ async function setup(names: string[]) {
   const dir = tempDir()
   const owner = newOwner()
   const hubHome = join(dir, 'hubhome')
-  await runKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
+  await setupKith(['init', '--owner-key-stdin'], { home: hubHome, input: owner })
   const homes = names.map((n) => join(dir, n))
-  for (const home of homes) await runKith(['init', '--owner-key-stdin'], { home, input: owner })
+  for (const home of homes) await setupKith(['init', '--owner-key-stdin'], { home, input: owner })
   const addHubs = async (...urls: string[]) => {
-    for (const home of homes) for (const url of urls) await runKith(['hub', 'add', url], { home })
+    for (const home of homes) for (const url of urls) await setupKith(['hub', 'add', url], { home })
   }
   return { dir, owner, hubHome, homes, addHubs }
 }
@@ -45,7 +45,7 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
     const dir = tempDir()
     const ownerHome = join(dir, 'hubhome')
     const sk = newOwner()
-    await runKith(['init', '--owner-key-stdin'], { home: ownerHome, input: sk })
+    await setupKith(['init', '--owner-key-stdin'], { home: ownerHome, input: sk })
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], ownerHome)
     const a = join(dir, 'laptop')
     const b = join(dir, 'devbox')
@@ -53,8 +53,8 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
       [a, 'laptop'],
       [b, 'devbox'],
     ] as const) {
-      await runKith(['init', '--name', name, '--owner-key-stdin'], { home, input: sk })
-      await runKith(['hub', 'add', hub.url], { home })
+      await setupKith(['init', '--name', name, '--owner-key-stdin'], { home, input: sk })
+      await setupKith(['hub', 'add', hub.url], { home })
     }
     const na = await startNodeProcess(a)
     const nb = await startNodeProcess(b)
@@ -127,14 +127,15 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
     await na0.waitFor(/linked to/)
     await nb.waitFor(/linked to/)
     await send(a, 'before')
-    await expect.poll(async () => texts(await history(b)), { timeout: 15_000 }).toEqual(['before'])
+    await expect.poll(async () => texts(await history(b)), { timeout: 30_000 }).toEqual(['before'])
     await nb.stop()
+    // Through a's node, not a `kith send` each: this test is about b's catch-up.
     const gap = Array.from({ length: 25 }, (_, i) => `gap ${i}`)
-    for (const t of gap) await send(a, t)
+    for (const t of gap) await post(a, 'ops', t)
     // Back with a page size of 10: the 25 missed messages take three pages.
     const nb2 = await startNodeProcess(b, ['--page-size', '10'])
-    await nb2.waitFor(/linked to/)
-    await expect.poll(async () => (await history(b)).length, { timeout: 20_000 }).toBe(26)
+    await nb2.waitFor(/linked to/, 30_000)
+    await expect.poll(async () => (await history(b)).length, { timeout: 60_000 }).toBe(26)
     const got = await history(b)
     expect(new Set(got.map((i) => i.event.id)).size).toBe(26)
     expect(texts(got).sort()).toEqual(['before', ...gap].sort())

@@ -6,7 +6,7 @@ import { publicKeyOf } from '../../src/events/event.js'
 import { loadIdentity } from '../../src/identity/keys.js'
 import { GrantBook } from '../../src/node/grant-book.js'
 import { startHostileHub, type LaneParty } from '../helpers/hostile-hub.js'
-import { runKith, spawnKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, spawnKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const sasLine = /do not type it anywhere:\s+(\d{3} \d{3})/
@@ -16,9 +16,9 @@ const codePattern = /kith join (kith-pair1:[A-Za-z0-9_-]+)/
 async function laptopWithHub() {
   const dir = tempDir()
   const laptop = join(dir, 'laptop')
-  expect((await runKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
+  expect((await setupKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
   const hub = await startHubProcess(['--db', join(dir, 'hub.db')], laptop)
-  await runKith(['hub', 'add', hub.url], { home: laptop })
+  await setupKith(['hub', 'add', hub.url], { home: laptop })
   return { dir, laptop, hub }
 }
 
@@ -212,7 +212,7 @@ describe(
       const pair = spawnKith(['pair'], laptop)
       const code = (await pair.waitFor(codePattern))[1]!
       const owner = join(dir, 'owner2')
-      await runKith(['init'], { home: owner })
+      await setupKith(['init'], { home: owner })
       const r = await runKith(['join', code, '--yes'], { home: owner })
       expect(r.code).toBe(1)
       expect(r.stderr).toMatch(/already belongs to a fleet/)
@@ -228,11 +228,11 @@ describe(
 async function laptopBehindHostileHub(opts: Parameters<typeof startHostileHub>[0]) {
   const dir = tempDir()
   const laptop = join(dir, 'laptop')
-  expect((await runKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
+  expect((await setupKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
   const proxy = await startHostileHub(opts)
   const hub = await startHubProcess(['--db', join(dir, 'hub.db'), '--url', proxy.url], laptop)
   proxy.connectTo(hub.url)
-  expect((await runKith(['hub', 'add', proxy.url], { home: laptop })).code).toBe(0)
+  expect((await setupKith(['hub', 'add', proxy.url], { home: laptop })).code).toBe(0)
   return { dir, laptop }
 }
 

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { FleetAgentRow } from '../../src/cli/commands/agent-list.js'
 import type { DeviceStatus } from '../../src/node/daemon.js'
-import { laptopAndDevbox, runKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -21,7 +21,7 @@ async function fleetAgent(home: string, name = 'bot'): Promise<FleetAgentRow | u
 describe('presence: who is up, and what their agents are doing', { timeout: 180_000 }, () => {
   it('the laptop sees the devbox online with its agent idle, working, awaiting permission, then offline', async () => {
     const { laptop, devbox } = await laptopAndDevbox(tempDir())
-    const add = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
+    const add = await setupKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
       home: devbox,
     })
     expect(add.code, add.stderr).toBe(0)

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { runKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { askForReply } from '../helpers/node-chat.js'
 import { init, pairUp } from '../helpers/pair-up.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -30,7 +30,7 @@ describe("sessions from another person's device, under the agent's policies", ()
       const [alice, bob] = [join(dir, 'alice'), join(dir, 'bob')]
       await init(alice, 'alice-box')
       const hub = await startHubProcess(['--db', join(dir, 'hub.db')], alice)
-      await runKith(['hub', 'add', hub.url], { home: alice })
+      await setupKith(['hub', 'add', hub.url], { home: alice })
       await init(bob, 'bob-laptop')
       await pairUp(alice, ['fleet', 'invite', '--name', 'bob'], bob, ['fleet', 'join'])
       // bot takes anyone's prompts, and only Alice's approvals; mine only Alice's prompts.
@@ -45,7 +45,7 @@ describe("sessions from another person's device, under the agent's policies", ()
         expect(add.code, add.stderr).toBe(0)
       }
       const project = tempDir()
-      expect((await runKith(['project', 'add', 'work', project], { home: alice })).code).toBe(0)
+      expect((await setupKith(['project', 'add', 'work', project], { home: alice })).code).toBe(0)
       const aliceNode = await startNodeProcess(alice)
       const bobNode = await startNodeProcess(bob)
       await aliceNode.waitFor(/linked to/)

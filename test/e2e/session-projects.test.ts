@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { askForReply } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -38,7 +38,7 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
     { timeout: 120_000 },
     async () => {
       const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
+      await setupKith(['init', '--name', 'box'], { home })
       const add = await runKith(
         ['agent', 'add', 'bot', '--', process.execPath, fakeAgent, '--modes', '--close'],
         { home },
@@ -47,10 +47,10 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       const source = repo()
       const plain = tempDir()
       expect(
-        (await runKith(['project', 'add', 'kith', source, '--worktrees'], { home })).code,
+        (await setupKith(['project', 'add', 'kith', source, '--worktrees'], { home })).code,
       ).toBe(0)
-      expect((await runKith(['project', 'add', 'plain', plain], { home })).code).toBe(0)
-      const refused = await runKith(['project', 'add', 'x', plain, '--worktrees'], { home })
+      expect((await setupKith(['project', 'add', 'plain', plain], { home })).code).toBe(0)
+      const refused = await setupKith(['project', 'add', 'x', plain, '--worktrees'], { home })
       expect(refused.stderr).toMatch(/is not a git repository: --worktrees needs one/)
       const node = await startNodeProcess(home, ['--port', '0'])
 

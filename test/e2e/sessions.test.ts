@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import type { SessionState } from '../../src/events/session-state.js'
-import { runKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, askForReply, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -43,7 +43,7 @@ describe('threads are sessions (kith up, fake ACP agent)', () => {
     { timeout: 120_000 },
     async () => {
       const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
+      await setupKith(['init', '--name', 'box'], { home })
       const add = await runKith(
         [
           'agent',
@@ -148,8 +148,8 @@ describe("a channel's session from before threads were sessions", () => {
     { timeout: 120_000 },
     async () => {
       const home = join(tempDir(), 'h')
-      await runKith(['init', '--name', 'box'], { home })
-      const add = await runKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
+      await setupKith(['init', '--name', 'box'], { home })
+      const add = await setupKith(['agent', 'add', 'bot', '--', process.execPath, fakeAgent], {
         home,
       })
       expect(add.code, add.stderr).toBe(0)

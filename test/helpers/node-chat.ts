@@ -15,6 +15,20 @@ export async function history(home: string, channel = 'ops', limit = 1000): Prom
   }
 }
 
+/**
+ * Posts through the running node in `home` over its control socket, as `kith send` does, without
+ * a process per message: for tests that need many messages and are not about `kith send`.
+ */
+export async function post(home: string, channel: string, text: string): Promise<string> {
+  const c = await ControlClient.connect(join(home, 'node.sock'))
+  if (c === undefined) throw new Error(`no node runs in ${home}`)
+  try {
+    return (await c.request<{ event: { id: string } }>('send', { channel, text })).event.id
+  } finally {
+    c.close()
+  }
+}
+
 /** `kith send` from `home` (`reply`: in that message's thread); returns the sent event's id. */
 export async function ask(
   home: string,

@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import { runKith, spawnKith } from './cli.js'
+import { setupKith, spawnKith } from './cli.js'
 
 export const sasLine = /do not type it anywhere:\s+(\d{3} \d{3})/
 export const codeOf = (cmd: string) => new RegExp(`${cmd} (kith-pair1:[A-Za-z0-9_-]+)`)
@@ -30,6 +30,6 @@ export async function pairUp(
 
 /** `kith init --name NAME` in `home`. */
 export async function init(home: string, name: string): Promise<void> {
-  const r = await runKith(['init', '--name', name], { home })
+  const r = await setupKith(['init', '--name', name], { home })
   expect(r.code, r.stderr).toBe(0)
 }

@@ -7,7 +7,7 @@ import { bytesToHex } from '@noble/hashes/utils.js'
 import { publicKeyOf, signEvent } from '../../src/events/event.js'
 import { loadNativeVerifier } from '../../src/verify/native.js'
 import { RawClient } from '../helpers/raw-client.js'
-import { runKith, startHubProcess } from '../helpers/cli.js'
+import { runKith, setupKith, startHubProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fixtures = new URL('../fixtures/tls/', import.meta.url).pathname
@@ -15,7 +15,7 @@ const fixtures = new URL('../fixtures/tls/', import.meta.url).pathname
 async function ownerHome() {
   const home = join(tempDir(), 'home')
   const sk = generateSecretKey()
-  const r = await runKith(['init', '--owner-key-stdin'], { home, input: bytesToHex(sk) })
+  const r = await setupKith(['init', '--owner-key-stdin'], { home, input: bytesToHex(sk) })
   expect(r.code).toBe(0)
   return { home, sk }
 }

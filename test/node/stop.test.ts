@@ -1,12 +1,12 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 describe('stopping kith up', () => {
   it('does not wait for an attached kith chat or kith watch: they are told and let go', async () => {
     const home = join(tempDir(), 'laptop')
-    expect((await runKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
+    expect((await setupKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
     const node = await startNodeProcess(home, ['--port', '0'])
     const chat = spawnKith(['chat', '#ops'], home)
     await chat.waitFor(/#ops/)

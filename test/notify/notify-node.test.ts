@@ -11,7 +11,7 @@ import {
   type PushPayload,
 } from '../../src/events/push.js'
 import { HubSession } from '../../src/link/hub-session.js'
-import { laptopAndDevbox, runKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { startEndpoint, testCertPath, testSubscription } from '../helpers/push-service.js'
 import { newKey, remember, signTestGrant } from '../helpers/secrets.js'
@@ -71,7 +71,7 @@ describe(
       const owner = remember(ownerSk)
       expect(
         (
-          await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+          await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
             home: devbox,
           })
         ).code,
@@ -84,7 +84,7 @@ describe(
       const refusing = await startEndpoint({ answer: () => 403 })
       const stranger = await startEndpoint({ tls: true })
       const add = async (...args: string[]) => {
-        const r = await runKith(['notify', 'add', ...args, '--json'], { home: laptop })
+        const r = await setupKith(['notify', 'add', ...args, '--json'], { home: laptop })
         expect(r.code, r.stderr).toBe(0)
         return (JSON.parse(r.stdout) as { added: { id: string } }).added.id
       }
@@ -92,19 +92,19 @@ describe(
       await add('webhook', `${hook.url}/hook`, '--on', 'cards,mentions')
       const refusingId = await add('webhook', `${refusing.url}/nope`, '--on', 'cards')
       // Bad input is refused with the reason.
-      const bad = await runKith(['notify', 'add', 'webhook', 'ftp://x', '--on', 'cards'], {
+      const bad = await setupKith(['notify', 'add', 'webhook', 'ftp://x', '--on', 'cards'], {
         home: laptop,
       })
       expect(bad.code).toBe(2)
       expect(bad.stderr).toMatch(/http\(s\) URL/)
       expect(
         (
-          await runKith(['notify', 'add', 'ntfy', `${ntfy.url}/t`, '--on', 'cardz'], {
+          await setupKith(['notify', 'add', 'ntfy', `${ntfy.url}/t`, '--on', 'cardz'], {
             home: laptop,
           })
         ).stderr,
       ).toMatch(/unknown class cardz/)
-      const desktopFull = await runKith(['notify', 'add', 'desktop', '--full-text'], {
+      const desktopFull = await setupKith(['notify', 'add', 'desktop', '--full-text'], {
         home: laptop,
       })
       expect(desktopFull.code).toBe(2)

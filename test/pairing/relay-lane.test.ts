@@ -8,7 +8,7 @@ import { joinOverLane } from '../../src/pairing/join-over-lane.js'
 import { decodePairingCode } from '../../src/pairing/protocol/code.js'
 import { PairError } from '../../src/pairing/protocol/errors.js'
 import { RelayPairingLane } from '../../src/pairing/relay-lane.js'
-import { runKith, spawnKith, startHubProcess } from '../helpers/cli.js'
+import { runKith, setupKith, spawnKith, startHubProcess } from '../helpers/cli.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -16,9 +16,9 @@ import { tempDir } from '../helpers/tmp.js'
 async function laptopWithHub() {
   const dir = tempDir()
   const laptop = join(dir, 'laptop')
-  expect((await runKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
+  expect((await setupKith(['init', '--name', 'laptop'], { home: laptop })).code).toBe(0)
   const hub = await startHubProcess(['--db', join(dir, 'hub.db')], laptop)
-  expect((await runKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
+  expect((await setupKith(['hub', 'add', hub.url], { home: laptop })).code).toBe(0)
   return { laptop, hub }
 }
 

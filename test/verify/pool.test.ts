@@ -1,10 +1,14 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
+import { pickVerifier } from '../../src/verify/choose.js'
+import { loadNativeVerifier } from '../../src/verify/native.js'
+import { vectors } from './vectors.js'
 // The worker file only exists compiled, so this test drives the built pool (npm test builds).
 const distPool = '../../dist/verify/pool.js'
 const { VerifyPool } = (await import(distPool)) as typeof import('../../src/verify/pool.js')
 
+const native = loadNativeVerifier()
 const sk = generateSecretKey()
 // These cases are about worker threads, which only the wasm verifier uses.
 const wasm = { kind: 'wasm', reason: 'test' } as const
@@ -121,5 +125,65 @@ describe('VerifyPool (worker threads)', () => {
     await pool.close()
     const e = signEvent({ kind: 9, created_at: 1, tags: [], content: 'x' }, sk)
     await expect(pool.verify(e)).rejects.toMatchObject({ code: 'error' })
+  })
+})
+
+describe.skipIf(native === undefined)('the pool with the native verifier', () => {
+  it('verifies inline (no worker) with the same answers as the wasm workers', async () => {
+    const inline = await VerifyPool.create(2, {
+      helpInline: true,
+      verifier: await pickVerifier('native'),
+    })
+    const workers = await VerifyPool.create(2, {
+      helpInline: true,
+      verifier: await pickVerifier('wasm'),
+    })
+    try {
+      expect(inline.kind).toBe('native')
+      expect(inline.description).toMatch(/^native libsecp256k1 .*inline on the main thread$/)
+      expect(workers.description).toMatch(/^wasm \(KITH_VERIFY=wasm\) in up to 2 worker/)
+      const vs = vectors()
+      const got = await Promise.all(vs.map((v) => inline.verify(v.event)))
+      const viaWorkers = await Promise.all(vs.map((v) => workers.verify(v.event)))
+      expect(got).toEqual(vs.map((v) => v.expect))
+      expect(viaWorkers).toEqual(got)
+      expect(inline.running).toBe(0)
+      expect(inline.verified).toBe(vs.length)
+    } finally {
+      await inline.close()
+      await workers.close()
+    }
+  })
+
+  it('checks 64 inline per turn of the event loop, the rest in later turns, in order', async () => {
+    const pool = await VerifyPool.create(0, { verifier: await pickVerifier('native') })
+    try {
+      const vs = Array.from({ length: 10 }, () => vectors()).flat()
+      const pending = vs.map((v) => pool.verify(v.event))
+      // 64 were checked in this turn; the rest wait so sockets and timers are served between.
+      expect(pool.verified).toBe(64)
+      expect(pool.inFlight).toBe(vs.length - 64)
+      expect(await Promise.all(pending)).toEqual(vs.map((v) => v.expect))
+      expect(pool.verified).toBe(vs.length)
+      expect(pool.inFlight).toBe(0)
+    } finally {
+      await pool.close()
+    }
+  })
+
+  it('can run native in worker threads too, with the same answers', async () => {
+    const pool = await VerifyPool.create(1, {
+      nativeInWorkers: true,
+      verifier: await pickVerifier('native'),
+    })
+    try {
+      const vs = vectors()
+      expect(await Promise.all(vs.map((v) => pool.verify(v.event)))).toEqual(
+        vs.map((v) => v.expect),
+      )
+      expect(pool.running).toBe(1)
+    } finally {
+      await pool.close()
+    }
   })
 })

@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
-import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -41,7 +41,7 @@ describe(
   () => {
     it('pairs with the 6 digits, posts, watches an agent work, approves its card, and is revoked', async () => {
       const { laptop, devbox } = await laptopAndDevbox(tempDir())
-      const added = await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+      const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
         home: devbox,
       })
       expect(added.code, added.stderr).toBe(0)

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { Page } from 'playwright-core'
-import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
 import { ask } from '../helpers/node-chat.js'
@@ -37,7 +37,7 @@ describe(
     it('gets its person’s history keys, reads and writes sealed chat, answers a card; the hub holds only ciphertext', async () => {
       const dir = tempDir()
       const { hub, laptop, devbox } = await laptopAndDevbox(dir)
-      const added = await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+      const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
         home: devbox,
       })
       expect(added.code, added.stderr).toBe(0)

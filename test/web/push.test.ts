@@ -10,7 +10,7 @@ import { isSealed } from '../../src/events/e2e-seal.js'
 import type { NostrEvent } from '../../src/events/event.js'
 import { Kind } from '../../src/events/kinds.js'
 import { parsePushPayload } from '../../src/events/push.js'
-import { laptopAndDevbox, runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
@@ -94,7 +94,7 @@ describe(
       expect((await runKith(['fleet', 'encrypt', 'on'], { home: laptop })).code).toBe(0)
       expect(
         (
-          await runKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+          await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
             home: devbox,
           })
         ).code,

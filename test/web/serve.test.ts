@@ -9,7 +9,7 @@ import {
   loadWebFiles,
   startWebServer,
 } from '../../src/web/serve.js'
-import { runKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { startTestHub } from '../helpers/hub.js'
 import { tempDir } from '../helpers/tmp.js'
 
@@ -165,7 +165,7 @@ describe('the web app at a hub origin (kith hub)', () => {
 
   it('kith hub prints where the app is; --no-web serves the plain page', async () => {
     const home = tempDir()
-    await runKith(['init', '--name', 'x'], { home })
+    await setupKith(['init', '--name', 'x'], { home })
     const hub = spawnKith(['hub', '--port', '0'], home)
     const url = (await hub.waitFor(/web app at (http:\/\/127\.0\.0\.1:\d+)\//))[1]!
     const port = Number(new URL(url).port)
@@ -184,7 +184,7 @@ describe('the web app at a hub origin (kith hub)', () => {
 describe('kith up and kith open', { timeout: 60_000 }, () => {
   it('kith up serves the app (--web-port), kith open finds it; --no-web and a taken port do not stop the node', async () => {
     const home = tempDir()
-    expect((await runKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
+    expect((await setupKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
     const node = await startNodeProcess(home, ['--port', '0', '--web-port', '0'])
     const ready = JSON.parse(await node.waitFor(/"event":"ready"/)) as {
       web: string

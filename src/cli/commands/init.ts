@@ -2,7 +2,7 @@ import { KithError } from '../../errors.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { initIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
-import { readSecretFromStdin, type Out } from '../io.js'
+import type { Out } from '../io.js'
 import { npub, parseSecretText } from '../key-text.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { describeReports, ensureOwnDeviceGrant, syncHubs } from '../../node/fleet.js'
@@ -87,7 +87,7 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
       '--plain founds a new fleet; with --owner-key-stdin the fleet may exist already (use kith fleet encrypt off)',
     )
   const ownerSecret = values['owner-key-stdin']
-    ? parseSecretText(await readSecretFromStdin('owner secret (nsec or hex, not shown): '))
+    ? parseSecretText(await out.secret('owner secret (nsec or hex, not shown): '))
     : undefined
   const result = initIdentity({
     home,
