@@ -68,6 +68,35 @@ describe('the app shell in Chromium', { timeout: 60_000 }, () => {
     expect(problems).toEqual([])
   })
 
+  it('says it is back once its server answers, even where the browser fires no online event', async () => {
+    const web = await serve()
+    const browser = await launchChromium()
+    const context = await browser.newContext()
+    // A browser that never tells the page the network is back (as Chromium 150 did not).
+    await context.addInitScript(() => {
+      addEventListener('online', (e) => e.stopImmediatePropagation(), { capture: true })
+    })
+    const { page, problems } = await watchedPage(context)
+    await page.goto(web.url)
+    await page.evaluate(async () => {
+      await navigator.serviceWorker.ready
+    })
+    await expect
+      .poll(() => page.evaluate(() => navigator.serviceWorker.controller !== null))
+      .toBe(true)
+    await context.setOffline(true)
+    await page.reload()
+    await page
+      .getByRole('status')
+      .getByText(/Offline: no network/)
+      .waitFor()
+    await context.setOffline(false)
+    // Nobody presses anything: the page asks its own server and the banner goes.
+    await expect.poll(() => page.getByRole('status').count(), { timeout: 30_000 }).toBe(0)
+    await page.getByRole('heading', { name: 'Pair this browser' }).waitFor()
+    expect(problems).toEqual([])
+  })
+
   it('fits a 390-px phone screen: nothing wider than the screen, every control reachable', async () => {
     const web = await serve()
     const browser = await launchChromium()
