@@ -22,6 +22,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/acp/{auth-required,policy,reply-text,secret-paths}.test.ts',
     'test/node/{agent-bridge,names,nip44-native,presence,session-threads}.test.ts',
     'test/web/sw-seal.test.ts',
+    'test/tiers/unit-guard.test.ts',
   ],
   network: [
     'test/grants/{hub-agrees,hub-revocation,member-attacks}.test.ts',
@@ -29,6 +30,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/link/*.test.ts',
     'test/node/{channel-outbox,channel-sync,control,e2e-convergence,intake,outbox-pump}.test.ts',
     'test/verify/pool.test.ts',
+    'test/tiers/network-guard.test.ts',
   ],
   processes: [
     'test/layers.test.ts',
