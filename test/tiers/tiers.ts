@@ -16,7 +16,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/identity/*.test.ts',
     'test/store/*.test.ts',
     'test/grants/{channel-authority,channels,hub-role,issuer,nip-oa,policy,verifier}.test.ts',
-    'test/pairing/{aborts,mitm,protocol,vectors}.test.ts',
+    'test/pairing/{aborts,mitm,protocol,served-by,vectors}.test.ts',
     'test/verify/{choose,native}.test.ts',
     'test/cli/{chat-input,review-lines,terminal-text,transcript}.test.ts',
     'test/acp/{auth-required,policy,reply-text,secret-paths}.test.ts',
