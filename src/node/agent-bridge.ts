@@ -14,7 +14,8 @@ import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
-import { describePolicy, policyAllows } from '../grants/policy.js'
+import { mayActOnAgent, type Action } from '../grants/authority.js'
+import { describePolicy } from '../grants/policy.js'
 import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -83,7 +84,7 @@ export class AgentBridge {
   ) {
     this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
       agent: (pubkey) => this.agents.get(pubkey),
-      mayUse: (agent, key, which) => this.mayUse(agent, key, which),
+      mayAct: (agent, key, action) => this.mayAct(agent, key, action),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
     })
     this.sessions = new SessionReports(node)
@@ -162,13 +163,16 @@ export class AgentBridge {
     return personOf(this.node.book.verifier, pubkey, this.node.now())
   }
 
-  /** Whether `key` may act on `agent` under one of its policies (prompt or approve). */
-  private mayUse(
-    agent: { record: AgentRecord },
-    key: string,
-    which: 'allow' | 'approvers',
-  ): boolean {
-    return policyAllows(agent.record[which], { key, person: this.personOf(key) }, this.hostPerson)
+  /** Whether `key` may take `action` on `agent` now: the authority table (grants/authority.ts). */
+  private mayAct(agent: { record: AgentRecord }, key: string, action: Action): boolean {
+    const r = agent.record
+    const standing = {
+      key: r.pubkey,
+      owner: this.hostPerson,
+      allow: r.allow,
+      approvers: r.approvers,
+    }
+    return mayActOnAgent(this.node.book.verifier, key, this.node.now(), standing, action)
   }
 
   /**
@@ -324,7 +328,7 @@ export class AgentBridge {
   }
 
   private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
-    if (!this.mayUse(agent, event.pubkey, 'allow')) {
+    if (!this.mayAct(agent, event.pubkey, 'agent.prompt')) {
       this.node.store.prompts.done(event.id, agent.record.pubkey)
       this.replyAs(
         agent,
@@ -442,7 +446,7 @@ export class AgentBridge {
       return
     }
     // Interrupting is cancelling someone's turn: it takes the approvers policy as well.
-    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+    if (!this.mayAct(agent, event.pubkey, 'agent.interrupt')) {
       this.replyAs(
         agent,
         event,
@@ -486,7 +490,7 @@ export class AgentBridge {
       node: this.node,
       reports: this.sessions,
       agent: (pubkey) => this.agents.get(pubkey),
-      mayApprove: (agent, key) => this.mayUse(agent, key, 'approvers'),
+      mayAct: (agent, key, action) => this.mayAct(agent, key, action),
     }
   }
 
@@ -498,7 +502,7 @@ export class AgentBridge {
     request: { action: 'set'; mode?: string; model?: string },
   ): Promise<void> {
     const d = this.sessionDeps
-    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+    if (!this.mayAct(agent, event.pubkey, 'session.set')) {
       this.replyAs(
         agent,
         event,
@@ -586,7 +590,7 @@ export class AgentBridge {
     const named = new Set(parsed.prompts)
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
-      if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
+      if (!this.mayAct(agent, control.pubkey, 'agent.cancel')) continue
       // Only the turns it names: a cancel made for an earlier turn never stops a later one. Each
       // thread is its own session: the cancel stops the named turns of any of them.
       const inChannel = agent.host.runningInChannel(channel)
