@@ -338,6 +338,20 @@ export class AgentBridge {
       )
       return
     }
+    const startRefusal = this.startRefusal(agent, event)
+    if (startRefusal !== undefined) {
+      this.node.store.prompts.done(event.id, agent.record.pubkey)
+      this.node.log(
+        `agent ${agent.record.name}: refused a session start from ${this.node.names.who(event.pubkey).name}: ${startRefusal}`,
+      )
+      this.replyAs(
+        agent,
+        event,
+        `⚠ ${agent.record.name} did not start a session: ${startRefusal}`,
+        { outcome: ['refused', 'policy'] },
+      )
+      return
+    }
     const text = withoutMention(event.content, agent.record.name)
     const receivedAt = performance.now()
     const timing: { promptSentAt?: number; stopAt?: number } = {}
@@ -482,6 +496,26 @@ export class AgentBridge {
         `ℹ ${agent.record.name} is running a turn your interrupt does not name (a prompt it had not seen): that turn goes on, and yours runs next`,
         { notice: true },
       )
+  }
+
+  /**
+   * Why a session start's own settings are refused to its author, or undefined: its mode and its
+   * model are the approvers' call, as `session set` is (a mode may stop the agent asking).
+   */
+  private startRefusal(agent: HostedAgent, event: NostrEvent): string | undefined {
+    const asked = event.tags.filter((t) => t[0] === 'mode' || t[0] === 'model')
+    if (asked.length === 0 || !event.tags.some((t) => t[0] === 'project')) return undefined
+    const refused = asked.filter(
+      (t) =>
+        !this.mayAct(
+          agent,
+          event.pubkey,
+          t[0] === 'mode' ? 'session.start.mode' : 'session.start.model',
+        ),
+    )
+    if (refused.length === 0) return undefined
+    const what = [...new Set(refused.map((t) => t[0]))].join(' or ')
+    return `you may not choose its ${what}: its approvers are ${describePolicy(agent.record.approvers)} (start it without --${refused[0]![0]}, or ask one of them)`
   }
 
   /** What session requests (session-control.ts) use of this bridge. */

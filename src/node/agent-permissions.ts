@@ -7,6 +7,7 @@ import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { parsePermissionDecision } from '../events/permission-decision.js'
+import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
 import { decisionAction, type Action } from '../grants/authority.js'
@@ -556,10 +557,15 @@ export class PermissionRequests {
     } else request = this.findRequest(requestText)
     const content = parseContent(request)
     const options = content.options ?? []
+    // A word (allow, always, reject) means the option of that kind (permission-options.ts); an
+    // option whose id is the word itself is still that option.
     const chosen =
       typeof option === 'number' || /^\d+$/.test(option)
         ? options[Number(option) - 1]
-        : options.find((o) => o.optionId === option)
+        : (options.find((o) => o.optionId === option) ??
+          (answerWords.includes(option as AnswerWord)
+            ? optionFor(options, option as AnswerWord)
+            : undefined))
     if (chosen === undefined) {
       throw new KithError(
         'usage',
