@@ -118,7 +118,7 @@ describe(
       await snap(page, 'chat-agent-card')
 
       // One click: a kind-4143 signed by the browser's key; the agent goes on and answers.
-      await card.getByRole('button', { name: 'Allow once' }).click()
+      await card.getByRole('button', { name: 'Allow', exact: true }).click()
       const answer = page.locator('article.message.agent', { hasText: 'Fixed the typo' })
       await answer.waitFor({ timeout: 30_000 })
       expect(await answer.locator('pre code').textContent()).toContain(
