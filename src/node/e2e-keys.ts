@@ -52,13 +52,17 @@ export function fleetSealsHere(store: NodeStore, book: GrantBook, fleet: string)
   return fleetSealingHere(store, book, fleet, Math.floor(Date.now() / 1000)).on
 }
 
+/** Every version of every setting kept here, and the newest of each author (kept before versions were). */
 function storedSettings(store: NodeStore): NostrEvent[] {
-  return store.events
-    .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
-      defaultLimit: 1_000,
-      maxLimit: 1_000,
-    })
-    .map((r) => JSON.parse(r.raw) as NostrEvent)
+  return [
+    ...store.events.allVersionsOfKind(Kind.FleetSetting),
+    ...store.events
+      .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
+        defaultLimit: 1_000,
+        maxLimit: 1_000,
+      })
+      .map((r) => JSON.parse(r.raw) as NostrEvent),
+  ]
 }
 
 export interface E2eContext {
