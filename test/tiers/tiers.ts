@@ -74,6 +74,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/tiers/network-guard.test.ts',
   ],
   processes: [
+    'test/e2e/acp-edge.test.ts',
     'test/layers.test.ts',
     'test/acp/host.test.ts',
     'test/acp/host-features.test.ts',
