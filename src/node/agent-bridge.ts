@@ -366,7 +366,7 @@ export class AgentBridge {
       if (!(err instanceof KithError)) throw err
       journal.done(event.id, pubkey)
       this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`, {
-        outcome: ['refused', 'project'],
+        outcome: ['refused', err.reason === 'limit' ? 'limit' : 'project'],
       })
       return
     }
