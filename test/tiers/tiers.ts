@@ -28,7 +28,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/{hub-agrees,hub-revocation,member-attacks}.test.ts',
     'test/hub/{admission,adversaries,auth,auth-flood,channel-attacks,limits,negentropy,pairing-lane,private-channels,semantics,slow-reader}.test.ts',
     'test/link/*.test.ts',
-    'test/node/{channel-outbox,channel-sync,control,e2e-convergence,intake,outbox-pump}.test.ts',
+    'test/node/{channel-outbox,channel-sync,control,e2e-convergence,e2e-history,intake,outbox-pump}.test.ts',
     'test/verify/pool.test.ts',
     'test/tiers/network-guard.test.ts',
   ],
