@@ -69,6 +69,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/node/channel-sync.test.ts',
     'test/node/control.test.ts',
     'test/node/e2e-convergence.test.ts',
+    'test/node/e2e-history.test.ts',
     'test/node/intake.test.ts',
     'test/node/outbox-pump.test.ts',
     'test/verify/pool.test.ts',
