@@ -92,5 +92,10 @@ export const tiers: Record<Tier, string[]> = {
     'test/pairing/relay-lane.test.ts',
     'test/web/serve.test.ts',
   ],
-  browser: ['test/web/{app,e2e-web,push,shell}.test.ts'],
+  browser: [
+    'test/web/app.test.ts',
+    'test/web/e2e-web.test.ts',
+    'test/web/push.test.ts',
+    'test/web/shell.test.ts',
+  ],
 }
