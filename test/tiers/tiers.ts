@@ -51,6 +51,7 @@ export const tiers: Record<Tier, string[]> = {
   ],
   network: [
     'test/grants/hub-agrees.test.ts',
+    'test/grants/held-revocations.test.ts',
     'test/grants/hub-revocation.test.ts',
     'test/grants/member-attacks.test.ts',
     'test/hub/admission.test.ts',
