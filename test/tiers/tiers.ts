@@ -86,6 +86,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/cli/cli.test.ts',
     'test/cli/declare-cli.test.ts',
     'test/cli/hub-peer-cli.test.ts',
+    'test/cli/install.test.ts',
     'test/cli/rough-edges.test.ts',
     'test/e2e/*.test.ts',
     'test/hub/db-integrity.test.ts',
