@@ -43,5 +43,5 @@ export const tiers: Record<Tier, string[]> = {
     'test/pairing/relay-lane.test.ts',
     'test/web/serve.test.ts',
   ],
-  browser: ['test/web/{app,e2e-web,push,shell}.test.ts'],
+  browser: ['test/web/{agent-work,app,e2e-web,push,shell}.test.ts'],
 }
