@@ -442,7 +442,13 @@ export class AgentHost {
     let sessionId = this.sessions.get(key)
     if (sessionId === undefined) {
       sessionId = await this.open(proc, job, titleOf(job.text))
-      if (job.settings !== undefined) await this.configure(job, job.settings)
+      if (job.settings !== undefined) {
+        const set = await this.configure(job, job.settings)
+        // Logged as the pin before it is: the owner's log says what the session runs in.
+        this.log(
+          `agent ${this.name}: set the new session ${sessionId} in ${describePlace(job)} to${set.mode === undefined || job.settings.mode === undefined ? '' : ` mode ${set.mode}`}${set.model === undefined || job.settings.model === undefined ? '' : ` model ${set.model.value}`}, as its start asked${job.from === undefined ? '' : ` (by ${job.from.slice(0, 8)})`}`,
+        )
+      }
     }
     if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'

@@ -7,8 +7,7 @@ export const e2eSettingD = 'kith-e2e'
 
 /**
  * `kith fleet encrypt [on|off]`: the fleet's encryption setting (kind 34145, kith-e2e/1 "Turning
- * it on"). Only a founder's or admin's setting counts (the node checks, as it checks channel
- * definitions' authors); the newest that counts decides.
+ * it on"). Which settings count, and what they decide, is grants/e2e-sealing (it needs the grants).
  */
 export function makeFleetSetting(
   fleet: string,
@@ -47,33 +46,4 @@ export function parseFleetSetting(
   )
     throw e2eError('malformed', 'not a kith-e2e fleet setting of this fleet')
   return enc[0]![1] === 'on'
-}
-
-/**
- * The fleet's setting: the newest (created_at, then lowest id) of the well-formed settings whose
- * author `mayDecide` (founder, or an admin when it was signed); off when there is none.
- */
-export function fleetEncrypts(
-  settings: readonly NostrEvent[],
-  fleet: string,
-  mayDecide: (event: NostrEvent) => boolean,
-): boolean {
-  let best: { event: NostrEvent; on: boolean } | undefined
-  for (const e of settings) {
-    let on: boolean
-    try {
-      on = parseFleetSetting(e, fleet)
-    } catch {
-      // A malformed setting decides nothing; others may still count.
-      continue
-    }
-    if (!mayDecide(e)) continue
-    if (
-      best === undefined ||
-      e.created_at > best.event.created_at ||
-      (e.created_at === best.event.created_at && e.id < best.event.id)
-    )
-      best = { event: e, on }
-  }
-  return best?.on ?? false
 }

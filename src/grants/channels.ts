@@ -285,15 +285,34 @@ export class ChannelBook {
   }
 
   private standingUncached(def: ChannelDefinition): Standing {
-    if (def.author === this.grants.founder) return { ok: true, authority: true }
-    const owners = this.grants.grantsOf(def.author).filter((e) => e.grant.role === 'owner')
+    return this.standingAt(def.author, def.createdAt, Kind.ChannelDefinition, def.channel)
+  }
+
+  /**
+   * Was `key` the founder or an admin at `at`, for an event of `kind` that applies fleet-wide
+   * (the encryption setting, kith-e2e/1)? Judged as a definition's author is: by the grants and
+   * revocations dated at or before `at`, so a later removal does not undo what it signed then.
+   * An owner grant limited to some channels decides nothing fleet-wide.
+   */
+  hadAuthority(key: string, at: number, kind: number): boolean {
+    const s = this.standingAt(key, at, kind, undefined)
+    return s.ok && s.authority
+  }
+
+  private standingAt(
+    author: string,
+    t: number,
+    kind: number,
+    channel: string | undefined,
+  ): Standing {
+    if (author === this.grants.founder) return { ok: true, authority: true }
+    const owners = this.grants.grantsOf(author).filter((e) => e.grant.role === 'owner')
     if (owners.length === 0) {
       return refuse(
         'not-an-owner',
         'channels are defined by people (owner keys), not by devices, agents or outsiders',
       )
     }
-    const t = def.createdAt
     let found: Standing | undefined
     let best: Refusal | undefined
     for (const eff of owners) {
@@ -305,13 +324,13 @@ export class ChannelBook {
         (eff.exp !== undefined && t > eff.exp + grantSkewSeconds)
       ) {
         failure = refuse('no-authority', "the definition is dated outside its author's grant")
-      } else if (eff.kinds !== undefined && !eff.kinds.has(Kind.ChannelDefinition)) {
-        failure = refuse(
-          'no-authority',
-          `kind ${Kind.ChannelDefinition} is not allowed for this key`,
-        )
-      } else if (eff.channels !== undefined && !eff.channels.has(def.channel)) {
-        failure = channelNotAllowed(def.channel)
+      } else if (eff.kinds !== undefined && !eff.kinds.has(kind)) {
+        failure = refuse('no-authority', `kind ${kind} is not allowed for this key`)
+      } else if (
+        eff.channels !== undefined &&
+        (channel === undefined || !eff.channels.has(channel))
+      ) {
+        failure = channelNotAllowed(channel ?? '*')
       } else {
         const ended = this.grants.revokedAt(eff.grant.id)
         if (ended !== undefined && ended <= t) {

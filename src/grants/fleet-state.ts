@@ -4,6 +4,7 @@ import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { KithError } from '../errors.js'
 import { channelRefusal, ChannelBook } from './channels.js'
 import { grantCodePrefix } from './codes.js'
+import { settingSkewSeconds } from './e2e-sealing.js'
 import { GrantVerifier, type VerifierOptions } from './verifier.js'
 
 /** What admitting one event did, for the hub's OK and the node's follow-up. */
@@ -146,6 +147,14 @@ export class FleetState {
         revoked: false,
         authority: false,
       }
+    }
+    if (event.kind === Kind.FleetSetting && event.created_at > now + settingSkewSeconds) {
+      // A setting dated ahead would win newest-wins over every correction before its date.
+      throw new KithError(
+        'invalid',
+        `future-dated: a fleet setting may be dated at most ${settingSkewSeconds} s ahead; check the clock`,
+        { reason: 'future-dated' },
+      )
     }
     const d = this.grants.authorize(event.pubkey, {
       now,

@@ -7,9 +7,11 @@ import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { parsePermissionDecision } from '../events/permission-decision.js'
+import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
 import { boundPreview, callPreview } from '../events/permission-preview.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
+import { decisionAction, type Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
@@ -22,7 +24,7 @@ import { decidedMemoryMs, defaultPermissionTimeoutMs } from './timings.js'
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
   agent(pubkey: string): HostedAgent | undefined
-  mayUse(agent: { record: AgentRecord }, key: string, which: 'allow' | 'approvers'): boolean
+  mayAct(agent: { record: AgentRecord }, key: string, action: Action): boolean
   replyAs(
     agent: AgentKey,
     question: NostrEvent,
@@ -250,7 +252,10 @@ export class PermissionRequests {
       )
       return
     }
-    if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) {
+    // Unreadable: it chose nothing (said below, as an unknown option).
+    const optionId = chosenOption(decision)
+    const option = pending.options.find((o) => o.optionId === optionId)
+    if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(option?.kind))) {
       this.peers.replyAs(
         agent,
         pending.question,
@@ -259,9 +264,6 @@ export class PermissionRequests {
       )
       return
     }
-    // Unreadable: it chose nothing (said below, as an unknown option).
-    const optionId = chosenOption(decision)
-    const option = pending.options.find((o) => o.optionId === optionId)
     if (option === undefined) {
       this.peers.replyAs(
         agent,
@@ -310,7 +312,11 @@ export class PermissionRequests {
     }
     if (done.by === decision.pubkey) return
     const agent = this.peers.agent(done.agent)
-    if (agent === undefined || !this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    if (
+      agent === undefined ||
+      !this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))
+    )
+      return
     if (
       this.bindingRefusal(decision, {
         agent: done.agent,
@@ -339,7 +345,7 @@ export class PermissionRequests {
     const request = JSON.parse(row.raw) as NostrEvent
     const agent = this.peers.agent(request.pubkey)
     if (agent === undefined || request.kind !== Kind.PermissionRequest) return
-    if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))) return
     const channel = channelOf(request) ?? 'general'
     if (this.bindingRefusal(decision, { agent: request.pubkey, channel }) !== undefined) return
     const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
@@ -580,10 +586,15 @@ export class PermissionRequests {
     } else request = this.findRequest(requestText)
     const content = parseContent(request)
     const options = content.options ?? []
+    // A word (allow, always, reject) means the option of that kind (permission-options.ts); an
+    // option whose id is the word itself is still that option.
     const chosen =
       typeof option === 'number' || /^\d+$/.test(option)
         ? options[Number(option) - 1]
-        : options.find((o) => o.optionId === option)
+        : (options.find((o) => o.optionId === option) ??
+          (answerWords.includes(option as AnswerWord)
+            ? optionFor(options, option as AnswerWord)
+            : undefined))
     if (chosen === undefined) {
       throw new KithError(
         'usage',

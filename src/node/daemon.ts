@@ -12,6 +12,7 @@ import { OutboxPump } from './outbox-pump.js'
 import { notifyStatus, startNotifications, type TargetStatus } from './notifications.js'
 import type { Notifier } from '../notify/notifier.js'
 import { E2eKeys } from './e2e-keys.js'
+import { sealingLapse } from '../grants/e2e-sealing.js'
 import { isSealed } from '../events/e2e-seal.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
@@ -648,6 +649,8 @@ export class KithNode {
     removed: string | null
     /** Whether the fleet seals its channels (kith-e2e/1), as this node's settings say. */
     encrypt: boolean
+    /** Why a fleet that sealed does not seal now; null when that is not so. */
+    sealLapse: string | null
     hubs: LinkStatus[]
     outbox: number
     agents: unknown[]
@@ -663,6 +666,7 @@ export class KithNode {
       web: this.webUrl ?? null,
       removed: this.removed ?? null,
       encrypt: this.e2e.encrypts(),
+      sealLapse: sealingLapse(this.e2e.sealing()) ?? null,
       hubs: this.links.map((l) => ({
         url: l.url,
         state: l.state,

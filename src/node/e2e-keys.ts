@@ -11,7 +11,7 @@ import {
   sealTemplate,
   fitForSealing,
 } from '../events/e2e-seal.js'
-import { e2eSettingD, fleetEncrypts } from '../events/e2e-setting.js'
+import { e2eSettingD } from '../events/e2e-setting.js'
 import {
   publicKeyOf,
   signEvent,
@@ -21,6 +21,7 @@ import {
 } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { e2eRecipients, isE2eReader } from '../grants/e2e-recipients.js'
+import { fleetSealing, type Sealing } from '../grants/e2e-sealing.js'
 import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
@@ -33,19 +34,35 @@ const maxWaitingWires = 1_000
 const random = (n: number) => crypto.getRandomValues(new Uint8Array(n))
 
 /**
- * Whether the fleet seals its channels, as the settings in node.db say (kith-e2e/1 "Turning it
- * on": the newest setting by the founder or an admin decides). Also what the CLI asks without a
- * running node (`kith fleet encrypt`, `kith status`).
+ * The fleet's sealing as the settings in node.db say (kith-e2e/1 "Turning it on", decided by
+ * grants/e2e-sealing). Also what the CLI asks without a running node (`kith fleet encrypt`,
+ * `kith status`).
  */
+export function fleetSealingHere(
+  store: NodeStore,
+  book: GrantBook,
+  fleet: string,
+  now: number,
+): Sealing {
+  return fleetSealing(storedSettings(store), book.state.channels, fleet, now)
+}
+
+/** Whether the fleet seals its channels, as the settings in node.db say. */
 export function fleetSealsHere(store: NodeStore, book: GrantBook, fleet: string): boolean {
-  const settings = store.events
-    .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
-      defaultLimit: 1_000,
-      maxLimit: 1_000,
-    })
-    .map((r) => JSON.parse(r.raw) as NostrEvent)
-  const channels = book.state.channels
-  return fleetEncrypts(settings, fleet, (e) => channels.isAuthority(e.pubkey, e.created_at))
+  return fleetSealingHere(store, book, fleet, Math.floor(Date.now() / 1000)).on
+}
+
+/** Every version of every setting kept here, and the newest of each author (kept before versions were). */
+function storedSettings(store: NodeStore): NostrEvent[] {
+  return [
+    ...store.events.allVersionsOfKind(Kind.FleetSetting),
+    ...store.events
+      .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
+        defaultLimit: 1_000,
+        maxLimit: 1_000,
+      })
+      .map((r) => JSON.parse(r.raw) as NostrEvent),
+  ]
 }
 
 export interface E2eContext {
@@ -69,7 +86,8 @@ export interface E2eContext {
  */
 export class E2eKeys {
   private readonly wires = new Map<string, NostrEvent>()
-  private setting: boolean | undefined
+  /** The decision, and the state of grants and settings it was made with. */
+  private setting: { stamp: string; sealing: Sealing } | undefined
   /** Epochs whose keys arrived since the last `reopen`. */
   private fresh: string[] = []
   /** Keys by epoch id, as read from node.db (a catch-up opens thousands under a few keys). */
@@ -83,8 +101,18 @@ export class E2eKeys {
 
   /** Whether the fleet seals its channels (kith fleet encrypt), as its settings here say. */
   encrypts(): boolean {
-    this.setting ??= fleetSealsHere(this.ctx.store, this.ctx.book, this.ctx.fleet)
-    return this.setting
+    return this.sealing().on
+  }
+
+  /** The fleet's sealing with why (kith status); read again when grants or settings change. */
+  sealing(): Sealing {
+    const { store, book, fleet } = this.ctx
+    // Standing is judged at each setting's date: a grant or revocation that arrives later can
+    // change which settings count.
+    const stamp = book.state.channels.generation
+    if (this.setting?.stamp !== stamp)
+      this.setting = { stamp, sealing: fleetSealingHere(store, book, fleet, this.ctx.now()) }
+    return this.setting.sealing
   }
 
   /** A fleet setting may have changed (kith fleet encrypt): read the settings again. */

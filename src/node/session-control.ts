@@ -9,6 +9,7 @@ import {
   type SessionAction,
   type SessionControl,
 } from '../events/session-control.js'
+import type { Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
 import { postAsAgent } from './agent-signer.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
@@ -21,7 +22,7 @@ export interface SessionControlDeps {
   node: NodeContext
   reports: SessionReports
   agent(pubkey: string): HostedAgent | undefined
-  mayApprove(agent: HostedAgent, key: string): boolean
+  mayAct(agent: HostedAgent, key: string, action: Action): boolean
 }
 
 /**
@@ -64,7 +65,7 @@ async function carryOut(
   if (c.fleet !== node.book.fleet)
     return `⚠ ${name} did not act on a session request: it names another fleet`
   if (!fresh.ok) return `⚠ ${name} did not act on a session request: ${fresh.reason}`
-  if (!deps.mayApprove(agent, c.author))
+  if (!deps.mayAct(agent, c.author, c.request.action === 'close' ? 'session.close' : 'session.set'))
     return `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`
   const record = node.store.sessions.record(pubkey, place)
   if (record === undefined || record.closedAt !== undefined)

@@ -2,6 +2,7 @@ import { channelOf, threadOf } from '../events/chat.js'
 import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { optionFor } from '../events/permission-options.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { NotifyClass, PushPayload } from '../events/push.js'
 
@@ -84,8 +85,9 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
     if (card.expires <= now) return undefined
     if (card.fleet !== undefined && card.fleet !== ctx.fleet) return undefined
     if (!mine(card.agent) && !mine(card.prompter)) return undefined
-    const allow = card.options.find((o) => o.kind.startsWith('allow'))
-    const reject = card.options.find((o) => o.kind.startsWith('reject'))
+    // The notification's Allow is the once option (never allow_always, even listed first).
+    const allow = optionFor(card.options, 'allow')
+    const reject = optionFor(card.options, 'reject')
     const agent = ctx.nameOf(card.agent)
     return {
       eventId: event.id,

@@ -57,9 +57,10 @@ const maxTagValueIndexed = 1024
 
 /**
  * Addressable kinds whose every version is also kept in `kept_versions` (see event-schema.ts):
- * channel definitions, whose meaning depends on the whole set of them.
+ * channel definitions and fleet settings, whose meaning depends on the whole set of them (an
+ * admin's later "off" that does not count must not erase their "on" that does).
  */
-const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition])
+const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition, Kind.FleetSetting])
 
 /** The earliest stored event of one key in one channel (`h` value). */
 export interface ChannelFirst {

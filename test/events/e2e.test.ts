@@ -8,7 +8,6 @@ import { currentEpoch, epochId, makeEpoch, newEpoch } from '../../src/events/e2e
 import { makeEnvelope, openEnvelope } from '../../src/events/e2e-envelope.js'
 import { sealPlan } from '../../src/events/e2e-rotation.js'
 import { fitForSealing, openSealed, sealTemplate } from '../../src/events/e2e-seal.js'
-import { fleetEncrypts, makeFleetSetting } from '../../src/events/e2e-setting.js'
 import {
   publicKeyOf,
   signEvent,
@@ -291,24 +290,5 @@ describe('rotation', () => {
     expect(
       new Set([epochId('ops', 0, key), epochId('ops', 1, key), epochId('dev', 0, key)]).size,
     ).toBe(3)
-  })
-})
-
-describe('fleet setting', () => {
-  const founder = generateSecretKey()
-  const member = generateSecretKey()
-  const fleet = publicKeyOf(founder)
-  const may = (ev: NostrEvent) => ev.pubkey === fleet
-
-  it('the newest setting of the founder or an admin decides; others are ignored', () => {
-    const on = signEvent(makeFleetSetting(fleet, true, 100), founder)
-    const offByMember = signEvent(makeFleetSetting(fleet, false, 200), member)
-    expect(fleetEncrypts([], fleet, may)).toBe(false)
-    expect(fleetEncrypts([on, offByMember], fleet, may)).toBe(true)
-    const off = signEvent(makeFleetSetting(fleet, false, 300), founder)
-    expect(fleetEncrypts([on, off], fleet, may)).toBe(false)
-    expect(
-      fleetEncrypts([signEvent(makeFleetSetting('a'.repeat(64), true, 400), founder)], fleet, may),
-    ).toBe(false)
   })
 })

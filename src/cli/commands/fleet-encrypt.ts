@@ -1,6 +1,7 @@
 import { KithError } from '../../errors.js'
 import { makeFleetSetting } from '../../events/e2e-setting.js'
-import { fleetSealsHere } from '../../node/e2e-keys.js'
+import { sealingLapse } from '../../grants/e2e-sealing.js'
+import { fleetSealingHere } from '../../node/e2e-keys.js'
 import { signEvent } from '../../events/event.js'
 import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'
@@ -22,9 +23,15 @@ export async function fleetEncrypt(
   return withNode((node) => {
     const now = nowSeconds()
     if (arg === undefined) {
-      const on = withStore(node.id.home, (store) => fleetSealsHere(store, node.book, node.fleet))
-      if (json) out.json({ encrypt: on })
-      else out.line(on ? 'this fleet seals its channels (kith-e2e/1)' : 'encryption is off')
+      const s = withStore(node.id.home, (store) =>
+        fleetSealingHere(store, node.book, node.fleet, now),
+      )
+      const lapse = sealingLapse(s)
+      if (json) out.json({ encrypt: s.on, sealLapse: lapse ?? null })
+      else
+        out.line(
+          s.on ? 'this fleet seals its channels (kith-e2e/1)' : (lapse ?? 'encryption is off'),
+        )
       return 0
     }
     const owner = node.id.ownerSecret

@@ -13,7 +13,7 @@ import { nowSeconds, resolveTarget, revokeKey, withNode, type KeyRow } from './f
 import { fleetEncrypt } from './fleet-encrypt.js'
 import { runInvite } from './invite-flow.js'
 import { runJoinExchange } from './join-flow.js'
-import { describeHubs, resignChannelsOf } from './channel.js'
+import { resignAuthorityOf } from './resign.js'
 import { grantName } from './join.js'
 import { openLocalFleet, withStore } from '../local-node.js'
 
@@ -369,17 +369,9 @@ async function remove(
       throw new KithError('not-found', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, opts, async (revokedAt) => {
-        const { resigned, failed } = await resignChannelsOf(node, pubkey, revokedAt, out)
-        return {
-          json: { resigned },
-          lines: resigned.flatMap((r) => [
-            `re-signed #${r.channel} so it stays as it is (the removed person can no longer change it)`,
-            ...describeHubs(r.hubs).map((l) => `  ${l}`),
-          ]),
-          ok: failed.length === 0 && resigned.every((r) => r.hubs.every((h) => h.ok)),
-        }
-      })
+      return await revokeKey(node, pubkey, label, out, opts, (revokedAt) =>
+        resignAuthorityOf(node, pubkey, revokedAt, out),
+      )
     } catch (err) {
       if (!(err instanceof KithError) || err.reason !== 'no-authority') throw err
       const admittedBy = typeof row === 'string' ? undefined : row.issuer

@@ -26,7 +26,9 @@ when cut).
 
 With REQUEST and OPTION: answers one. REQUEST is its id (the first characters are enough, if no
 other request starts with them) or @agent (that agent's one open request; with --channel, its
-one there), OPTION the option's number on the card or its option id. The answer names the card
+one there), OPTION the option's number on the card, its option id, or a word: allow (the
+"allow once" option, never "always"), always (the "always allow" option: its like then runs
+without asking) or reject. The answer names the card
 it answered. A request that has expired, that you already answered, or whose turn is over is
 refused with the reason (exit 1); an ambiguous one lists the candidates (exit 2).
 

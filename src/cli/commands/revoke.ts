@@ -2,6 +2,7 @@ import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { parsePubkeyText } from '../key-text.js'
 import { describeKey, revokeKey, withNode } from './fleet-common.js'
+import { resignAuthorityOf } from './resign.js'
 
 export const revokeCommand = declare({
   name: 'revoke',
@@ -26,12 +27,21 @@ export async function runRevoke(argv: string[], out: Out): Promise<number> {
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
   const pubkey = parsePubkeyText(positionals[0]!, 'the key to revoke')
-  return withNode((node) =>
-    revokeKey(node, pubkey, describeKey(node, pubkey), out, {
-      json: values.json === true,
-      yes: values.yes === true,
-    }),
-  )
+  return withNode((node) => {
+    // A person (an owner key) takes their authority with them: what it held is re-signed, as
+    // kith fleet remove does, so nothing they back-date can change it.
+    const person = node.book.verifier.grantsOf(pubkey).some((e) => e.grant.role === 'owner')
+    return revokeKey(
+      node,
+      pubkey,
+      describeKey(node, pubkey),
+      out,
+      { json: values.json === true, yes: values.yes === true },
+      person && node.id.ownerSecret !== undefined
+        ? (revokedAt) => resignAuthorityOf(node, pubkey, revokedAt, out)
+        : undefined,
+    )
+  })
 }
 
 /** What the command index loads. */

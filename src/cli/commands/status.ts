@@ -5,7 +5,9 @@ import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
 import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
 import { withStore } from '../local-node.js'
 import { GrantBook } from '../../node/grant-book.js'
-import { fleetSealsHere } from '../../node/e2e-keys.js'
+import type { NodeStore } from '../../store/node-store.js'
+import { fleetSealingHere } from '../../node/e2e-keys.js'
+import { sealingLapse } from '../../grants/e2e-sealing.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -34,6 +36,8 @@ interface Status {
   removed?: string | null
   /** Whether the fleet seals its channels (kith-e2e/1); from an older node, absent. */
   encrypt?: boolean
+  /** Why a fleet that sealed does not seal now (kith-e2e/1); null or absent when it is not so. */
+  sealLapse?: string | null
   hubs: LinkStatus[]
   outbox: number
   agents?: {
@@ -130,10 +134,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
           .refusals()
           .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
         notify: notifyStatus(store),
-        // Without a node, the setting as node.db knows it (with one, the node's own judgement).
-        ...(fleet === undefined
-          ? {}
-          : { encrypt: fleetSealsHere(store, new GrantBook(store.events, fleet), fleet) }),
+        ...(fleet === undefined ? {} : sealingOf(store, fleet)),
       }
     })
   }
@@ -158,7 +159,11 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   out.line(`node    ${status.running ? 'running' : 'not running (start it with kith up)'}`)
   out.line(`device  ${status.name} ${npub(status.device)}`)
   if (fleetName !== undefined) out.line(`fleet   ${fleetName} (named on this machine)`)
-  if (status.encrypt !== undefined)
+  if (typeof status.sealLapse === 'string')
+    out.line(
+      `sealed  NO, AND IT WAS: ${status.sealLapse}; hubs read new messages (kith fleet encrypt on to seal again)`,
+    )
+  else if (status.encrypt !== undefined)
     out.line(
       status.encrypt
         ? 'sealed  yes: hubs and relays carry only ciphertext (kith-e2e/1)'
@@ -198,3 +203,17 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
 
 /** What the command index loads. */
 export { statusCommand as command, runStatus as run }
+
+/** Without a node, the setting as node.db knows it (with one, the node's own judgement). */
+function sealingOf(
+  store: NodeStore,
+  fleet: string,
+): { encrypt: boolean; sealLapse: string | null } {
+  const s = fleetSealingHere(
+    store,
+    new GrantBook(store.events, fleet),
+    fleet,
+    Math.floor(Date.now() / 1000),
+  )
+  return { encrypt: s.on, sealLapse: sealingLapse(s) ?? null }
+}

@@ -2,7 +2,7 @@ import {
   e2eError,
   e2eRecipients,
   fitForSealing,
-  fleetEncrypts,
+  fleetSealing,
   isE2eReader,
   isKithError,
   isSealed,
@@ -22,6 +22,7 @@ import {
   type EventTemplate,
   type FleetState,
   type NostrEvent,
+  type Sealing,
 } from '../../../browser-core.js'
 
 const now = () => Math.floor(Date.now() / 1000)
@@ -51,12 +52,14 @@ export class WebKeys {
     private readonly state: FleetState,
   ) {}
 
-  /** Whether the fleet seals its channels (its founder's or an admin's newest setting). */
+  /** Whether the fleet seals its channels (kith-e2e/1, "Turning it on"). */
   encrypts(): boolean {
-    const channels = this.state.channels
-    return fleetEncrypts([...this.settings.values()], this.fleet, (e) =>
-      channels.isAuthority(e.pubkey, e.created_at),
-    )
+    return this.sealing().on
+  }
+
+  /** The fleet's sealing with why, by the one rule node and service worker share. */
+  sealing(): Sealing {
+    return fleetSealing(this.settings.values(), this.state.channels, this.fleet, now())
   }
 
   /** An admitted setting or envelope; returns the events its key opened (they waited for it). */

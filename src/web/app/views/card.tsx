@@ -1,5 +1,6 @@
 import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
+import { optionLabel, optionsInOrder } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
 import { when } from './format.js'
 
@@ -36,7 +37,7 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
       )}
       {open ? (
         <div class="options">
-          {r.options.map((o) => (
+          {optionsInOrder(r.options).map((o) => (
             <button
               key={o.optionId}
               type="button"
@@ -51,7 +52,7 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
                 })
               }}
             >
-              {o.name}
+              {optionLabel(o)}
             </button>
           ))}
           <span class="muted expires">

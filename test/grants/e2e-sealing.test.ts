@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest'
+import { makeFleetSetting } from '../../src/events/e2e-setting.js'
+import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
+import { ChannelBook } from '../../src/grants/channels.js'
+import { FleetState } from '../../src/grants/fleet-state.js'
+import { fleetSealing, sealingLapse, settingSkewSeconds } from '../../src/grants/e2e-sealing.js'
+import { makeRevocation } from '../../src/grants/revocation.js'
+import { GrantVerifier } from '../../src/grants/verifier.js'
+import { newSecret, signTestGrant } from '../helpers/secrets.js'
+
+const now = 1_750_000_000
+const t0 = now - 1000
+
+/** founder → bob (admin, owner with deleg), founder → carol (owner, not an admin). */
+function fleet() {
+  const founder = newSecret()
+  const bob = newSecret()
+  const carol = newSecret()
+  const fleet = publicKeyOf(founder)
+  const gBob = signTestGrant(
+    { subject: publicKeyOf(bob), role: 'owner', deleg: true, name: 'bob', fleet },
+    founder,
+    t0,
+  )
+  const gCarol = signTestGrant(
+    { subject: publicKeyOf(carol), role: 'owner', name: 'carol', fleet },
+    founder,
+    t0,
+  )
+  const book = (extra: NostrEvent[] = []) => {
+    const v = new GrantVerifier({ founder: fleet, verifySignature: () => true })
+    for (const e of [gBob, gCarol, ...extra]) v.add(e, { verified: true })
+    return new ChannelBook(v)
+  }
+  const setting = (sk: Uint8Array, on: boolean, at: number) =>
+    signEvent(makeFleetSetting(fleet, on, at), sk)
+  const removeBob = (at: number) =>
+    signEvent(makeRevocation({ fleet, keys: [publicKeyOf(bob)] }, at), founder)
+  return { founder, bob, carol, fleet, book, setting, removeBob }
+}
+
+describe('fleet sealing (kith-e2e/1, Turning it on)', () => {
+  it('the newest setting of the founder or an admin decides; a non-admin decides nothing', () => {
+    const f = fleet()
+    const b = f.book()
+    expect(fleetSealing([], b, f.fleet, now).on).toBe(false)
+    const on = f.setting(f.founder, true, t0 + 10)
+    const offByCarol = f.setting(f.carol, false, t0 + 20)
+    const s = fleetSealing([on, offByCarol], b, f.fleet, now)
+    expect(s.on).toBe(true)
+    expect(s.ignored.map((i) => i.event.id)).toEqual([offByCarol.id])
+    const off = f.setting(f.founder, false, t0 + 30)
+    expect(fleetSealing([on, off], b, f.fleet, now).on).toBe(false)
+    expect(sealingLapse(fleetSealing([on, off], b, f.fleet, now))).toMatch(/sealed, and stopped/)
+    const otherFleet = signEvent(makeFleetSetting('a'.repeat(64), true, t0 + 40), f.founder)
+    expect(fleetSealing([otherFleet], b, f.fleet, now).on).toBe(false)
+  })
+
+  it('attacker: removing the admin who turned sealing on does not turn it off', () => {
+    const f = fleet()
+    const on = f.setting(f.bob, true, t0 + 10)
+    // Before: counted only while bob is an admin *now*, so his removal turned sealing off.
+    expect(fleetSealing([on], f.book(), f.fleet, now).on).toBe(true)
+    const removed = f.book([f.removeBob(t0 + 100)])
+    const s = fleetSealing([on], removed, f.fleet, now)
+    expect(s.on).toBe(true)
+    expect(s.decidedBy?.id).toBe(on.id)
+  })
+
+  it('attacker: a removed admin cannot turn it off after the removal', () => {
+    const f = fleet()
+    const on = f.setting(f.founder, true, t0 + 10)
+    const lateOff = f.setting(f.bob, false, t0 + 200)
+    const s = fleetSealing([on, lateOff], f.book([f.removeBob(t0 + 100)]), f.fleet, now)
+    expect(s.on).toBe(true)
+    expect(s.ignored.map((i) => i.event.id)).toEqual([lateOff.id])
+  })
+
+  it('attacker: a setting dated ahead of the clock decides nothing', () => {
+    const f = fleet()
+    const on = f.setting(f.founder, true, t0 + 10)
+    const ahead = f.setting(f.bob, false, now + settingSkewSeconds + 1)
+    const s = fleetSealing([on, ahead], f.book(), f.fleet, now)
+    expect(s.on).toBe(true)
+    expect(s.ignored[0]?.reason).toMatch(/ahead/)
+    // Within the skew it counts (clocks differ a little).
+    const near = f.setting(f.bob, false, now + settingSkewSeconds)
+    expect(fleetSealing([on, near], f.book(), f.fleet, now).on).toBe(false)
+  })
+
+  it('any order of the same settings gives one decision', () => {
+    const f = fleet()
+    const a = f.setting(f.founder, true, t0 + 10)
+    const b = f.setting(f.bob, false, t0 + 10)
+    const c = f.setting(f.bob, true, t0 + 5)
+    const book = f.book()
+    const first = fleetSealing([a, b, c], book, f.fleet, now)
+    for (const order of [
+      [c, b, a],
+      [b, a, c],
+      [a, c, b],
+    ])
+      expect(fleetSealing(order, book, f.fleet, now)).toEqual(first)
+  })
+
+  it('hubs and nodes refuse a setting dated ahead at admission', () => {
+    const f = fleet()
+    const state = new FleetState({ founder: f.fleet, verifySignature: () => true })
+    const ahead = state.admit(f.setting(f.founder, true, now + settingSkewSeconds + 1), now)
+    expect(ahead.ok ? 'admitted' : ahead.error.reason).toBe('future-dated')
+    expect(state.admit(f.setting(f.founder, true, now), now).ok).toBe(true)
+  })
+})
