@@ -97,6 +97,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/serve.test.ts',
   ],
   browser: [
+    'test/web/agent-work.test.ts',
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
