@@ -199,8 +199,9 @@ describe(
         deliver(cdp, web, registrationId, data, arrived, diagnose)
 
       // A card: the laptop pushes it (RFC 8291, opened here with the subscription's keys); the
-      // service worker gets exactly those bytes' plaintext and shows it with two actions.
-      const q = await ask(laptop, '@claude permission rm -rf build')
+      // service worker gets exactly those bytes' plaintext and shows it with two actions. Its
+      // options list allow_always first (as claude-agent-acp does): Allow is still the once one.
+      const q = await ask(laptop, '@claude permission-execute rm -rf build')
       const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
       const text = sub.open((await push.nth(0)).body)
       expect(parsePushPayload(text)).toMatchObject({
