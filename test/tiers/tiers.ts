@@ -16,6 +16,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/identity/*.test.ts',
     'test/store/*.test.ts',
     'test/grants/authority.test.ts',
+    'test/grants/authority-admission.test.ts',
     'test/grants/authority-spec.test.ts',
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
@@ -50,6 +51,7 @@ export const tiers: Record<Tier, string[]> = {
   ],
   network: [
     'test/grants/hub-agrees.test.ts',
+    'test/grants/held-revocations.test.ts',
     'test/grants/hub-revocation.test.ts',
     'test/grants/member-attacks.test.ts',
     'test/hub/admission.test.ts',
@@ -75,6 +77,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/tiers/network-guard.test.ts',
   ],
   processes: [
+    'test/e2e/acp-edge.test.ts',
     'test/layers.test.ts',
     'test/acp/host.test.ts',
     'test/acp/host-features.test.ts',
@@ -83,6 +86,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/cli/cli.test.ts',
     'test/cli/declare-cli.test.ts',
     'test/cli/hub-peer-cli.test.ts',
+    'test/cli/install.test.ts',
     'test/cli/rough-edges.test.ts',
     'test/e2e/*.test.ts',
     'test/hub/db-integrity.test.ts',
@@ -94,6 +98,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/serve.test.ts',
   ],
   browser: [
+    'test/web/agent-work.test.ts',
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
