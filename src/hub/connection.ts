@@ -156,9 +156,12 @@ export class Connection implements Streaming {
 
   /**
    * Forgets keys that are no longer members; when none is left, ends every subscription with
-   * `restricted: revoked` and closes the connection (1008). Returns true when it closed.
+   * `restricted: revoked` and closes the connection (1008). Returns true when it closed. The
+   * revocation that caused it (`cause`), when there is one, is sent first on each subscription it
+   * matches: a node checks a hub's "revoked" against its own grant book (kith-hub, "AUTH"), so
+   * the hub hands over the signed proof before it cuts the connection.
    */
-  enforceMembership(): boolean {
+  enforceMembership(cause?: NostrEvent): boolean {
     const now = this.ctx.now()
     let reason = ''
     for (const key of this.authed) {
@@ -169,6 +172,8 @@ export class Connection implements Streaming {
       }
     }
     if (reason === '' || this.authed.size > 0) return false
+    if (cause !== undefined)
+      for (const subId of this.ctx.subs.matching(this, cause)) this.send(['EVENT', subId, cause])
     for (const subId of this.ctx.subs.ids(this)) {
       this.send(['CLOSED', subId, `restricted: ${reason}`])
     }
@@ -333,7 +338,7 @@ export class Connection implements Streaming {
       return
     }
     // A revocation takes effect before it is stored, so no event slips in meanwhile.
-    if (admission.revoked) ctx.enforce()
+    if (admission.revoked) ctx.enforce(event)
     if (!admission.store) {
       if (reservation !== undefined) ctx.eventLimits.settle(reservation)
       this.ok(event.id, true, admission.note)

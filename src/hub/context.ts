@@ -24,7 +24,8 @@ export interface HubContext<C> {
   /** Channel definitions: who may read and post in a private channel. */
   channels: ChannelBook
   /** Re-checks every live connection after a revocation; drops those no longer members. */
-  enforce: () => void
+  /** Ends what no longer stands; `cause` (the revocation) goes first to those it ends. */
+  enforce: (cause?: import('../events/event.js').NostrEvent) => void
   /** Rate limits (per person, per hub, per key for authority kinds) and storage quotas. */
   eventLimits: EventLimits
   /** Strangers' sockets: deadlines, caps per address and in all. */

@@ -179,8 +179,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     state,
     grants,
     channels,
-    enforce: () => {
-      for (const conn of conns) conn.enforceMembership()
+    enforce: (cause) => {
+      for (const conn of conns) conn.enforceMembership(cause)
     },
     eventLimits: new EventLimits(limits, grants, store),
     admission,

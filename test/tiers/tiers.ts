@@ -91,6 +91,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/e2e/*.test.ts',
     'test/hub/db-integrity.test.ts',
     'test/hub/process.test.ts',
+    'test/node/hub-revoked.test.ts',
     'test/node/stop.test.ts',
     'test/notify/*.test.ts',
     'test/pairing/relay-lane.test.ts',
