@@ -16,7 +16,8 @@ function git(cwd: string, args: string[]): string {
   } catch (err) {
     const stderr = (err as { stderr?: unknown }).stderr
     const why = typeof stderr === 'string' && stderr.trim() !== '' ? stderr.trim() : String(err)
-    throw new KithError('io', `git ${args[0] ?? ''} failed: ${why}`, { cause: err })
+    const verb = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? ''
+    throw new KithError('io', `git ${verb} failed: ${why}`, { cause: err })
   }
 }
 
@@ -31,15 +32,22 @@ export function isGitRepo(dir: string): boolean {
   }
 }
 
-/** `git worktree add -b BRANCH PATH` from the repository's HEAD. */
+/**
+ * What git may run on its own in a repository an agent may have written to (its hooks, an
+ * fsmonitor command in its config): switched off for every git call made for a remote start,
+ * so nothing runs outside a card.
+ */
+const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
+
+/** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook run. */
 export function addWorktree(repo: string, path: string, branch: string): void {
   mkdirSync(dirname(path), { recursive: true })
-  git(repo, ['worktree', 'add', '-b', branch, path])
+  git(repo, [...noRepoCommands, 'worktree', 'add', '-b', branch, path])
 }
 
 /** What is uncommitted in a worktree ("2 changed files"), or undefined when it is clean. */
 export function uncommitted(path: string): string | undefined {
-  const lines = git(path, ['status', '--porcelain'])
+  const lines = git(path, [...noRepoCommands, 'status', '--porcelain'])
     .split('\n')
     .filter((l) => l.trim() !== '')
   if (lines.length === 0) return undefined
@@ -52,5 +60,5 @@ export function uncommitted(path: string): string | undefined {
 export function removeWorktree(path: string): void {
   // The main repository, where the worktree is registered (its common git dir's parent).
   const common = git(path, ['rev-parse', '--path-format=absolute', '--git-common-dir']).trim()
-  git(dirname(common), ['worktree', 'remove', path])
+  git(dirname(common), [...noRepoCommands, 'worktree', 'remove', path])
 }
