@@ -428,7 +428,10 @@ export class AgentHost {
       // Shown as its own state (kith agent list, kith status) while a person is being asked.
       this.asking++
       this.state = 'awaiting-permission'
-      return job.permission(sensitive === undefined ? ask : { ...ask, sensitive }).finally(() => {
+      // Where the session runs (a project or worktree), so the card says where a command would.
+      const cwd = ask.cwd ?? this.opts.sessions?.get(job)?.cwd ?? job.cwd ?? this.spec.cwd
+      const asked = { ...ask, cwd, ...(sensitive === undefined ? {} : { sensitive }) }
+      return job.permission(asked).finally(() => {
         if (--this.asking === 0 && this.state === 'awaiting-permission')
           this.state = this.busy.size > 0 ? 'working' : 'idle'
       })

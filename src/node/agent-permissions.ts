@@ -7,6 +7,7 @@ import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
+import { boundPreview, callPreview } from '../events/permission-preview.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
 import { decisionAction, type Action } from '../grants/authority.js'
@@ -44,6 +45,10 @@ export interface RequestContent {
   nonce: string
   /** Why the host asks whatever its policy: the call touches a secret. */
   sensitive?: string
+  /** What the call will do, bounded (events/permission-preview.ts). */
+  preview?: string
+  /** The whole preview's size in bytes, when `preview` was truncated. */
+  previewBytes?: number
 }
 
 /** A permission request still open, as `kith permit` and `/cards` list it. */
@@ -60,6 +65,10 @@ export interface OpenCard {
   toolKind: string
   options: { optionId: string; name: string; kind: string }[]
   sensitive: string | null
+  /** What the call will do (a diff, a command and its cwd, a path), bounded; null: not told. */
+  preview: string | null
+  /** The whole preview's size in bytes when `preview` was truncated, else null. */
+  previewBytes: number | null
   createdAt: number
   expires: number | null
 }
@@ -75,6 +84,23 @@ export function inputHash(ask: Pick<PermissionAsk, 'toolKind' | 'title' | 'rawIn
   return bytesToHex(
     sha256(utf8ToBytes(JSON.stringify([ask.toolKind, ask.title, ask.rawInput ?? null]))),
   )
+}
+
+/**
+ * What the card shows of the call (what it will do, bounded): read from the request, or from the
+ * turn's earlier updates that announced the same call when the request leaves it out.
+ */
+function previewOf(ask: PermissionAsk): { preview?: string; previewBytes?: number } {
+  const seen = ask.announced
+  const text = callPreview({
+    toolKind: ask.toolKind,
+    title: ask.title,
+    rawInput: ask.rawInput ?? seen?.rawInput,
+    locations: ask.locations ?? seen?.locations ?? null,
+    content: ask.content ?? seen?.content,
+    ...(ask.cwd === undefined ? {} : { cwd: ask.cwd }),
+  })
+  return text === undefined ? {} : boundPreview(text)
 }
 
 /** A kind-4142 request's content, read by its validating parser (events/permission-request.ts). */
@@ -149,6 +175,7 @@ export class PermissionRequests {
       input: inputHash(ask),
       nonce: randomBytes(8).toString('hex'),
       ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
+      ...previewOf(ask),
     }
     const request = signAsAgent(
       agent,
@@ -487,6 +514,8 @@ export class PermissionRequests {
         toolKind: content.toolKind ?? 'other',
         options: content.options ?? [],
         sensitive: content.sensitive ?? null,
+        preview: content.preview ?? null,
+        previewBytes: content.previewBytes ?? null,
         createdAt: request.created_at,
         expires: typeof content.expires === 'number' ? content.expires : null,
       })

@@ -87,6 +87,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/cli/cli.test.ts',
     'test/cli/declare-cli.test.ts',
     'test/cli/hub-peer-cli.test.ts',
+    'test/cli/install.test.ts',
     'test/cli/rough-edges.test.ts',
     'test/e2e/*.test.ts',
     'test/hub/db-integrity.test.ts',
@@ -97,6 +98,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/serve.test.ts',
   ],
   browser: [
+    'test/web/agent-work.test.ts',
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
