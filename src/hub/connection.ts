@@ -35,6 +35,8 @@ export class Connection implements Streaming {
   alive = true
   private corked = false
   private readonly gate: ChannelGate
+  /** The person whose connection cap this connection counts toward, once a member. */
+  private countedAs: string | undefined
   /** AUTH frames received, successful or not. */
   private authAttempts = 0
   /** This connection's events and AUTHs waiting for their signature check. */
@@ -57,10 +59,20 @@ export class Connection implements Streaming {
     readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
-    this.neg = new NegSessions(ctx.store, ctx.limits, {
-      send: (frame) => this.send(frame),
-      hidden: () => this.gate.hidden(this.ctx.now()),
-    })
+    this.neg = new NegSessions(
+      ctx.store,
+      ctx.limits,
+      {
+        send: (frame) => this.send(frame),
+        hidden: () => this.gate.hidden(this.ctx.now()),
+        payer: () => this.payer(),
+      },
+      {
+        work: ctx.reqWork,
+        open: ctx.perPerson.negSessions,
+        maxOpenPerPerson: ctx.limits.negMaxSessionsPerPerson,
+      },
+    )
     this.send(['AUTH', this.challenge])
   }
 
@@ -117,6 +129,13 @@ export class Connection implements Streaming {
     this.heldBytes = 0
     this.ctx.reqs.remove(this)
     this.neg.closeAll()
+    if (this.countedAs !== undefined) {
+      const { connections } = this.ctx.perPerson
+      const n = (connections.get(this.countedAs) ?? 1) - 1
+      if (n <= 0) connections.delete(this.countedAs)
+      else connections.set(this.countedAs, n)
+      this.countedAs = undefined
+    }
   }
 
   private ok(id: string, accepted: boolean, message: string): void {
@@ -539,10 +558,17 @@ export class Connection implements Streaming {
   private payer(): string {
     const now = this.ctx.now()
     for (const key of this.authed) {
-      const person = personOf(this.ctx.grants, key, now)
+      const person = this.personOfKey(key, now)
       if (person !== undefined) return person
     }
     return this.remote
+  }
+
+  /** A key's person; a hub key is its own, so a peer's work is not charged to the founder. */
+  private personOfKey(key: string, now: number): string | undefined {
+    const d = this.ctx.grants.isMember(key, now)
+    if (d.ok && d.role === 'hub') return key
+    return personOf(this.ctx.grants, key, now)
   }
 
   /** Sends a slice of the oldest streaming REQ (see ReqScheduler). */
@@ -691,6 +717,24 @@ export class Connection implements Streaming {
         this.ctx.admission.authenticating(this.socket, false)
         this.ok(event.id, false, again)
         return
+      }
+      if (this.countedAs === undefined) {
+        // Its first member key: the connection counts toward that person's cap from now on.
+        const person = this.personOfKey(event.pubkey, this.ctx.now()) ?? event.pubkey
+        const { connections } = this.ctx.perPerson
+        const held = connections.get(person) ?? 0
+        const max = this.ctx.limits.maxConnectionsPerPerson
+        if (held >= max) {
+          this.ctx.admission.authenticating(this.socket, false)
+          this.ok(
+            event.id,
+            false,
+            `rate-limited: connections: this person holds ${held} connections (max_connections_per_person ${max}); close one`,
+          )
+          return
+        }
+        connections.set(person, held + 1)
+        this.countedAs = person
       }
       this.authed.add(event.pubkey)
       this.ctx.admission.admit(this.socket)

@@ -32,8 +32,10 @@ export interface HubContext<C> {
   admission: Admission
   /** Sends REQs' stored parts a slice at a time, round robin over connections. */
   reqs: ReqScheduler<C & Streaming>
-  /** Main-thread time for REQs' stored parts, per person. */
+  /** Main-thread time for REQs' stored parts and NIP-77 work, per person. */
   reqWork: WorkBudget
+  /** Per person: authenticated connections and open NIP-77 reconciliations (limits' caps). */
+  perPerson: { connections: Map<string, number>; negSessions: Map<string, number> }
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>
   /** Unix seconds. */

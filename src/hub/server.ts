@@ -186,6 +186,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     admission,
     reqs: new ReqScheduler<Connection>(),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
+    perPerson: { connections: new Map(), negSessions: new Map() },
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,

@@ -178,6 +178,7 @@ export class KithNode {
     this.book.verifier.recordAccepted = true
     this.republishAuthority(this.book.allEventsInChainOrder())
     this.book.verifier.drainAccepted()
+    this.book.verifier.drainPromoted()
     this.bridge = new AgentBridge(
       {
         id,
@@ -272,6 +273,8 @@ export class KithNode {
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
+        const promoted = this.book.verifier.drainPromoted()
+        if (promoted.length > 0) this.book.keep(promoted)
         this.republishAuthority(
           this.book.verifier.drainAccepted().flatMap((id) => {
             const e = this.book.event(id)
@@ -508,6 +511,9 @@ export class KithNode {
     // Sealed events are opened here (their keys first): node.db, chat and agents see them opened.
     const accepted = this.e2e.open(admitted)
     const outcomes = this.book.keep(accepted)
+    // What waited for these and is placed now was kept in memory only: it is stored now.
+    const promoted = this.book.verifier.drainPromoted()
+    if (promoted.length > 0) this.book.keep(promoted)
     this.republishAuthority(
       this.book.verifier.drainAccepted().flatMap((id) => {
         const e = accepted.find((x) => x.id === id) ?? this.book.event(id)

@@ -60,6 +60,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/auth-flood.test.ts',
     'test/hub/channel-attacks.test.ts',
     'test/hub/limits.test.ts',
+    'test/hub/negentropy-budget.test.ts',
     'test/hub/negentropy.test.ts',
     'test/hub/pairing-lane.test.ts',
     'test/hub/private-channels.test.ts',
