@@ -1,4 +1,11 @@
-import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { KithError } from '../errors.js'
 import { isProjectName, type SessionStart } from '../events/session-start.js'
@@ -140,13 +147,16 @@ export function prepareStart(
   agent: string,
   start: SessionStart,
   id: string,
+  /** At most this many worktrees of this agent's (a new one past it is refused). */
+  maxWorktrees: number,
 ): StartPlace {
   const projects = listProjects(home)
   const project = projects.find((p) => p.name === start.project)
+  // Named to nobody: the refusal is posted in the channel, and the host's projects are its own.
   if (project === undefined)
     throw new KithError(
       'restricted',
-      `${start.project} is not one of this machine's projects (${projects.length === 0 ? 'it has none: kith project add NAME DIR' : projects.map((p) => p.name).join(', ')}); an agent starts only in those`,
+      `${start.project} is not a project this machine lets agents start in (its owner lists them: kith project list)`,
     )
   if (start.worktree !== true) return { cwd: project.dir, project: project.name }
   if (!project.worktrees)
@@ -157,6 +167,36 @@ export function prepareStart(
   const short = `${agent}-${id.slice(0, 8)}`
   const path = join(worktreeRoot(home, project), short)
   const branch = `kith/${short}`
-  if (!existsSync(path)) addWorktree(project.dir, path, branch)
+  if (!existsSync(path)) {
+    const made = worktreesOf(home, agent)
+    if (made >= maxWorktrees)
+      throw new KithError(
+        'restricted',
+        `${agent} has ${made} worktree${made === 1 ? '' : 's'}, its cap of ${maxWorktrees} (its owner may remove some: kith session close ID, or raise it: kith agent set ${agent} --max-worktrees N)`,
+        { reason: 'limit' },
+      )
+    addWorktree(project.dir, path, branch)
+  }
   return { cwd: path, project: project.name, worktree: { path, branch } }
+}
+
+/** How many worktrees made for `agent`'s sessions are on disk (kept ones included). */
+export function worktreesOf(home: string, agent: string): number {
+  // AGENT-ID (8 hex): not another agent's whose name starts with this one's.
+  const mine = new RegExp(`^${agent}-[0-9a-f]{8}$`)
+  let n = 0
+  for (const project of listProjects(home)) {
+    if (!project.worktrees) continue
+    let root: string
+    try {
+      root = worktreeRoot(home, project)
+    } catch (err) {
+      // A project whose root is refused holds no worktree of ours to count.
+      if (err instanceof KithError) continue
+      throw err
+    }
+    if (!existsSync(root)) continue
+    n += readdirSync(root).filter((d) => mine.test(d)).length
+  }
+  return n
 }

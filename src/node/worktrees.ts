@@ -16,7 +16,8 @@ function git(cwd: string, args: string[]): string {
   } catch (err) {
     const stderr = (err as { stderr?: unknown }).stderr
     const why = typeof stderr === 'string' && stderr.trim() !== '' ? stderr.trim() : String(err)
-    throw new KithError('io', `git ${args[0] ?? ''} failed: ${why}`, { cause: err })
+    const verb = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? ''
+    throw new KithError('io', `git ${verb} failed: ${why}`, { cause: err })
   }
 }
 
@@ -31,10 +32,17 @@ export function isGitRepo(dir: string): boolean {
   }
 }
 
-/** `git worktree add -b BRANCH PATH` from the repository's HEAD. */
+/**
+ * What git may run on its own in a repository an agent may have written to (its hooks, an
+ * fsmonitor command in its config): switched off for every git call made for a remote start,
+ * so nothing runs outside a card.
+ */
+const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
+
+/** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook run. */
 export function addWorktree(repo: string, path: string, branch: string): void {
   mkdirSync(dirname(path), { recursive: true })
-  git(repo, ['worktree', 'add', '-b', branch, path])
+  git(repo, [...noRepoCommands, 'worktree', 'add', '-b', branch, path])
 }
 
 /** At most this many names of each sort in what `uncommitted` says. */
@@ -52,7 +60,13 @@ function counted(names: string[], one: string, many: string): string {
  * remove` deletes without a word. Named, so a person sees what they would lose.
  */
 export function uncommitted(path: string): string | undefined {
-  const lines = git(path, ['status', '--porcelain', '--ignored', '--untracked-files=normal'])
+  const lines = git(path, [
+    ...noRepoCommands,
+    'status',
+    '--porcelain',
+    '--ignored',
+    '--untracked-files=normal',
+  ])
     .split('\n')
     .filter((l) => l.trim() !== '')
   // porcelain: two status letters, a space, the path; `!!` is ignored.
@@ -72,5 +86,11 @@ export function uncommitted(path: string): string | undefined {
 export function removeWorktree(path: string, force = false): void {
   // The main repository, where the worktree is registered (its common git dir's parent).
   const common = git(path, ['rev-parse', '--path-format=absolute', '--git-common-dir']).trim()
-  git(dirname(common), ['worktree', 'remove', ...(force ? ['--force'] : []), path])
+  git(dirname(common), [
+    ...noRepoCommands,
+    'worktree',
+    'remove',
+    ...(force ? ['--force'] : []),
+    path,
+  ])
 }

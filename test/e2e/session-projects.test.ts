@@ -66,7 +66,7 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       const nope = await start(home, ['--project', 'etc', 'pwd'])
       expect(nope.code).toBe(1)
       expect(nope.stderr).toMatch(
-        /⚠ bot did not start a session: etc is not one of this machine's projects \(kith, plain\); an agent starts only in those/,
+        /⚠ bot did not start a session: etc is not a project this machine lets agents start in \(its owner lists them: kith project list\)/,
       )
       const noTree = await start(home, ['--project', 'plain', '--worktree', 'pwd'])
       expect(noTree.code).toBe(1)

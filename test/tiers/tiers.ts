@@ -16,6 +16,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/identity/*.test.ts',
     'test/store/*.test.ts',
     'test/grants/authority.test.ts',
+    'test/grants/authority-admission.test.ts',
     'test/grants/authority-spec.test.ts',
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
@@ -50,6 +51,7 @@ export const tiers: Record<Tier, string[]> = {
   ],
   network: [
     'test/grants/hub-agrees.test.ts',
+    'test/grants/held-revocations.test.ts',
     'test/grants/hub-revocation.test.ts',
     'test/grants/member-attacks.test.ts',
     'test/hub/admission.test.ts',
@@ -68,12 +70,14 @@ export const tiers: Record<Tier, string[]> = {
     'test/node/channel-sync.test.ts',
     'test/node/control.test.ts',
     'test/node/e2e-convergence.test.ts',
+    'test/node/e2e-history.test.ts',
     'test/node/intake.test.ts',
     'test/node/outbox-pump.test.ts',
     'test/verify/pool.test.ts',
     'test/tiers/network-guard.test.ts',
   ],
   processes: [
+    'test/e2e/acp-edge.test.ts',
     'test/layers.test.ts',
     'test/acp/host.test.ts',
     'test/acp/host-features.test.ts',
@@ -93,6 +97,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/serve.test.ts',
   ],
   browser: [
+    'test/web/agent-work.test.ts',
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',

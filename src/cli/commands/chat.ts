@@ -9,7 +9,7 @@ import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
 import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
-import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
+import { formatChat, permissionContent, previewLines, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
 import { requireNode } from '../control-client.js'
 import { resolveKithHome } from '../../identity/home.js'
@@ -240,10 +240,12 @@ class ChatSession {
       this.show(`no open permission cards in #${this.channel()}`)
       return
     }
-    for (const { n, card } of open)
+    for (const { n, card } of open) {
       this.show(
         `[card ${n}] ${card.agent}: ${card.title} (${card.toolKind})${card.sensitive === null ? '' : `  ⚠ ${card.sensitive}`}  ${card.options.map((o, i) => `[${i + 1}] ${o.name}`).join('  ')}`,
       )
+      for (const l of previewLines(card.preview, { indent: 2 })) this.show(l)
+    }
     this.show('answer with /allow N [OPTION], /always N or /reject N')
   }
 
