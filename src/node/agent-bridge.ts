@@ -45,6 +45,8 @@ export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
  */
 export function replyText(name: string, outcome: TurnOutcome): string {
   if (outcome.ok) return outcome.text
+  if (outcome.reason === 'rejected')
+    return `${outcome.partial === undefined ? '' : `${outcome.partial.replace(/\s+$/, '')}\n\n`}✋ ${name} ${outcome.message}`
   const cancelled = outcome.reason === 'cancelled'
   if (outcome.partial === undefined)
     return cancelled
@@ -54,6 +56,22 @@ export function replyText(name: string, outcome: TurnOutcome): string {
     ? `⏹ ${name}: ${outcome.message} (what it said before is above)`
     : `⚠ ${name} did not finish: ${outcome.message}`
   return `${outcome.partial.replace(/\s+$/, '')}\n\n${line}`
+}
+
+/**
+ * A turn that ended without an answer after a person rejected one of its tool calls: the agent
+ * stopped because it was told to, which is neither a failure nor silence. Reported as rejected
+ * (outcome cancelled, code rejected), so nobody is told it "did not answer" or sent an error.
+ */
+export function rejectedTurn(outcome: TurnOutcome, rejected: string | undefined): TurnOutcome {
+  if (outcome.ok || rejected === undefined) return outcome
+  if (outcome.reason !== 'no-reply' && outcome.reason !== 'error') return outcome
+  return {
+    ok: false,
+    reason: 'rejected',
+    message: `stopped: "${rejected}" was rejected`,
+    ...(outcome.partial === undefined ? {} : { partial: outcome.partial }),
+  }
 }
 
 /** The message text without its @mentions of `name` (plain or person-qualified). */
@@ -380,6 +398,8 @@ export class AgentBridge {
       void this.sessionControl(agent, event, place, request)
       return
     }
+    // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
+    let rejected: string | undefined
     const job: PromptJob = {
       ...route.job,
       text,
@@ -408,12 +428,20 @@ export class AgentBridge {
         this.sessions.status(pubkey, place, 'awaiting-permission')
         return this.permissions
           .ask(agent, event, ask)
+          .then((answer) => {
+            const kind = ask.options.find(
+              (o) => answer !== 'cancelled' && o.optionId === answer.optionId,
+            )?.kind
+            if (kind?.startsWith('reject') === true) rejected = ask.title
+            return answer
+          })
           .finally(() => this.sessions.status(pubkey, place, 'working'))
       },
       update: (u) => this.frames.observe(agent, event, u),
-      done: (outcome) => {
+      done: (ended) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
-        if (this.stopping && !outcome.ok) return
+        if (this.stopping && !ended.ok) return
+        const outcome = rejectedTurn(ended, rejected)
         journal.done(event.id, agent.record.pubkey)
         if (outcome.ok !== true || outcome.steered !== true)
           this.sessions.status(pubkey, place, 'idle')
@@ -425,7 +453,7 @@ export class AgentBridge {
             state: 'ended',
             outcome: outcome.ok
               ? 'answered'
-              : outcome.reason === 'cancelled'
+              : outcome.reason === 'cancelled' || outcome.reason === 'rejected'
                 ? 'cancelled'
                 : 'failed',
           })
@@ -438,7 +466,12 @@ export class AgentBridge {
           outcome.ok
             ? {}
             : {
-                outcome: [outcome.reason === 'cancelled' ? 'cancelled' : 'failed', outcome.reason],
+                outcome: [
+                  outcome.reason === 'cancelled' || outcome.reason === 'rejected'
+                    ? 'cancelled'
+                    : 'failed',
+                  outcome.reason,
+                ],
               },
         )
         if (
