@@ -10,6 +10,7 @@ import { parseAgentControl, type AgentControl } from '../events/agent-control.js
 import { channelOf, isInterrupt } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { WorkLog, workMaxBytes, workTags } from '../events/turn-work.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
@@ -380,6 +381,8 @@ export class AgentBridge {
       void this.sessionControl(agent, event, place, request)
       return
     }
+    // What the turn did, kept with its answer: frames show it live but are never stored.
+    const work = new WorkLog()
     const job: PromptJob = {
       ...route.job,
       text,
@@ -410,7 +413,10 @@ export class AgentBridge {
           .ask(agent, event, ask)
           .finally(() => this.sessions.status(pubkey, place, 'working'))
       },
-      update: (u) => this.frames.observe(agent, event, u),
+      update: (u) => {
+        work.note(u)
+        this.frames.observe(agent, event, u)
+      },
       done: (outcome) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !outcome.ok) return
@@ -431,16 +437,14 @@ export class AgentBridge {
           })
           this.frames.flush(agent, event)
         }
-        const reply = this.replyAs(
-          agent,
-          event,
-          replyText(agent.record.name, outcome),
-          outcome.ok
+        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome), {
+          work: work.tools(),
+          ...(outcome.ok
             ? {}
             : {
                 outcome: [outcome.reason === 'cancelled' ? 'cancelled' : 'failed', outcome.reason],
-              },
-        )
+              }),
+        })
         if (
           reply &&
           outcome.ok &&
@@ -830,6 +834,14 @@ export class AgentBridge {
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
+    // Within what a sealed reply holds (NIP-44: 65535 bytes) with its content.
+    if (opts.work !== undefined && opts.work.length > 0)
+      tags.push(
+        ...workTags(
+          opts.work,
+          Math.max(0, Math.min(workMaxBytes, 48_000 - Buffer.byteLength(content, 'utf8'))),
+        ),
+      )
     const reply = signAsAgent(
       agent,
       { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
