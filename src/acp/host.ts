@@ -275,6 +275,13 @@ export class AgentHost {
     )
   }
 
+  /** The places (session keys) this host has a session, a queue or a turn for. */
+  knownPlaces(): Set<string> {
+    const keys = new Set([...this.sessions.keys(), ...this.busy])
+    for (const [key, q] of this.queues) if (q.length > 0) keys.add(key)
+    return keys
+  }
+
   /** Whether this host has a session, a queue or a turn for `place` (since it started). */
   knows(place: SessionPlace): boolean {
     const key = sessionKey(place)

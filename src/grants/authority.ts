@@ -348,7 +348,7 @@ export const authorityTable: readonly AuthorityRow[] = [
     what: 'defines (or makes private) a channel others already use',
     allow: ['admin', 'founder'],
     enforcedBy: ['admission'],
-    why: 'a plain owner may not take over a channel others use',
+    why: "a plain owner may not take over a channel others use: a plain definition is taken only if it leaves out no one who posted there, at any date (a date is its signer's word), so a back-dated one cannot hide a poster's history or refuse their posts",
   },
   {
     action: 'fleet.setting',

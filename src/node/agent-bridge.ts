@@ -367,7 +367,7 @@ export class AgentBridge {
       if (!(err instanceof KithError)) throw err
       journal.done(event.id, pubkey)
       this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`, {
-        outcome: ['refused', 'project'],
+        outcome: ['refused', err.reason === 'limit' ? 'limit' : 'project'],
       })
       return
     }
@@ -710,7 +710,10 @@ export class AgentBridge {
       )
     }
     const who = typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'
-    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets)
+    // One prompt's turn only (kith acp cancels the editor's session, not the channel's others).
+    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets).filter(
+      (id) => typeof params.prompt !== 'string' || id === params.prompt,
+    )
     if (prompts.length === 0)
       throw new KithError(
         'not-found',

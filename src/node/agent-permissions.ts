@@ -2,11 +2,10 @@ import { randomBytes } from 'node:crypto'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
-import { checkFresh, controlMaxFutureSeconds, requireFleet } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { parsePermissionDecision } from '../events/permission-decision.js'
+import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
 import { boundPreview, callPreview } from '../events/permission-preview.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
@@ -241,7 +240,7 @@ export class PermissionRequests {
     const agent = this.peers.agent(pending.agent)
     if (agent === undefined) return
     const who = this.node.names.who(decision.pubkey).name
-    const refusal = this.bindingRefusal(decision, pending)
+    const refusal = this.bindingRefusal(decision, { ...pending, id: requestId })
     if (refusal !== undefined) {
       this.node.log(`refused an answer to ${requestId.slice(0, 8)}: ${refusal}`)
       this.peers.replyAs(
@@ -286,21 +285,12 @@ export class PermissionRequests {
     pending.resolve({ optionId: option.optionId })
   }
 
-  /** Why a decision is not bound to `pending` (kith-agents/1, Binding), or undefined. */
+  /** Why a decision is not bound to the request (kith-agents/1, Binding), or undefined. */
   private bindingRefusal(
     decision: NostrEvent,
-    pending: { agent: string; channel: string },
+    request: { id: string; agent: string; channel: string },
   ): string | undefined {
-    const fleet = requireFleet(decision, this.node.book.fleet)
-    if (!fleet.ok) return fleet.reason
-    const channel = channelOf(decision)
-    if (channel !== pending.channel)
-      return `it was posted in ${channel === undefined ? 'no channel' : `#${channel}`}, the request is in #${pending.channel}`
-    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
-    if (agents.length !== 1 || agents[0] !== pending.agent)
-      return 'it does not name the agent that asked (its p tag)'
-    const fresh = checkFresh(decision, this.node.now())
-    return fresh.ok ? undefined : fresh.reason
+    return decisionRefusal(decision, request, { fleet: this.node.book.fleet, now: this.node.now() })
   }
 
   /** An answer to a request no longer pending here: where it was decided here, say so. */
@@ -319,6 +309,7 @@ export class PermissionRequests {
       return
     if (
       this.bindingRefusal(decision, {
+        id: requestId,
         agent: done.agent,
         channel: channelOf(done.question) ?? 'general',
       }) !== undefined
@@ -347,7 +338,11 @@ export class PermissionRequests {
     if (agent === undefined || request.kind !== Kind.PermissionRequest) return
     if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))) return
     const channel = channelOf(request) ?? 'general'
-    if (this.bindingRefusal(decision, { agent: request.pubkey, channel }) !== undefined) return
+    if (
+      this.bindingRefusal(decision, { id: request.id, agent: request.pubkey, channel }) !==
+      undefined
+    )
+      return
     const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
     const question =
       prompt === undefined
@@ -469,16 +464,15 @@ export class PermissionRequests {
     request: NostrEvent,
     content: Partial<RequestContent>,
   ): boolean {
-    if (!requireFleet(decision, this.node.book.fleet).ok) return false
-    if (channelOf(decision) !== channelOf(request)) return false
-    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
-    if (agents.length !== 1 || agents[0] !== request.pubkey) return false
-    if (decision.created_at < request.created_at - controlMaxFutureSeconds) return false
-    if (typeof content.expires === 'number' && decision.created_at > content.expires) return false
-    // Unreadable: it chose nothing.
-    const optionId = chosenOption(decision)
-    if (optionId === undefined) return false
-    return (content.options ?? []).some((o) => o.optionId === optionId)
+    const card = {
+      id: request.id,
+      agent: request.pubkey,
+      channel: channelOf(request) ?? 'general',
+      createdAt: request.created_at,
+      ...(typeof content.expires === 'number' ? { expires: content.expires } : {}),
+      options: content.options ?? [],
+    }
+    return decisionRefusal(decision, card, { fleet: this.node.book.fleet }) === undefined
   }
 
   /**

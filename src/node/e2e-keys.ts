@@ -1,6 +1,6 @@
 import { isKithError } from '../errors.js'
 import { e2eError } from '../events/e2e-codes.js'
-import { newEpoch, type Epoch } from '../events/e2e-epoch.js'
+import { currentEpoch, newEpoch, type Epoch } from '../events/e2e-epoch.js'
 import { makeEnvelope, openEnvelope, parseEnvelopeHead } from '../events/e2e-envelope.js'
 import { sealPlan, type EpochView } from '../events/e2e-rotation.js'
 import {
@@ -20,7 +20,7 @@ import {
   type NostrEvent,
 } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { e2eRecipients, isE2eReader } from '../grants/e2e-recipients.js'
+import { e2eRecipients, historyShare, isE2eReader } from '../grants/e2e-recipients.js'
 import { fleetSealing, type Sealing } from '../grants/e2e-sealing.js'
 import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
@@ -157,7 +157,12 @@ export class E2eKeys {
       number: e.number,
       holders: seen.get(e.id)?.holders ?? new Set(),
     }))
-    const plan = sealPlan(views, members, (k) => this.isMember(k, channel, now))
+    const plan = sealPlan(
+      views,
+      members,
+      (k) => this.isMember(k, channel, now),
+      (k) => historyShare(this.ctx.book.verifier, k, now) === 'none',
+    )
     if (plan.action === 'use') {
       const epoch = held.get(plan.epochId)!
       this.sendEnvelopes(epoch, plan.missing)
@@ -168,7 +173,8 @@ export class E2eKeys {
     this.keys.delete(epoch.id)
     if (plan.action === 'rotate')
       this.ctx.log(
-        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members)`,
+        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members, ` +
+          `${plan.joined.length} new key(s) that may read no history)`,
       )
     this.sendEnvelopes(epoch, members)
     return epoch
@@ -268,34 +274,36 @@ export class E2eKeys {
   }
 
   /**
-   * History follows the person (kith-e2e/1, "New devices"): every epoch held here goes to each
-   * device and agent of this node's own person that may read its channel and has not been sent
-   * it. Run when grants change (a device was paired) and when a link comes up.
+   * History follows the person (kith-e2e/1, "New members and new devices"): each device of this
+   * node's own person is sent every epoch held here that it may read and lacks; each agent a
+   * person key granted, the current epoch only; an agent a device granted, nothing (it joins at
+   * a new epoch, Rotation). Run when grants change (a device was paired) and when a link comes up.
    */
   shareHistory(): void {
     const { store, book, id } = this.ctx
     const now = this.ctx.now()
     const me = personOf(book.verifier, id.devicePubkey, now)
     if (me === undefined) return
-    const own = book.verifier
-      .allGrants()
-      .filter(
-        (g) =>
-          (g.role === 'device' || g.role === 'agent') &&
-          g.subject !== id.devicePubkey &&
-          personOf(book.verifier, g.subject, now) === me,
-      )
-      .map((g) => g.subject)
-    if (own.length === 0) return
-    const channels = new Set(store.e2e.channelsHeld())
-    for (const channel of channels) {
+    const own = new Map<string, 'all' | 'current'>()
+    for (const g of book.verifier.allGrants()) {
+      if (g.role !== 'device' && g.role !== 'agent') continue
+      if (g.subject === id.devicePubkey || own.has(g.subject)) continue
+      if (personOf(book.verifier, g.subject, now) !== me) continue
+      const share = historyShare(book.verifier, g.subject, now)
+      if (share !== 'none') own.set(g.subject, share)
+    }
+    if (own.size === 0) return
+    for (const channel of store.e2e.channelsHeld()) {
       const seen = store.e2e.holdersOf(channel)
-      for (const epoch of store.e2e.epochsOf(channel)) {
+      const epochs = store.e2e.epochsOf(channel)
+      const current = currentEpoch(epochs)
+      for (const epoch of epochs) {
         const holders = seen.get(epoch.id)?.holders
-        const lacking = own.filter(
-          (k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now),
-        )
-        this.sendEnvelopes(epoch, [...new Set(lacking)])
+        const lacking = [...own]
+          .filter(([, share]) => share === 'all' || epoch === current)
+          .map(([k]) => k)
+          .filter((k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now))
+        this.sendEnvelopes(epoch, lacking)
       }
     }
   }

@@ -74,10 +74,12 @@ async function carryOut(
   try {
     if (r.action === 'close') {
       const wt = record.worktree
-      // Never with uncommitted work in its worktree: nothing is closed, and it says why.
-      const dirty = wt === undefined || r.keep === true ? undefined : uncommitted(wt.path)
+      // Never with uncommitted work in its worktree (ignored files too) unless the person saw
+      // the list and closed it with force: nothing is closed, and it says what is there.
+      const dirty =
+        wt === undefined || r.keep === true || r.force === true ? undefined : uncommitted(wt.path)
       if (dirty !== undefined)
-        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, or close it with --keep`
+        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, close it with --keep, or with --force to delete them with the worktree`
       const closed = await agent.host.close(place)
       node.store.sessions.close(pubkey, place, node.now())
       deps.reports.closed(pubkey, place)
@@ -85,8 +87,8 @@ async function carryOut(
       if (wt !== undefined && r.keep === true)
         after = `; its worktree is kept at ${wt.path} (branch ${wt.branch})`
       else if (wt !== undefined) {
-        removeWorktree(wt.path)
-        after = `; its worktree ${wt.path} is removed (branch ${wt.branch} is kept)`
+        removeWorktree(wt.path, r.force === true)
+        after = `; its worktree ${wt.path} is removed${r.force === true ? ' with what it held' : ''} (branch ${wt.branch} is kept)`
       }
       const how = {
         closed: ' (ACP session/close)',

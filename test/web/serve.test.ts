@@ -1,5 +1,5 @@
 import { request } from 'node:http'
-import { readFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -222,6 +222,26 @@ describe('kith up and kith open', { timeout: 60_000 }, () => {
     })
     const open = await runKith(['open', '--print'], { home })
     expect(open.stdout.trim()).toBe(ready.web)
+
+    // A headless machine: xdg-open fails (after looking around for a while, as the real one
+    // does), or there is none. The URL comes first and it exits 0.
+    const failing = join(tempDir(), 'bin')
+    mkdirSync(failing)
+    symlinkSync(process.execPath, join(failing, 'node'))
+    writeFileSync(
+      join(failing, 'xdg-open'),
+      '#!/bin/sh\nsleep 1\necho "no method available" >&2\nexit 3\n',
+    )
+    chmodSync(join(failing, 'xdg-open'), 0o755)
+    const absent = join(tempDir(), 'bin')
+    mkdirSync(absent)
+    symlinkSync(process.execPath, join(absent, 'node'))
+    for (const path of [failing, absent]) {
+      const headless = await runKith(['open'], { home, env: { PATH: path, DISPLAY: '' } })
+      expect(headless.code).toBe(0)
+      expect(headless.stdout.split('\n')[0]).toBe(ready.web)
+      expect(headless.stderr).toMatch(/open the URL above/)
+    }
     await node.stop()
 
     // The port is taken: the node runs all the same, and says why there is no app.

@@ -3,6 +3,7 @@ import {
   e2eRecipients,
   fitForSealing,
   fleetSealing,
+  historyShare,
   isE2eReader,
   isKithError,
   isSealed,
@@ -129,8 +130,11 @@ export class WebKeys {
         number: k.number,
         holders: seen?.get(k.id)?.holders ?? new Set<string>(),
       }))
-    const plan = sealPlan(views, members, (k) =>
-      isE2eReader(grants, channels, k, channel, t, this.me),
+    const plan = sealPlan(
+      views,
+      members,
+      (k) => isE2eReader(grants, channels, k, channel, t, this.me),
+      (k) => historyShare(grants, k, t) === 'none',
     )
     let epoch: Epoch
     let to: readonly string[]
