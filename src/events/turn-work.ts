@@ -36,7 +36,7 @@ const cuts: readonly [diff: number, output: number][] = [
 /** A tag item's JSON is kept within this (a hub refuses tag items over 4096 bytes). */
 export const workTagMaxBytes = 4000
 /** All of a reply's work tags together stay within this. */
-export const workMaxBytes = 16_384
+export const workMaxBytes = 8192
 
 const encoder = new TextEncoder()
 const bytesOf = (text: string) => encoder.encode(text).length

@@ -837,12 +837,13 @@ export class AgentBridge {
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
-    // Within what a sealed reply holds (NIP-44: 65535 bytes) with its content.
+    // Within what a sealed reply holds with its content (e2e-seal.ts: 40,960 bytes, JSON escapes
+    // included); the answer comes first.
     if (opts.work !== undefined && opts.work.length > 0)
       tags.push(
         ...workTags(
           opts.work,
-          Math.max(0, Math.min(workMaxBytes, 48_000 - Buffer.byteLength(content, 'utf8'))),
+          Math.max(0, Math.min(workMaxBytes, 30_000 - Buffer.byteLength(content, 'utf8'))),
         ),
       )
     const reply = signAsAgent(

@@ -60,10 +60,10 @@ describe("a turn's work kept with its answer (work tags)", () => {
           { type: 'content', content: { type: 'text', text: 'out '.repeat(2000) } },
         ],
       })
-    const tags = workTags(log.tools(), 16_384)
+    const tags = workTags(log.tools(), 8192)
     for (const t of tags) expect(bytes(t[1]!)).toBeLessThanOrEqual(workTagMaxBytes)
     expect(tags.reduce((n, t) => n + (t[0] === 'work' ? bytes(t[1]!) : 0), 0)).toBeLessThanOrEqual(
-      16_384,
+      8192,
     )
     const read = workOf({ tags })
     expect(read.tools.at(-1)?.id).toBe('t39')

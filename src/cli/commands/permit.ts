@@ -20,7 +20,7 @@ export const permitCommand = declare({
   about: `Without arguments: lists the permission requests (the cards in kith chat) still open as this
 node knows them: not expired, not answered by you (from any of your devices), their turn not
 over; with --channel, those of one channel. Under each, what the call will do as the agent told
-it: the diff of an edit, the command and its cwd, the path of a read (at most 8 KiB: a longer one
+it: the diff of an edit, the command and its cwd, the path of a read (at most 6 KiB: a longer one
 is cut, and says how much of how much it shows); --json has it as preview (and previewBytes
 when cut).
 
