@@ -10,6 +10,7 @@ import { parseAgentControl, type AgentControl } from '../events/agent-control.js
 import { channelOf, isInterrupt } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { WorkLog, workMaxBytes, workTags } from '../events/turn-work.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
@@ -400,6 +401,8 @@ export class AgentBridge {
     }
     // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
     let rejected: string | undefined
+    // What the turn did, kept with its answer: frames show it live but are never stored.
+    const work = new WorkLog()
     const job: PromptJob = {
       ...route.job,
       text,
@@ -437,7 +440,10 @@ export class AgentBridge {
           })
           .finally(() => this.sessions.status(pubkey, place, 'working'))
       },
-      update: (u) => this.frames.observe(agent, event, u),
+      update: (u) => {
+        work.note(u)
+        this.frames.observe(agent, event, u)
+      },
       done: (ended) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
         if (this.stopping && !ended.ok) return
@@ -459,11 +465,9 @@ export class AgentBridge {
           })
           this.frames.flush(agent, event)
         }
-        const reply = this.replyAs(
-          agent,
-          event,
-          replyText(agent.record.name, outcome),
-          outcome.ok
+        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome), {
+          work: work.tools(),
+          ...(outcome.ok
             ? {}
             : {
                 outcome: [
@@ -472,8 +476,8 @@ export class AgentBridge {
                     : 'failed',
                   outcome.reason,
                 ],
-              },
-        )
+              }),
+        })
         if (
           reply &&
           outcome.ok &&
@@ -866,6 +870,15 @@ export class AgentBridge {
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
+    // Within what a sealed reply holds with its content (e2e-seal.ts: 40,960 bytes, JSON escapes
+    // included); the answer comes first.
+    if (opts.work !== undefined && opts.work.length > 0)
+      tags.push(
+        ...workTags(
+          opts.work,
+          Math.max(0, Math.min(workMaxBytes, 30_000 - Buffer.byteLength(content, 'utf8'))),
+        ),
+      )
     const reply = signAsAgent(
       agent,
       { kind: Kind.ChatMessage, created_at: createdAt, tags, content },

@@ -254,6 +254,7 @@ export class KithNode {
       channels: () => this.store.channels(),
       decide: (p) => this.decide(p),
       cards: (p) => this.bridge.permissions.openCards(p),
+      'cards-sealed': (p) => ({ count: this.bridge.permissions.sealedCards(p) }),
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),

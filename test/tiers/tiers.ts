@@ -70,6 +70,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/node/channel-outbox.test.ts',
     'test/node/channel-sync.test.ts',
     'test/node/control.test.ts',
+    'test/node/sealed-cards.test.ts',
     'test/node/e2e-convergence.test.ts',
     'test/node/e2e-history.test.ts',
     'test/node/intake.test.ts',
