@@ -1,4 +1,4 @@
-import { currentEpoch } from './e2e-epoch.js'
+import { currentEpoch, maxEpochNumber } from './e2e-epoch.js'
 
 /** An epoch as the members of a channel can all see it: its id, number, and who was sent it. */
 export interface EpochView {
@@ -6,6 +6,11 @@ export interface EpochView {
   number: number
   /** The keys an envelope of this epoch was addressed to (their `p` tags), as seen so far. */
   holders: ReadonlySet<string>
+  /**
+   * Of those, the keys known to hold it (not only claimed by another's envelope); absent: all of
+   * `holders`. Only these are not sent it again.
+   */
+  sure?: ReadonlySet<string>
 }
 
 /**
@@ -15,8 +20,8 @@ export interface EpochView {
  *   dropped from a private channel's list): make epoch `number` = current + 1, send it to the
  *   remaining member keys, and seal under it. Whoever sends next rotates; concurrent rotations
  *   make two epochs of one number, and `currentEpoch` (lowest id) picks the same one everywhere;
- * - `use`: seal under the current epoch, after sending it to `missing` (member keys that do not
- *   hold it yet: a new member, device or agent).
+ * - `use`: seal under the current epoch, after sending it to `missing` (member keys not known to
+ *   hold it yet: a new member, device or agent, or one only another's envelope claims holds it).
  */
 export type SealPlan =
   | { action: 'create'; number: 0 }
@@ -31,10 +36,12 @@ export function sealPlan(
   const current = currentEpoch(epochs)
   if (current === undefined) return { action: 'create', number: 0 }
   const removed = [...current.holders].filter((k) => !isMember(k)).sort()
-  if (removed.length > 0) return { action: 'rotate', number: current.number + 1, removed }
+  // At the bound, another epoch of the same number: it is sealed under all the same.
+  const next = Math.min(current.number + 1, maxEpochNumber)
+  if (removed.length > 0) return { action: 'rotate', number: next, removed }
   return {
     action: 'use',
     epochId: current.id,
-    missing: members.filter((k) => !current.holders.has(k)),
+    missing: members.filter((k) => !(current.sure ?? current.holders).has(k)),
   }
 }

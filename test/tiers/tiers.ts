@@ -15,7 +15,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/events/*.test.ts',
     'test/identity/*.test.ts',
     'test/store/*.test.ts',
-    'test/grants/{channel-authority,channels,e2e-sealing,hub-role,issuer,nip-oa,policy,verifier}.test.ts',
+    'test/grants/{channel-authority,channels,e2e-keyring,e2e-sealing,hub-role,issuer,nip-oa,policy,verifier}.test.ts',
     'test/pairing/{aborts,mitm,protocol,vectors}.test.ts',
     'test/verify/{choose,native}.test.ts',
     'test/cli/{chat-input,review-lines,terminal-text,transcript}.test.ts',
