@@ -85,6 +85,7 @@ export class Session {
       ...r.chain,
       r.grant,
       ...(r.revocations ?? []),
+      ...(r.sealing ?? []),
     ])
   }
 
