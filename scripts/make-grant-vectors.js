@@ -350,9 +350,10 @@ const add = (name, steps, queries = []) =>
       [d, ok],
       [a, ok],
       [d2, ok],
-      // Kept, but they revoke nothing: neither signer stands above its target.
+      // D2 stands above no grant of D (kept: a grant of D from D2 could still come, so it is
+      // held); A could never stand above grant d, whose chain never changes: refused.
       [revoke('D2', { keys: ['D'] }), held],
-      [revoke('A', { grants: [d] }), held],
+      [revoke('A', { grants: [d] }), { rejected: 'no-authority' }],
       [revoke('O', { keys: ['A'] }), ok],
     ],
     [

@@ -67,6 +67,8 @@ export interface PermissionAsk {
   announced?: ToolCallSeen
   /** Set by the host: why this call must go to a person whatever the policy (a secret path). */
   sensitive?: string
+  /** Set by the host: the cwd of the session asking (where a command would run). */
+  cwd?: string
 }
 
 /** A tool call as the session's updates described it so far. */

@@ -275,6 +275,13 @@ export class AgentHost {
     )
   }
 
+  /** The places (session keys) this host has a session, a queue or a turn for. */
+  knownPlaces(): Set<string> {
+    const keys = new Set([...this.sessions.keys(), ...this.busy])
+    for (const [key, q] of this.queues) if (q.length > 0) keys.add(key)
+    return keys
+  }
+
   /** Whether this host has a session, a queue or a turn for `place` (since it started). */
   knows(place: SessionPlace): boolean {
     const key = sessionKey(place)
@@ -421,7 +428,10 @@ export class AgentHost {
       // Shown as its own state (kith agent list, kith status) while a person is being asked.
       this.asking++
       this.state = 'awaiting-permission'
-      return job.permission(sensitive === undefined ? ask : { ...ask, sensitive }).finally(() => {
+      // Where the session runs (a project or worktree), so the card says where a command would.
+      const cwd = ask.cwd ?? this.opts.sessions?.get(job)?.cwd ?? job.cwd ?? this.spec.cwd
+      const asked = { ...ask, cwd, ...(sensitive === undefined ? {} : { sensitive }) }
+      return job.permission(asked).finally(() => {
         if (--this.asking === 0 && this.state === 'awaiting-permission')
           this.state = this.busy.size > 0 ? 'working' : 'idle'
       })
@@ -439,7 +449,13 @@ export class AgentHost {
     let sessionId = this.sessions.get(key)
     if (sessionId === undefined) {
       sessionId = await this.open(proc, job, titleOf(job.text))
-      if (job.settings !== undefined) await this.configure(job, job.settings)
+      if (job.settings !== undefined) {
+        const set = await this.configure(job, job.settings)
+        // Logged as the pin before it is: the owner's log says what the session runs in.
+        this.log(
+          `agent ${this.name}: set the new session ${sessionId} in ${describePlace(job)} to${set.mode === undefined || job.settings.mode === undefined ? '' : ` mode ${set.mode}`}${set.model === undefined || job.settings.model === undefined ? '' : ` model ${set.model.value}`}, as its start asked${job.from === undefined ? '' : ` (by ${job.from.slice(0, 8)})`}`,
+        )
+      }
     }
     if (this.stopped) throw new KithError('error', 'the agent was stopped', { reason: 'stopped' })
     this.state = 'working'

@@ -20,28 +20,33 @@ export interface EpochView {
  *   dropped from a private channel's list): make epoch `number` = current + 1, send it to the
  *   remaining member keys, and seal under it. Whoever sends next rotates; concurrent rotations
  *   make two epochs of one number, and `currentEpoch` (lowest id) picks the same one everywhere;
+ *   A key that lacks the current epoch and may read no history (`joinsFresh`: an agent a device
+ *   granted) rotates too (`joined`): it is never handed an epoch that sealed messages from before
+ *   it arrived;
  * - `use`: seal under the current epoch, after sending it to `missing` (member keys not known to
  *   hold it yet: a new member, device or agent, or one only another's envelope claims holds it).
  */
 export type SealPlan =
   | { action: 'create'; number: 0 }
-  | { action: 'rotate'; number: number; removed: string[] }
+  | { action: 'rotate'; number: number; removed: string[]; joined: string[] }
   | { action: 'use'; epochId: string; missing: string[] }
 
 export function sealPlan(
   epochs: Iterable<EpochView>,
   members: readonly string[],
   isMember: (key: string) => boolean,
+  joinsFresh: (key: string) => boolean,
 ): SealPlan {
   const current = currentEpoch(epochs)
   if (current === undefined) return { action: 'create', number: 0 }
   const removed = [...current.holders].filter((k) => !isMember(k)).sort()
   // At the bound, another epoch of the same number: it is sealed under all the same.
   const next = Math.min(current.number + 1, maxEpochNumber)
-  if (removed.length > 0) return { action: 'rotate', number: next, removed }
-  return {
-    action: 'use',
-    epochId: current.id,
-    missing: members.filter((k) => !(current.sure ?? current.holders).has(k)),
-  }
+  // Claims decide who joined (another device may have sent it already); only keys known to hold
+  // the epoch are spared an envelope.
+  const joined = members.filter((k) => !current.holders.has(k) && joinsFresh(k)).sort()
+  if (removed.length > 0 || joined.length > 0)
+    return { action: 'rotate', number: next, removed, joined }
+  const missing = members.filter((k) => !(current.sure ?? current.holders).has(k))
+  return { action: 'use', epochId: current.id, missing }
 }

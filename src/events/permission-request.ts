@@ -2,6 +2,7 @@ import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { EventTemplate, NostrEvent } from './event.js'
 import { Kind } from './kinds.js'
+import { previewFits, previewMaxBytes } from './permission-preview.js'
 import {
   hexKey,
   invalid,
@@ -36,6 +37,10 @@ export interface PermissionRequestContent {
   nonce: string
   /** Why the host asks whatever its policy: the call touches a secret. */
   sensitive?: string
+  /** What the call will do (permission-preview.ts): a diff, a command and its cwd, a path. */
+  preview?: string
+  /** Present when the preview was truncated: the whole preview's size in UTF-8 bytes. */
+  previewBytes?: number
 }
 
 export interface PermissionRequestSpec extends PermissionRequestContent {
@@ -90,6 +95,8 @@ export function makePermissionRequest(
     input: spec.input,
     nonce: spec.nonce,
     ...(spec.sensitive === undefined ? {} : { sensitive: spec.sensitive }),
+    ...(spec.preview === undefined ? {} : { preview: spec.preview }),
+    ...(spec.previewBytes === undefined ? {} : { previewBytes: spec.previewBytes }),
   }
   return {
     kind: Kind.PermissionRequest,
@@ -146,6 +153,16 @@ export function parsePermissionRequest(event: NostrEvent): PermissionRequest {
     throw invalid('bad-content', `${what}: input must be a hex SHA-256`)
   if (c.sensitive !== undefined && typeof c.sensitive !== 'string')
     throw invalid('bad-content', `${what}: sensitive must be a string`)
+  if (c.preview !== undefined && (typeof c.preview !== 'string' || !previewFits(c.preview)))
+    throw invalid(
+      'bad-content',
+      `${what}: preview must be a string of at most ${previewMaxBytes} bytes`,
+    )
+  if (
+    c.previewBytes !== undefined &&
+    (typeof c.previewBytes !== 'number' || !Number.isInteger(c.previewBytes) || c.previewBytes < 0)
+  )
+    throw invalid('bad-content', `${what}: previewBytes must be a byte count`)
   return {
     id: event.id,
     agent: event.pubkey,
@@ -163,5 +180,7 @@ export function parsePermissionRequest(event: NostrEvent): PermissionRequest {
     input,
     nonce: stringField(c, 'nonce', what),
     ...(typeof c.sensitive === 'string' ? { sensitive: c.sensitive } : {}),
+    ...(typeof c.preview === 'string' ? { preview: c.preview } : {}),
+    ...(typeof c.previewBytes === 'number' ? { previewBytes: c.previewBytes } : {}),
   }
 }

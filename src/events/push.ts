@@ -248,3 +248,20 @@ export function parsePushPayload(text: string): PushPayload {
   }
   return payload
 }
+
+/**
+ * The action a card's notification offers, and what the service worker may sign for one
+ * (kith-notify/1, Actions). A notification action can be taken from a locked screen, with no
+ * one proving they are the person: so it may refuse, never permit. Reject is signed at once;
+ * Allow is not an action at all: a tap (or any other action, such as an `allow` from a
+ * notification an older worker showed) opens the app at the card, whose Allow button is the
+ * person's own click in the page.
+ */
+export const cardNotificationActions: readonly { action: 'reject'; title: string }[] = [
+  { action: 'reject', title: 'Reject' },
+]
+
+/** The option the service worker signs for this notification action, or undefined: open the app. */
+export function cardActionSigns(action: string): 'reject' | undefined {
+  return action === 'reject' ? 'reject' : undefined
+}

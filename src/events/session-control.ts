@@ -13,13 +13,14 @@ import { sessionAddress } from './session-state.js'
 
 /**
  * Kind 4150 (kith-agents, "Sessions"): a person's request about one session, signed by their
- * device: close it (`keep`: leave its worktree), or set its mode or model. The hosting node acts
+ * device: close it (`keep`: leave its worktree; `force`: remove it with what it holds), or set its
+ * mode or model. The hosting node acts
  * on it only from someone its agent's approvers policy allows, and answers with a notice in the
  * session's thread that names the request (`e` … `mention`).
  */
 
 export type SessionAction =
-  | { action: 'close'; keep?: boolean }
+  | { action: 'close'; keep?: boolean; force?: boolean }
   | { action: 'set'; mode?: string; model?: string; options?: Record<string, string> }
   | { action: 'command'; name: string; input?: string }
 
@@ -85,8 +86,16 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
     throw invalid('bad-tags', 'the thread of session is a 64-hex root id or main')
   const c = jsonObject(event.content, what)
   let request: SessionAction
-  if (c.action === 'close' && (c.keep === undefined || typeof c.keep === 'boolean'))
-    request = { action: 'close', ...(c.keep === true ? { keep: true } : {}) }
+  if (
+    c.action === 'close' &&
+    (c.keep === undefined || typeof c.keep === 'boolean') &&
+    (c.force === undefined || typeof c.force === 'boolean')
+  )
+    request = {
+      action: 'close',
+      ...(c.keep === true ? { keep: true } : {}),
+      ...(c.force === true ? { force: true } : {}),
+    }
   else if (
     c.action === 'set' &&
     optStr(c.mode) &&

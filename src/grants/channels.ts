@@ -199,6 +199,12 @@ export class ChannelBook {
         `only the founder or an admin may name another creator of #${def.channel}`,
       )
     }
+    if (def.author === after.creator && this.leavesOut(def).length > 0) {
+      return refuse(
+        'no-authority',
+        `#${def.channel} is already used by people this definition leaves out: only the founder or an admin may define it so`,
+      )
+    }
     if (after.creator === undefined) {
       return def.creator !== def.author
         ? refuse('no-authority', "a channel's first definition names its author as creator")
@@ -255,6 +261,11 @@ export class ChannelBook {
     const prev = byKey.get(pubkey)
     if (prev !== undefined && prev <= createdAt) return
     byKey.set(pubkey, createdAt)
+    // A new user of a defined channel changes which private definitions leave someone out.
+    if (prev === undefined && this.defs.has(channel)) {
+      this.changes++
+      return
+    }
     // Only a definition dated at or after this event can be blocked by it.
     for (const d of this.defs.get(channel)?.values() ?? []) {
       if (d.createdAt >= createdAt) {
@@ -363,6 +374,25 @@ export class ChannelBook {
   }
 
   /**
+   * The keys of other people who used the definition's channel, at any date, that it leaves out
+   * (private, and neither the key nor one of its persons listed). A plain definition that leaves
+   * out someone who already posted is not eligible (kith-channels, "Creator and the definition in
+   * effect"): a date is its signer's word, so a definition back-dated before their first message
+   * must not lock them out of the channel and its history; only an authority may.
+   */
+  private leavesOut(def: ChannelDefinition): string[] {
+    if (!def.private || this.legacy.has(def.id)) return []
+    const out: string[] = []
+    for (const key of this.earliest.get(def.channel)?.keys() ?? []) {
+      if (key === def.author || def.members.includes(key)) continue
+      const persons = this.structuralPersons(key)
+      if (persons.size === 0 || persons.has(def.author)) continue
+      if (![...persons].some((p) => def.members.includes(p))) out.push(key)
+    }
+    return out
+  }
+
+  /**
    * The people a key belongs to by its grants alone (revoked or not): what it was when it
    * posted, which is what "in use by another person" asks.
    */
@@ -406,7 +436,13 @@ export class ChannelBook {
         .sort((a, b) => compareNewestFirst(toOrder(b), toOrder(a)))[0]?.author
     }
     const eligible = counting
-      .filter((c) => c.authority || (c.def.author === creator && c.def.creator === creator))
+      .filter(
+        (c) =>
+          c.authority ||
+          (c.def.author === creator &&
+            c.def.creator === creator &&
+            this.leavesOut(c.def).length === 0),
+      )
       .map((c) => c.def)
     const state: ChannelState = {
       definition: newest(eligible),

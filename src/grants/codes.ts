@@ -23,6 +23,7 @@ export type GrantCode =
   | 'not-yet-valid'
   | 'kind-not-allowed'
   | 'channel-not-allowed'
+  | 'too-many-held'
 
 /** Codes that say the event itself is wrong (NIP-01 `invalid:`); the rest are `restricted:`. */
 const invalidCodes: ReadonlySet<GrantCode> = new Set(['bad-signature', 'malformed', 'bad-proof'])

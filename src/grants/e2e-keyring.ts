@@ -4,7 +4,7 @@ import { openEnvelope, parseEnvelopeHead } from '../events/e2e-envelope.js'
 import { sealPlan, type EpochView, type SealPlan } from '../events/e2e-rotation.js'
 import type { NostrEvent } from '../events/event.js'
 import type { ChannelBook } from './channels.js'
-import { e2eRecipients, isE2eReader } from './e2e-recipients.js'
+import { e2eRecipients, historyShare, isE2eReader } from './e2e-recipients.js'
 import type { GrantVerifier } from './verifier.js'
 
 /**
@@ -115,7 +115,14 @@ export class Keyring {
       holders: seen.get(e.id)?.holders ?? new Set(),
       sure: seen.get(e.id)?.sure ?? new Set(),
     }))
-    const plan = sealPlan(views, members, (k) => this.isReader(k, channel, now))
+    const plan = sealPlan(
+      views,
+      members,
+      (k) => this.isReader(k, channel, now),
+      // A key that may read no history (an agent a device granted) is never handed an epoch
+      // that sealed messages from before it arrived: it joins by a rotation.
+      (k) => historyShare(grants, k, now) === 'none',
+    )
     let epoch: Epoch
     let to: readonly string[]
     if (plan.action === 'use') {

@@ -33,22 +33,23 @@ export function parseRevocation(event: NostrEvent): Revocation {
   if (fleets.length !== 1 || !isHex64(fleet)) {
     throw new GrantError('malformed', 'one fleet tag with the founder pubkey is required')
   }
-  const grants: string[] = []
-  const keys: string[] = []
+  const grants = new Set<string>()
+  const keys = new Set<string>()
   for (const [name, value] of event.tags) {
     if (name !== 'e' && name !== 'p') continue
     if (!isHex64(value)) throw new GrantError('malformed', `${name} tags hold 64-hex values`)
-    ;(name === 'e' ? grants : keys).push(value)
+    // Each target once: repeating one adds nothing but work for every verifier.
+    ;(name === 'e' ? grants : keys).add(value)
   }
-  if (grants.length + keys.length === 0) {
+  if (grants.size + keys.size === 0) {
     throw new GrantError('malformed', 'a revocation names at least one grant (e) or key (p)')
   }
   return {
     id: event.id,
     revoker: event.pubkey,
     fleet,
-    grants,
-    keys,
+    grants: [...grants],
+    keys: [...keys],
     reason: event.content,
     createdAt: event.created_at,
   }

@@ -28,7 +28,16 @@ export interface VerifierOptions {
   skewSeconds?: number
   /** Checks id and signature; the hub passes its fast verifier, tests the pure-JS one. */
   verifySignature: (event: NostrEvent) => boolean
+  /** Targets one signer's held revocations may name in all (default heldTargetsPerSigner). */
+  heldTargetsPerSigner?: number
 }
+
+/**
+ * Targets (`e` and `p` values) one signer's held revocations may name, all together. A held one
+ * revokes nothing yet, so this is what a member can make every verifier keep for nothing; an
+ * owner revoking keys ahead of their grants needs a handful.
+ */
+export const heldTargetsPerSigner = 1000
 
 type Refusal = { ok: false; code: GrantCode; reason: string }
 const refuse = (code: GrantCode, reason: string): Refusal => ({ ok: false, code, reason })
@@ -57,8 +66,16 @@ export class GrantVerifier {
   private readonly grants = new Map<string, Grant>()
   private readonly bySubject = new Map<string, string[]>()
   private readonly revocations = new Map<string, Revocation>()
-  private readonly revokesGrant = new Map<string, Revocation[]>()
-  private readonly revokesKey = new Map<string, Revocation[]>()
+  /**
+   * Target (grant id or key) → signer → the earliest `created_at` of that signer's revocations
+   * naming it. Authority is a signer's, so a decision looks at each signer once, however many
+   * revocations it published naming the same target.
+   */
+  private readonly revokesGrant = new Map<string, Map<string, number>>()
+  private readonly revokesKey = new Map<string, Map<string, number>>()
+  /** Targets named by each signer's held revocations, bounded by maxHeldTargets. */
+  private readonly heldTargets = new Map<string, number>()
+  private readonly maxHeldTargets: number
   /** Grants waiting for the parent they name (nodes syncing out of order). */
   private readonly pending = new Map<string, NostrEvent>()
   /** Structural positions; immutable, since a grant's parents are immutable events. */
@@ -80,6 +97,7 @@ export class GrantVerifier {
     this.maxDepth = opts.maxDepth ?? defaultMaxDepth
     this.skew = opts.skewSeconds ?? grantSkewSeconds
     this.verifySignature = opts.verifySignature
+    this.maxHeldTargets = opts.heldTargetsPerSigner ?? heldTargetsPerSigner
   }
 
   /**
@@ -182,6 +200,41 @@ export class GrantVerifier {
   }
 
   private addRevocation(rev: Revocation): AddResult {
+    const standing = this.judgeRevocation(rev)
+    if (standing.status !== 'accepted') return standing
+    this.revocations.set(rev.id, rev)
+    for (const id of rev.grants) noteRevocation(this.revokesGrant, id, rev)
+    for (const key of rev.keys) noteRevocation(this.revokesKey, key, rev)
+    if (standing.held === true) {
+      // It revokes nothing known, so no decision changes: the caches stay.
+      const n = rev.grants.length + rev.keys.length
+      this.heldTargets.set(rev.revoker, (this.heldTargets.get(rev.revoker) ?? 0) + n)
+      return standing
+    }
+    this.dead.clear()
+    this.ended.clear()
+    this.generation++
+    return standing
+  }
+
+  /** True when `event` is a revocation this verifier would keep as held (revoking nothing). */
+  wouldHold(event: NostrEvent): boolean {
+    if (event.kind !== Kind.Revocation) return false
+    try {
+      const r = this.judgeRevocation(parseRevocation(event))
+      return r.status === 'accepted' && r.held === true
+    } catch (err) {
+      if (err instanceof GrantError) return false
+      throw err
+    }
+  }
+
+  /**
+   * Whether a revocation would be kept, and held (revoking nothing known), without keeping it:
+   * the hub charges a held one to its signer's quota. Refused: targets its signer could never
+   * stand above, and a signer past maxHeldTargets.
+   */
+  judgeRevocation(rev: Revocation): AddResult {
     if (rev.fleet !== this.founder) {
       return { status: 'rejected', code: 'wrong-fleet', reason: 'revocation is for another fleet' }
     }
@@ -192,15 +245,43 @@ export class GrantVerifier {
       // Nothing it says can count before its signer's own grant is known.
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
-    // Kept whatever it targets: its effect is decided per grant, now and for grants that arrive
-    // later, so the outcome does not depend on which came first.
-    this.revocations.set(rev.id, rev)
-    for (const id of rev.grants) push(this.revokesGrant, id, rev)
-    for (const key of rev.keys) push(this.revokesKey, key, rev)
-    this.dead.clear()
-    this.ended.clear()
-    this.generation++
-    return this.revokesAnything(rev) ? { status: 'accepted' } : { status: 'accepted', held: true }
+    const never = this.neverAbove(rev)
+    if (never !== undefined) return { status: 'rejected', code: 'no-authority', reason: never }
+    // Otherwise kept whatever it targets: its effect is decided per grant, now and for grants
+    // that arrive later, so the effect does not depend on which came first.
+    if (this.revokesAnything(rev)) return { status: 'accepted' }
+    const held = this.heldTargets.get(rev.revoker) ?? 0
+    if (held + rev.grants.length + rev.keys.length > this.maxHeldTargets) {
+      return {
+        status: 'rejected',
+        code: 'too-many-held',
+        reason: `this key's held revocations already name ${held} targets (at most ${this.maxHeldTargets})`,
+      }
+    }
+    return { status: 'accepted', held: true }
+  }
+
+  /**
+   * A target its signer could never stand above, said, or undefined: itself; a known grant it
+   * has no authority over (a grant's chain never changes); a key above it on every chain it
+   * holds (a grant from it to that key would be a cycle).
+   */
+  private neverAbove(rev: Revocation): string | undefined {
+    if (rev.revoker === this.founder) return undefined
+    if (rev.keys.includes(rev.revoker)) return 'a key cannot revoke itself'
+    for (const id of rev.grants) {
+      const g = this.grants.get(id)
+      if (g !== undefined && !this.hasAuthority(rev.revoker, g)) {
+        return `the signer has no authority over grant ${id}`
+      }
+    }
+    const chains = this.grantsOf(rev.revoker)
+    for (const key of rev.keys) {
+      if (chains.length > 0 && chains.every((eff) => eff.keys.includes(key))) {
+        return `${key} stands above the signer on every chain it holds`
+      }
+    }
+    return undefined
   }
 
   /** True when the revocation revokes at least one grant known now. */
@@ -236,11 +317,7 @@ export class GrantVerifier {
   isRevokedGrant(g: Grant): boolean {
     let d = this.dead.get(g.id)
     if (d === undefined) {
-      const revs = [
-        ...(this.revokesGrant.get(g.id) ?? []),
-        ...(this.revokesKey.get(g.subject) ?? []),
-      ]
-      d = revs.some((r) => this.hasAuthority(r.revoker, g))
+      d = this.revokedItselfAt(g) !== undefined
       if (!d && g.parent !== undefined) {
         const parent = this.grants.get(g.parent)
         d = parent !== undefined && this.isRevokedGrant(parent)
@@ -248,6 +325,18 @@ export class GrantVerifier {
       this.dead.set(g.id, d)
     }
     return d
+  }
+
+  /** The earliest revocation naming `g` (`e`) or its subject (`p`) by a signer above it. */
+  private revokedItselfAt(g: Grant): number | undefined {
+    let at: number | undefined
+    for (const signers of [this.revokesGrant.get(g.id), this.revokesKey.get(g.subject)]) {
+      if (signers === undefined) continue
+      for (const [signer, createdAt] of signers) {
+        if ((at === undefined || createdAt < at) && this.hasAuthority(signer, g)) at = createdAt
+      }
+    }
+    return at
   }
 
   /**
@@ -260,14 +349,7 @@ export class GrantVerifier {
     if (cached !== undefined) return cached ?? undefined
     const g = this.grants.get(id)
     if (g === undefined) return undefined
-    let at: number | undefined
-    for (const r of [
-      ...(this.revokesGrant.get(g.id) ?? []),
-      ...(this.revokesKey.get(g.subject) ?? []),
-    ]) {
-      if ((at === undefined || r.createdAt < at) && this.hasAuthority(r.revoker, g))
-        at = r.createdAt
-    }
+    let at = this.revokedItselfAt(g)
     if (g.parent !== undefined) {
       const above = this.revokedAt(g.parent)
       if (above !== undefined && (at === undefined || above < at)) at = above
@@ -419,8 +501,13 @@ export class GrantVerifier {
   }
 }
 
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key)
-  if (list === undefined) map.set(key, [value])
-  else list.push(value)
+function noteRevocation(
+  index: Map<string, Map<string, number>>,
+  target: string,
+  rev: Revocation,
+): void {
+  let signers = index.get(target)
+  if (signers === undefined) index.set(target, (signers = new Map<string, number>()))
+  const at = signers.get(rev.revoker)
+  if (at === undefined || rev.createdAt < at) signers.set(rev.revoker, rev.createdAt)
 }

@@ -8,10 +8,15 @@ type AdmissionLimits = Pick<
 >
 
 interface Waiting {
+  key: string
+  /** Arrival order, hub-wide. */
+  arrived: number
   socket: Socket
   address: string
   timer: NodeJS.Timeout
-  /** In a pairing room: evicted only when no other stranger is left to evict. */
+  /** Its AUTH names a member and its signature is being checked: never evicted meanwhile. */
+  authenticating: boolean
+  /** In a pairing room: its deadline is the room's end (nothing more; it is evicted like any). */
   lane: boolean
   /** Closes the WebSocket with a reason once there is one; before the upgrade, the socket goes. */
   close?: (code: number, reason: string) => void
@@ -20,15 +25,23 @@ interface Waiting {
 /**
  * Who may hold a socket before proving membership. Every TCP connection starts here and leaves
  * when it authenticates as a member (or closes). Strangers are bounded three ways: a deadline to
- * authenticate, a cap per address, and a cap for all of them together, past which a newcomer
- * displaces the oldest stranger; so however many strangers come, they hold at most
- * `maxUnauthenticated` sockets and the rest of the process's file descriptors are left to
- * members, who authenticate within milliseconds of connecting.
+ * authenticate, a cap per address, and a cap for all of them together.
+ *
+ * A newcomer is never refused for a cap: it displaces a stranger instead, the oldest of its own
+ * address when that address is full, else the oldest of whichever address holds the most. A
+ * connection whose AUTH is being checked is never the one displaced. So a member, which answers
+ * the challenge within a round trip, is displaced only if its own address opens a full
+ * address's worth of connections in that round trip; strangers elsewhere, however many and
+ * however they re-open, displace one another. A pairing room extends a stranger's deadline but
+ * does not protect it: strangers cannot fill the room with connections cheaper to keep than a
+ * member's.
  */
 export class Admission {
-  /** In arrival order (a Map keeps insertion order): the first is the oldest stranger. */
+  /** Every stranger, by socket key. */
   private readonly waiting = new Map<string, Waiting>()
-  private readonly perAddress = new Map<string, number>()
+  /** Strangers by address group, each in arrival order (a Map keeps insertion order). */
+  private readonly byAddress = new Map<string, Map<string, Waiting>>()
+  private arrivals = 0
   private refusedSinceLog = 0
   private lastLogAt = 0
 
@@ -41,17 +54,28 @@ export class Admission {
   arrive(socket: Socket): boolean {
     const key = socketKey(socket)
     const address = addressGroup(socket.remoteAddress ?? '')
-    if ((this.perAddress.get(address) ?? 0) >= this.limits.maxUnauthenticatedPerAddress) {
+    const own = this.byAddress.get(address)
+    if ((own?.size ?? 0) >= this.limits.maxUnauthenticatedPerAddress) {
+      const victim = own === undefined ? undefined : oldestEvictable(own)
+      if (victim === undefined) return this.refuse(socket, address)
       this.refused(
-        `${address}: more than ${this.limits.maxUnauthenticatedPerAddress} unauthenticated connections`,
+        `${address}: more than ${this.limits.maxUnauthenticatedPerAddress} unauthenticated connections: closing its oldest`,
       )
-      socket.destroy()
-      return false
+      this.expel(victim.key, 1013, 'try again later: too many unauthenticated connections')
+    } else if (this.waiting.size >= this.limits.maxUnauthenticated) {
+      const victim = this.evictionCandidate()
+      if (victim === undefined) return this.refuse(socket, address)
+      this.refused(
+        'too many unauthenticated connections: closing the oldest of the largest address',
+      )
+      this.expel(victim.key, 1013, 'try again later: too many unauthenticated connections')
     }
-    if (this.waiting.size >= this.limits.maxUnauthenticated) this.evictOne()
     const entry: Waiting = {
+      key,
+      arrived: this.arrivals++,
       socket,
       address,
+      authenticating: false,
       lane: false,
       timer: setTimeout(
         () =>
@@ -65,7 +89,9 @@ export class Admission {
     }
     entry.timer.unref()
     this.waiting.set(key, entry)
-    this.perAddress.set(address, (this.perAddress.get(address) ?? 0) + 1)
+    let group = this.byAddress.get(address)
+    if (group === undefined) this.byAddress.set(address, (group = new Map<string, Waiting>()))
+    group.set(key, entry)
     socket.once('close', () => this.leave(key))
     return true
   }
@@ -74,6 +100,16 @@ export class Admission {
   attach(socket: Socket, close: (code: number, reason: string) => void): void {
     const entry = this.waiting.get(socketKey(socket))
     if (entry !== undefined) entry.close = close
+  }
+
+  /**
+   * `socket` sent an AUTH naming a member and its signature is being checked (true), or that
+   * check ended without admitting it (false). Only a member's key gets here, at most
+   * `maxAuthAttempts` times per connection, so strangers cannot shelter behind it.
+   */
+  authenticating(socket: Socket, checking: boolean): void {
+    const entry = this.waiting.get(socketKey(socket))
+    if (entry !== undefined) entry.authenticating = checking
   }
 
   /** `socket` authenticated as a member: it no longer counts as a stranger. */
@@ -100,19 +136,28 @@ export class Admission {
     return this.waiting.size
   }
 
-  private evictOne(): void {
-    let victim: string | undefined
-    for (const [key, entry] of this.waiting) {
-      victim ??= key
-      if (!entry.lane) {
-        victim = key
-        break
+  /** The oldest evictable stranger of the address holding the most (at most 256 looked at). */
+  private evictionCandidate(): Waiting | undefined {
+    let best: Waiting | undefined
+    let bestSize = 0
+    for (const group of this.byAddress.values()) {
+      if (group.size < bestSize) continue
+      const victim = oldestEvictable(group)
+      if (victim === undefined) continue
+      // Ties go to the older stranger: the newest arrivals (members among them) stay longest.
+      if (group.size > bestSize || (best !== undefined && victim.arrived < best.arrived)) {
+        best = victim
+        bestSize = group.size
       }
     }
-    if (victim !== undefined) {
-      this.refused('too many unauthenticated connections: closing the oldest')
-      this.expel(victim, 1013, 'try again later: too many unauthenticated connections')
-    }
+    return best
+  }
+
+  /** Every stranger of the address is mid-AUTH (or the hub is): the newcomer waits its turn. */
+  private refuse(socket: Socket, address: string): false {
+    this.refused(`${address}: every unauthenticated connection is authenticating; refused`)
+    socket.destroy()
+    return false
   }
 
   private expel(key: string, code: number, reason: string): void {
@@ -128,9 +173,9 @@ export class Admission {
     if (entry === undefined) return
     clearTimeout(entry.timer)
     this.waiting.delete(key)
-    const n = (this.perAddress.get(entry.address) ?? 1) - 1
-    if (n <= 0) this.perAddress.delete(entry.address)
-    else this.perAddress.set(entry.address, n)
+    const group = this.byAddress.get(entry.address)
+    group?.delete(key)
+    if (group?.size === 0) this.byAddress.delete(entry.address)
   }
 
   /** One log line per admissionLogEveryMs at most: a flood of strangers must not flood the log as well. */
@@ -142,6 +187,12 @@ export class Admission {
     this.lastLogAt = now
     this.refusedSinceLog = 0
   }
+}
+
+/** The first (oldest) stranger of `group` not mid-AUTH. */
+function oldestEvictable(group: Map<string, Waiting>): Waiting | undefined {
+  for (const entry of group.values()) if (!entry.authenticating) return entry
+  return undefined
 }
 
 /** A connection's identity in both its TCP and its TLS socket. */

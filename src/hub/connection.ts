@@ -250,14 +250,14 @@ export class Connection implements Streaming {
   /**
    * Queues `event`'s signature check, or answers `rate-limited:` when this connection already has
    * `maxPendingVerifications` waiting. Members' work goes first; a connection that has not
-   * authenticated waits behind it.
+   * authenticated waits behind it. False when it was refused.
    */
   private verify(
     event: NostrEvent,
     raw: string,
     then: (result: VerifyResult) => void,
     member = this.isMemberConnection,
-  ): void {
+  ): boolean {
     const max = this.ctx.limits.maxPendingVerifications
     if (this.verifying >= max) {
       this.ok(
@@ -265,7 +265,7 @@ export class Connection implements Streaming {
         false,
         `rate-limited: more than ${max} events awaiting verification on this connection; wait for OKs`,
       )
-      return
+      return false
     }
     this.verifying++
     this.ctx.verifier.verify(event, raw, member ? 'member' : 'stranger').then(
@@ -279,6 +279,7 @@ export class Connection implements Streaming {
         this.ok(event.id, false, 'error: could not verify the event; try again')
       },
     )
+    return true
   }
 
   private onEvent(value: unknown, frameBytes: number): void {
@@ -672,14 +673,17 @@ export class Connection implements Streaming {
       this.ok(event.id, false, refusal)
       return
     }
-    this.verify(event, JSON.stringify(event), (result) => {
+    // It names a member: while its signature is checked, strangers' arrivals cannot evict it.
+    const queued = this.verify(event, JSON.stringify(event), (result) => {
       if (result !== 'ok') {
+        this.ctx.admission.authenticating(this.socket, false)
         this.ok(event.id, false, `invalid: ${verifyMessages[result]}`)
         return
       }
       // Membership may have ended while the signature was checked.
       const again = this.checkAuth(event)
       if (again !== undefined) {
+        this.ctx.admission.authenticating(this.socket, false)
         this.ok(event.id, false, again)
         return
       }
@@ -687,6 +691,7 @@ export class Connection implements Streaming {
       this.ctx.admission.admit(this.socket)
       this.ok(event.id, true, '')
     })
+    if (queued) this.ctx.admission.authenticating(this.socket, true)
   }
 
   /** Every AUTH check but the signature: the refusal, or undefined. */

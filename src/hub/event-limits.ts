@@ -19,7 +19,8 @@ export interface Reservation {
  * devices, agents) shares their bucket and their quota, and the hub has one bucket for everyone.
  * Authority events (grants, revocations, channel definitions) are limited per key instead and
  * never by quota or the hub's bucket: a person must be able to revoke a key while that key, or
- * anyone else, floods.
+ * anyone else, floods. A held revocation (it revokes nothing known) is not authority yet: it
+ * pays as any event does.
  */
 export class EventLimits {
   private readonly persons: RateLimiter
@@ -46,7 +47,9 @@ export class EventLimits {
    * the limit. For an event to be stored it returns the reservation to `settle` after the commit.
    */
   take(event: NostrEvent, raw: string, now: number, nowMs: number): Reservation | undefined {
-    if (quotaExemptKinds.has(event.kind)) {
+    // A revocation that revokes nothing yet (held) is a person's ordinary storage: quota and
+    // bucket. One that takes effect keeps the authority lane, so a key can be cut during a flood.
+    if (quotaExemptKinds.has(event.kind) && !this.grants.wouldHold(event)) {
       if (!this.keys.take(event.pubkey, nowMs)) {
         throw new KithError(
           'rate-limited',

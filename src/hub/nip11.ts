@@ -1,4 +1,5 @@
 import type { HubLimits } from './limits.js'
+import { heldTargetsPerSigner } from '../grants/verifier.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 
 export const supportedNips = [1, 11, 42, 77] as const
@@ -37,6 +38,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       quota_events_per_person: limits.quotaEvents,
       quota_bytes_per_person: limits.quotaBytes,
       quota_exempt_kinds: [...quotaExemptKinds],
+      held_revocation_targets_per_signer: heldTargetsPerSigner,
       max_filter_values: limits.maxFilterValues,
       max_tag_item_length: limits.maxTagItemLength,
       hard_frame_bytes: limits.hardFrameBytes,

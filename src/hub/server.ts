@@ -9,7 +9,7 @@ import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
 import { EventStore } from '../store/event-store.js'
-import { hubMigrations, quotaExemptKinds } from '../store/hub-schema.js'
+import { hubMigrations, usageUncountedKinds } from '../store/hub-schema.js'
 import { Connection } from './connection.js'
 import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
@@ -101,7 +101,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     synchronous: opts.synchronous ?? 'full',
     syncApart: true,
     migrations: hubMigrations,
-    usage: { exempt: quotaExemptKinds },
+    usage: { exempt: usageUncountedKinds },
     check: true,
     onUpgrade: (from, to) =>
       log(`upgrading ${opts.dbPath} from schema ${from} to ${to}: a large store takes a while`),

@@ -34,7 +34,19 @@ export interface AgentRecord {
   env?: string[]
   /** Which tool calls the node allows without asking a person; absent: `ask` (none). */
   permissions?: PermissionsMode
+  /** At most this many open sessions (absent: `defaultMaxSessions`); a new one past it is refused. */
+  maxSessions?: number
+  /** At most this many git worktrees made for its sessions (absent: `defaultMaxWorktrees`). */
+  maxWorktrees?: number
 }
+
+/**
+ * Every top-level mention is a new session, and every worktree start a full checkout: bounded
+ * per agent, so a member allowed to prompt cannot exhaust the host (kith agent add/set
+ * --max-sessions, --max-worktrees).
+ */
+export const defaultMaxSessions = 32
+export const defaultMaxWorktrees = 8
 
 const namePattern = /^[a-z0-9][a-z0-9_-]{0,31}$/
 

@@ -14,7 +14,8 @@ import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
-import { describePolicy, policyAllows } from '../grants/policy.js'
+import { mayActOnAgent, type Action } from '../grants/authority.js'
+import { describePolicy } from '../grants/policy.js'
 import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -83,7 +84,7 @@ export class AgentBridge {
   ) {
     this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
       agent: (pubkey) => this.agents.get(pubkey),
-      mayUse: (agent, key, which) => this.mayUse(agent, key, which),
+      mayAct: (agent, key, action) => this.mayAct(agent, key, action),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
     })
     this.sessions = new SessionReports(node)
@@ -162,13 +163,16 @@ export class AgentBridge {
     return personOf(this.node.book.verifier, pubkey, this.node.now())
   }
 
-  /** Whether `key` may act on `agent` under one of its policies (prompt or approve). */
-  private mayUse(
-    agent: { record: AgentRecord },
-    key: string,
-    which: 'allow' | 'approvers',
-  ): boolean {
-    return policyAllows(agent.record[which], { key, person: this.personOf(key) }, this.hostPerson)
+  /** Whether `key` may take `action` on `agent` now: the authority table (grants/authority.ts). */
+  private mayAct(agent: { record: AgentRecord }, key: string, action: Action): boolean {
+    const r = agent.record
+    const standing = {
+      key: r.pubkey,
+      owner: this.hostPerson,
+      allow: r.allow,
+      approvers: r.approvers,
+    }
+    return mayActOnAgent(this.node.book.verifier, key, this.node.now(), standing, action)
   }
 
   /**
@@ -324,12 +328,26 @@ export class AgentBridge {
   }
 
   private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
-    if (!this.mayUse(agent, event.pubkey, 'allow')) {
+    if (!this.mayAct(agent, event.pubkey, 'agent.prompt')) {
       this.node.store.prompts.done(event.id, agent.record.pubkey)
       this.replyAs(
         agent,
         event,
         `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        { outcome: ['refused', 'policy'] },
+      )
+      return
+    }
+    const startRefusal = this.startRefusal(agent, event)
+    if (startRefusal !== undefined) {
+      this.node.store.prompts.done(event.id, agent.record.pubkey)
+      this.node.log(
+        `agent ${agent.record.name}: refused a session start from ${this.node.names.who(event.pubkey).name}: ${startRefusal}`,
+      )
+      this.replyAs(
+        agent,
+        event,
+        `⚠ ${agent.record.name} did not start a session: ${startRefusal}`,
         { outcome: ['refused', 'policy'] },
       )
       return
@@ -348,7 +366,7 @@ export class AgentBridge {
       if (!(err instanceof KithError)) throw err
       journal.done(event.id, pubkey)
       this.replyAs(agent, event, `⚠ ${agent.record.name} did not start a session: ${err.message}`, {
-        outcome: ['refused', 'project'],
+        outcome: ['refused', err.reason === 'limit' ? 'limit' : 'project'],
       })
       return
     }
@@ -442,7 +460,7 @@ export class AgentBridge {
       return
     }
     // Interrupting is cancelling someone's turn: it takes the approvers policy as well.
-    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+    if (!this.mayAct(agent, event.pubkey, 'agent.interrupt')) {
       this.replyAs(
         agent,
         event,
@@ -480,13 +498,33 @@ export class AgentBridge {
       )
   }
 
+  /**
+   * Why a session start's own settings are refused to its author, or undefined: its mode and its
+   * model are the approvers' call, as `session set` is (a mode may stop the agent asking).
+   */
+  private startRefusal(agent: HostedAgent, event: NostrEvent): string | undefined {
+    const asked = event.tags.filter((t) => t[0] === 'mode' || t[0] === 'model')
+    if (asked.length === 0 || !event.tags.some((t) => t[0] === 'project')) return undefined
+    const refused = asked.filter(
+      (t) =>
+        !this.mayAct(
+          agent,
+          event.pubkey,
+          t[0] === 'mode' ? 'session.start.mode' : 'session.start.model',
+        ),
+    )
+    if (refused.length === 0) return undefined
+    const what = [...new Set(refused.map((t) => t[0]))].join(' or ')
+    return `you may not choose its ${what}: its approvers are ${describePolicy(agent.record.approvers)} (start it without --${refused[0]![0]}, or ask one of them)`
+  }
+
   /** What session requests (session-control.ts) use of this bridge. */
   private get sessionDeps(): SessionControlDeps {
     return {
       node: this.node,
       reports: this.sessions,
       agent: (pubkey) => this.agents.get(pubkey),
-      mayApprove: (agent, key) => this.mayUse(agent, key, 'approvers'),
+      mayAct: (agent, key, action) => this.mayAct(agent, key, action),
     }
   }
 
@@ -498,7 +536,7 @@ export class AgentBridge {
     request: { action: 'set'; mode?: string; model?: string },
   ): Promise<void> {
     const d = this.sessionDeps
-    if (!this.mayUse(agent, event.pubkey, 'approvers')) {
+    if (!this.mayAct(agent, event.pubkey, 'session.set')) {
       this.replyAs(
         agent,
         event,
@@ -586,7 +624,7 @@ export class AgentBridge {
     const named = new Set(parsed.prompts)
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
-      if (!this.mayUse(agent, control.pubkey, 'approvers')) continue
+      if (!this.mayAct(agent, control.pubkey, 'agent.cancel')) continue
       // Only the turns it names: a cancel made for an earlier turn never stops a later one. Each
       // thread is its own session: the cancel stops the named turns of any of them.
       const inChannel = agent.host.runningInChannel(channel)
@@ -668,7 +706,10 @@ export class AgentBridge {
       )
     }
     const who = typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'
-    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets)
+    // One prompt's turn only (kith acp cancels the editor's session, not the channel's others).
+    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets).filter(
+      (id) => typeof params.prompt !== 'string' || id === params.prompt,
+    )
     if (prompts.length === 0)
       throw new KithError(
         'not-found',

@@ -2,13 +2,15 @@ import { randomBytes } from 'node:crypto'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
-import { checkFresh, controlMaxFutureSeconds, requireFleet } from '../events/agent-binding.js'
 import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { parsePermissionDecision } from '../events/permission-decision.js'
+import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
+import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
+import { boundPreview, callPreview } from '../events/permission-preview.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
+import { decisionAction, type Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
@@ -21,7 +23,7 @@ import { decidedMemoryMs, defaultPermissionTimeoutMs } from './timings.js'
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
   agent(pubkey: string): HostedAgent | undefined
-  mayUse(agent: { record: AgentRecord }, key: string, which: 'allow' | 'approvers'): boolean
+  mayAct(agent: { record: AgentRecord }, key: string, action: Action): boolean
   replyAs(
     agent: AgentKey,
     question: NostrEvent,
@@ -43,6 +45,10 @@ export interface RequestContent {
   nonce: string
   /** Why the host asks whatever its policy: the call touches a secret. */
   sensitive?: string
+  /** What the call will do, bounded (events/permission-preview.ts). */
+  preview?: string
+  /** The whole preview's size in bytes, when `preview` was truncated. */
+  previewBytes?: number
 }
 
 /** A permission request still open, as `kith permit` and `/cards` list it. */
@@ -59,6 +65,10 @@ export interface OpenCard {
   toolKind: string
   options: { optionId: string; name: string; kind: string }[]
   sensitive: string | null
+  /** What the call will do (a diff, a command and its cwd, a path), bounded; null: not told. */
+  preview: string | null
+  /** The whole preview's size in bytes when `preview` was truncated, else null. */
+  previewBytes: number | null
   createdAt: number
   expires: number | null
 }
@@ -74,6 +84,23 @@ export function inputHash(ask: Pick<PermissionAsk, 'toolKind' | 'title' | 'rawIn
   return bytesToHex(
     sha256(utf8ToBytes(JSON.stringify([ask.toolKind, ask.title, ask.rawInput ?? null]))),
   )
+}
+
+/**
+ * What the card shows of the call (what it will do, bounded): read from the request, or from the
+ * turn's earlier updates that announced the same call when the request leaves it out.
+ */
+function previewOf(ask: PermissionAsk): { preview?: string; previewBytes?: number } {
+  const seen = ask.announced
+  const text = callPreview({
+    toolKind: ask.toolKind,
+    title: ask.title,
+    rawInput: ask.rawInput ?? seen?.rawInput,
+    locations: ask.locations ?? seen?.locations ?? null,
+    content: ask.content ?? seen?.content,
+    ...(ask.cwd === undefined ? {} : { cwd: ask.cwd }),
+  })
+  return text === undefined ? {} : boundPreview(text)
 }
 
 /** A kind-4142 request's content, read by its validating parser (events/permission-request.ts). */
@@ -148,6 +175,7 @@ export class PermissionRequests {
       input: inputHash(ask),
       nonce: randomBytes(8).toString('hex'),
       ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
+      ...previewOf(ask),
     }
     const request = signAsAgent(
       agent,
@@ -212,7 +240,7 @@ export class PermissionRequests {
     const agent = this.peers.agent(pending.agent)
     if (agent === undefined) return
     const who = this.node.names.who(decision.pubkey).name
-    const refusal = this.bindingRefusal(decision, pending)
+    const refusal = this.bindingRefusal(decision, { ...pending, id: requestId })
     if (refusal !== undefined) {
       this.node.log(`refused an answer to ${requestId.slice(0, 8)}: ${refusal}`)
       this.peers.replyAs(
@@ -223,7 +251,10 @@ export class PermissionRequests {
       )
       return
     }
-    if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) {
+    // Unreadable: it chose nothing (said below, as an unknown option).
+    const optionId = chosenOption(decision)
+    const option = pending.options.find((o) => o.optionId === optionId)
+    if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(option?.kind))) {
       this.peers.replyAs(
         agent,
         pending.question,
@@ -232,9 +263,6 @@ export class PermissionRequests {
       )
       return
     }
-    // Unreadable: it chose nothing (said below, as an unknown option).
-    const optionId = chosenOption(decision)
-    const option = pending.options.find((o) => o.optionId === optionId)
     if (option === undefined) {
       this.peers.replyAs(
         agent,
@@ -257,21 +285,12 @@ export class PermissionRequests {
     pending.resolve({ optionId: option.optionId })
   }
 
-  /** Why a decision is not bound to `pending` (kith-agents/1, Binding), or undefined. */
+  /** Why a decision is not bound to the request (kith-agents/1, Binding), or undefined. */
   private bindingRefusal(
     decision: NostrEvent,
-    pending: { agent: string; channel: string },
+    request: { id: string; agent: string; channel: string },
   ): string | undefined {
-    const fleet = requireFleet(decision, this.node.book.fleet)
-    if (!fleet.ok) return fleet.reason
-    const channel = channelOf(decision)
-    if (channel !== pending.channel)
-      return `it was posted in ${channel === undefined ? 'no channel' : `#${channel}`}, the request is in #${pending.channel}`
-    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
-    if (agents.length !== 1 || agents[0] !== pending.agent)
-      return 'it does not name the agent that asked (its p tag)'
-    const fresh = checkFresh(decision, this.node.now())
-    return fresh.ok ? undefined : fresh.reason
+    return decisionRefusal(decision, request, { fleet: this.node.book.fleet, now: this.node.now() })
   }
 
   /** An answer to a request no longer pending here: where it was decided here, say so. */
@@ -283,9 +302,14 @@ export class PermissionRequests {
     }
     if (done.by === decision.pubkey) return
     const agent = this.peers.agent(done.agent)
-    if (agent === undefined || !this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    if (
+      agent === undefined ||
+      !this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))
+    )
+      return
     if (
       this.bindingRefusal(decision, {
+        id: requestId,
         agent: done.agent,
         channel: channelOf(done.question) ?? 'general',
       }) !== undefined
@@ -312,9 +336,13 @@ export class PermissionRequests {
     const request = JSON.parse(row.raw) as NostrEvent
     const agent = this.peers.agent(request.pubkey)
     if (agent === undefined || request.kind !== Kind.PermissionRequest) return
-    if (!this.peers.mayUse(agent, decision.pubkey, 'approvers')) return
+    if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))) return
     const channel = channelOf(request) ?? 'general'
-    if (this.bindingRefusal(decision, { agent: request.pubkey, channel }) !== undefined) return
+    if (
+      this.bindingRefusal(decision, { id: request.id, agent: request.pubkey, channel }) !==
+      undefined
+    )
+      return
     const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
     const question =
       prompt === undefined
@@ -436,16 +464,15 @@ export class PermissionRequests {
     request: NostrEvent,
     content: Partial<RequestContent>,
   ): boolean {
-    if (!requireFleet(decision, this.node.book.fleet).ok) return false
-    if (channelOf(decision) !== channelOf(request)) return false
-    const agents = decision.tags.filter((t) => t[0] === 'p').map((t) => t[1])
-    if (agents.length !== 1 || agents[0] !== request.pubkey) return false
-    if (decision.created_at < request.created_at - controlMaxFutureSeconds) return false
-    if (typeof content.expires === 'number' && decision.created_at > content.expires) return false
-    // Unreadable: it chose nothing.
-    const optionId = chosenOption(decision)
-    if (optionId === undefined) return false
-    return (content.options ?? []).some((o) => o.optionId === optionId)
+    const card = {
+      id: request.id,
+      agent: request.pubkey,
+      channel: channelOf(request) ?? 'general',
+      createdAt: request.created_at,
+      ...(typeof content.expires === 'number' ? { expires: content.expires } : {}),
+      options: content.options ?? [],
+    }
+    return decisionRefusal(decision, card, { fleet: this.node.book.fleet }) === undefined
   }
 
   /**
@@ -487,6 +514,8 @@ export class PermissionRequests {
         toolKind: content.toolKind ?? 'other',
         options: content.options ?? [],
         sensitive: content.sensitive ?? null,
+        preview: content.preview ?? null,
+        previewBytes: content.previewBytes ?? null,
         createdAt: request.created_at,
         expires: typeof content.expires === 'number' ? content.expires : null,
       })
@@ -551,10 +580,15 @@ export class PermissionRequests {
     } else request = this.findRequest(requestText)
     const content = parseContent(request)
     const options = content.options ?? []
+    // A word (allow, always, reject) means the option of that kind (permission-options.ts); an
+    // option whose id is the word itself is still that option.
     const chosen =
       typeof option === 'number' || /^\d+$/.test(option)
         ? options[Number(option) - 1]
-        : options.find((o) => o.optionId === option)
+        : (options.find((o) => o.optionId === option) ??
+          (answerWords.includes(option as AnswerWord)
+            ? optionFor(options, option as AnswerWord)
+            : undefined))
     if (chosen === undefined) {
       throw new KithError(
         'usage',

@@ -21,7 +21,7 @@ import { startControlServer, type ControlClientHandle, type ControlServer } from
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
-import { Names } from './names.js'
+import { Names, resolveAgent } from './names.js'
 import {
   PresenceBook,
   presenceAnswerMs,
@@ -249,6 +249,8 @@ export class KithNode {
       cancel: (p) => this.cancelTurn(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
+      // kith acp: the agent a name means here, and the machine whose grant hosts it.
+      agent: (p) => this.agentInfo(p),
       // kith session (sessions.ts, session-control.ts).
       sessions: () => listSessions(this.store.events),
       'session-request': (p) => this.bridge.requestSession(p),
@@ -653,6 +655,22 @@ export class KithNode {
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */
   decide(params: Record<string, unknown>): ReturnType<AgentBridge['permissions']['decide']> {
     return this.bridge.permissions.decide(params)
+  }
+
+  /** kith acp: the agent a name means here, and the machine that reports hosting it (presence). */
+  agentInfo(params: Record<string, unknown>): {
+    pubkey: string
+    name: string
+    host: string | null
+  } {
+    if (typeof params.name !== 'string') throw new KithError('usage', 'agent needs a name')
+    const pubkey = resolveAgent(this.names, params.name, this.id.devicePubkey)
+    const report = this.presence.hostOf(pubkey, Date.now())
+    return {
+      pubkey,
+      name: this.names.who(pubkey).name,
+      host: report === undefined ? null : this.names.who(report.device).name,
+    }
   }
 
   /** Sends a cancel (kind 4144) for the agents working in `channel` (all, or one by name). */

@@ -1,5 +1,5 @@
 import { isKithError } from '../errors.js'
-import type { Epoch } from '../events/e2e-epoch.js'
+import { currentEpoch, type Epoch } from '../events/e2e-epoch.js'
 import { makeEnvelope } from '../events/e2e-envelope.js'
 import {
   isSealed,
@@ -19,6 +19,7 @@ import {
 } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { Keyring } from '../grants/e2e-keyring.js'
+import { historyShare } from '../grants/e2e-recipients.js'
 import { fleetSealing, type Sealing } from '../grants/e2e-sealing.js'
 import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
@@ -154,7 +155,8 @@ export class E2eKeys {
     this.keys.delete(epoch.id)
     if (plan.action === 'rotate')
       this.ctx.log(
-        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members)`,
+        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members, ` +
+          `${plan.joined.length} new key(s) that may read no history)`,
       )
     this.signEnvelopes(epoch, to)
     return epoch
@@ -240,34 +242,35 @@ export class E2eKeys {
   }
 
   /**
-   * History follows the person (kith-e2e/1, "New devices"): every epoch held here goes to each
-   * device and agent of this node's own person that may read its channel and has not been sent
-   * it. Run when grants change (a device was paired) and when a link comes up.
+   * History follows the person (kith-e2e/1, "New members and new devices"): each device of this
+   * node's own person is sent every epoch held here that it may read and lacks; each agent a
+   * person key granted, the current epoch only; an agent a device granted, nothing (it joins at
+   * a new epoch, Rotation). Run when grants change (a device was paired) and when a link comes up.
    */
   shareHistory(): void {
     const { store, book, id } = this.ctx
     const now = this.ctx.now()
     const me = personOf(book.verifier, id.devicePubkey, now)
     if (me === undefined) return
-    const own = book.verifier
-      .allGrants()
-      .filter(
-        (g) =>
-          (g.role === 'device' || g.role === 'agent') &&
-          g.subject !== id.devicePubkey &&
-          personOf(book.verifier, g.subject, now) === me,
-      )
-      .map((g) => g.subject)
-    if (own.length === 0) return
-    const channels = new Set(store.e2e.channelsHeld())
-    for (const channel of channels) {
+    const own = new Map<string, 'all' | 'current'>()
+    for (const g of book.verifier.allGrants()) {
+      if (g.role !== 'device' && g.role !== 'agent') continue
+      if (g.subject === id.devicePubkey || own.has(g.subject)) continue
+      if (personOf(book.verifier, g.subject, now) !== me) continue
+      const share = historyShare(book.verifier, g.subject, now)
+      if (share !== 'none') own.set(g.subject, share)
+    }
+    if (own.size === 0) return
+    for (const channel of store.e2e.channelsHeld()) {
       const seen = store.e2e.holdersOf(channel)
-      for (const epoch of store.e2e.epochsOf(channel)) {
+      const epochs = store.e2e.epochsOf(channel)
+      const current = currentEpoch(epochs)
+      for (const epoch of epochs) {
         const holders = seen.get(epoch.id)?.sure
-        const lacking = own.filter(
-          (k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now),
-        )
-        const to = [...new Set(lacking)]
+        const to = [...own]
+          .filter(([, share]) => share === 'all' || epoch === current)
+          .map(([k]) => k)
+          .filter((k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now))
         if (to.length === 0) continue
         store.e2e.addHolders(epoch.id, epoch.channel, epoch.number, to, true)
         this.signEnvelopes(epoch, to)

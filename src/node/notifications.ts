@@ -1,7 +1,9 @@
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makePushSender, pushD } from '../events/push.js'
+import { mayActOnAgent } from '../grants/authority.js'
 import { personOf } from '../grants/members.js'
+import { listAgentRecords } from '../identity/agents.js'
 import type { Identity } from '../identity/keys.js'
 import type { ClassifyContext } from '../notify/classify.js'
 import { Notifier } from '../notify/notifier.js'
@@ -43,6 +45,22 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     fleet: deps.fleet,
     now: deps.now,
     seals: deps.seals,
+    // As the hosting node decides (agent-bridge.ts): its real approvers where this node hosts
+    // the agent; for another node's agent, whose policies are not on the wire, its person only.
+    mayDecide: (author, agent, action) => {
+      const now = deps.now()
+      const hosted = listAgentRecords(id.home).find((r) => r.pubkey === agent)
+      const standing =
+        hosted === undefined
+          ? {
+              key: agent,
+              owner: personOf(book.verifier, agent, now),
+              allow: undefined,
+              approvers: undefined,
+            }
+          : { key: agent, owner: id.ownerPubkey, allow: hosted.allow, approvers: hosted.approvers }
+      return mayActOnAgent(book.verifier, author, now, standing, action)
+    },
   }
   const notifier = new Notifier({
     store: store.notify,

@@ -1,5 +1,12 @@
-import { existsSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path'
 import { KithError } from '../errors.js'
 import { isProjectName, type SessionStart } from '../events/session-start.js'
 import { addWorktree, isGitRepo } from './worktrees.js'
@@ -15,6 +22,42 @@ export interface Project {
   dir: string
   /** Sessions may ask for a git worktree of it of their own (`--worktree`). */
   worktrees: boolean
+  /** Where their worktrees go (`--worktree-root`); absent: beside the project (worktreeRoot). */
+  worktreeRoot?: string
+}
+
+/** `child` is `parent` or inside it (both absolute). */
+function within(parent: string, child: string): boolean {
+  const rel = relative(parent, child)
+  return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))
+}
+
+/** `path` with symlinks resolved as far as it exists (a root is made on first use). */
+function realAsFar(path: string): string {
+  if (existsSync(path)) return realpathSync(path)
+  const parent = dirname(path)
+  return parent === path ? path : join(realAsFar(parent), basename(path))
+}
+
+/**
+ * Where a project's worktrees go: its --worktree-root, or beside it (`DIR.worktrees/`). Never in
+ * KITH_HOME: an agent working there would touch Kith's state on every call (each one a card
+ * warning of it, which teaches people to wave that warning through), and sit beside the keys.
+ * Nor in the project itself, where the project's own status would list them.
+ */
+export function worktreeRoot(home: string, project: Project): string {
+  const root = realAsFar(project.worktreeRoot ?? `${project.dir}.worktrees`)
+  if (within(realAsFar(home), root))
+    throw new KithError(
+      'invalid',
+      `${root} is inside KITH_HOME: worktrees go beside the project or under --worktree-root DIR elsewhere`,
+    )
+  if (within(project.dir, root))
+    throw new KithError(
+      'invalid',
+      `${root} is inside the project ${project.dir}: give a --worktree-root outside it`,
+    )
+  return root
 }
 
 const projectsFile = 'projects.json'
@@ -32,7 +75,10 @@ export function listProjects(home: string): Project[] {
   if (!Array.isArray(list)) throw new KithError('invalid', `${path} holds no project list`)
   return (list as Project[]).filter(
     (p) =>
-      typeof p.name === 'string' && typeof p.dir === 'string' && typeof p.worktrees === 'boolean',
+      typeof p.name === 'string' &&
+      typeof p.dir === 'string' &&
+      typeof p.worktrees === 'boolean' &&
+      (p.worktreeRoot === undefined || typeof p.worktreeRoot === 'string'),
   )
 }
 
@@ -42,8 +88,17 @@ function save(home: string, projects: Project[]): void {
   })
 }
 
-/** Adds (or changes) a project; `--worktrees` needs a git repository. */
-export function addProject(home: string, name: string, dir: string, worktrees: boolean): Project {
+/**
+ * Adds (or changes) a project; `--worktrees` needs a git repository, and `root` (where worktrees
+ * go) needs `--worktrees` and a place outside KITH_HOME and the project.
+ */
+export function addProject(
+  home: string,
+  name: string,
+  dir: string,
+  worktrees: boolean,
+  root?: string,
+): Project {
   if (!isProjectName(name))
     throw new KithError('usage', `${JSON.stringify(name)} is not a project name (a-z, 0-9, _ . -)`)
   if (!existsSync(dir) || !statSync(dir).isDirectory())
@@ -51,7 +106,15 @@ export function addProject(home: string, name: string, dir: string, worktrees: b
   const real = realpathSync(dir)
   if (worktrees && !isGitRepo(real))
     throw new KithError('invalid', `${real} is not a git repository: --worktrees needs one`)
-  const project = { name, dir: real, worktrees }
+  if (root !== undefined && !worktrees)
+    throw new KithError('usage', '--worktree-root is where worktrees go: it needs --worktrees')
+  const project: Project = {
+    name,
+    dir: real,
+    worktrees,
+    ...(root === undefined ? {} : { worktreeRoot: resolve(root) }),
+  }
+  if (worktrees) worktreeRoot(home, project)
   save(home, [...listProjects(home).filter((p) => p.name !== name), project])
   return project
 }
@@ -75,7 +138,7 @@ export interface StartPlace {
 
 /**
  * Resolves a session start against this machine's projects: the project's directory, or a new
- * git worktree of it on a new branch (`kith/AGENT-ID`, in KITH_HOME/worktrees/PROJECT/). Throws
+ * git worktree of it on a new branch (`kith/AGENT-ID`, under worktreeRoot: never in KITH_HOME). Throws
  * KithError with the reason for anything the host does not allow. Idempotent for one `id`: a
  * worktree already made for it (a restart before the session began) is used again.
  */
@@ -84,13 +147,16 @@ export function prepareStart(
   agent: string,
   start: SessionStart,
   id: string,
+  /** At most this many worktrees of this agent's (a new one past it is refused). */
+  maxWorktrees: number,
 ): StartPlace {
   const projects = listProjects(home)
   const project = projects.find((p) => p.name === start.project)
+  // Named to nobody: the refusal is posted in the channel, and the host's projects are its own.
   if (project === undefined)
     throw new KithError(
       'restricted',
-      `${start.project} is not one of this machine's projects (${projects.length === 0 ? 'it has none: kith project add NAME DIR' : projects.map((p) => p.name).join(', ')}); an agent starts only in those`,
+      `${start.project} is not a project this machine lets agents start in (its owner lists them: kith project list)`,
     )
   if (start.worktree !== true) return { cwd: project.dir, project: project.name }
   if (!project.worktrees)
@@ -99,8 +165,38 @@ export function prepareStart(
       `project ${project.name} does not allow worktrees (kith project add ${project.name} DIR --worktrees)`,
     )
   const short = `${agent}-${id.slice(0, 8)}`
-  const path = join(home, 'worktrees', project.name, short)
+  const path = join(worktreeRoot(home, project), short)
   const branch = `kith/${short}`
-  if (!existsSync(path)) addWorktree(project.dir, path, branch)
+  if (!existsSync(path)) {
+    const made = worktreesOf(home, agent)
+    if (made >= maxWorktrees)
+      throw new KithError(
+        'restricted',
+        `${agent} has ${made} worktree${made === 1 ? '' : 's'}, its cap of ${maxWorktrees} (its owner may remove some: kith session close ID, or raise it: kith agent set ${agent} --max-worktrees N)`,
+        { reason: 'limit' },
+      )
+    addWorktree(project.dir, path, branch)
+  }
   return { cwd: path, project: project.name, worktree: { path, branch } }
+}
+
+/** How many worktrees made for `agent`'s sessions are on disk (kept ones included). */
+export function worktreesOf(home: string, agent: string): number {
+  // AGENT-ID (8 hex): not another agent's whose name starts with this one's.
+  const mine = new RegExp(`^${agent}-[0-9a-f]{8}$`)
+  let n = 0
+  for (const project of listProjects(home)) {
+    if (!project.worktrees) continue
+    let root: string
+    try {
+      root = worktreeRoot(home, project)
+    } catch (err) {
+      // A project whose root is refused holds no worktree of ours to count.
+      if (err instanceof KithError) continue
+      throw err
+    }
+    if (!existsSync(root)) continue
+    n += readdirSync(root).filter((d) => mine.test(d)).length
+  }
+  return n
 }

@@ -9,6 +9,7 @@ import {
   type SessionAction,
   type SessionControl,
 } from '../events/session-control.js'
+import type { Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
 import { postAsAgent } from './agent-signer.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
@@ -21,7 +22,7 @@ export interface SessionControlDeps {
   node: NodeContext
   reports: SessionReports
   agent(pubkey: string): HostedAgent | undefined
-  mayApprove(agent: HostedAgent, key: string): boolean
+  mayAct(agent: HostedAgent, key: string, action: Action): boolean
 }
 
 /**
@@ -64,7 +65,7 @@ async function carryOut(
   if (c.fleet !== node.book.fleet)
     return `⚠ ${name} did not act on a session request: it names another fleet`
   if (!fresh.ok) return `⚠ ${name} did not act on a session request: ${fresh.reason}`
-  if (!deps.mayApprove(agent, c.author))
+  if (!deps.mayAct(agent, c.author, c.request.action === 'close' ? 'session.close' : 'session.set'))
     return `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`
   const record = node.store.sessions.record(pubkey, place)
   if (record === undefined || record.closedAt !== undefined)
@@ -73,10 +74,12 @@ async function carryOut(
   try {
     if (r.action === 'close') {
       const wt = record.worktree
-      // Never with uncommitted work in its worktree: nothing is closed, and it says why.
-      const dirty = wt === undefined || r.keep === true ? undefined : uncommitted(wt.path)
+      // Never with uncommitted work in its worktree (ignored files too) unless the person saw
+      // the list and closed it with force: nothing is closed, and it says what is there.
+      const dirty =
+        wt === undefined || r.keep === true || r.force === true ? undefined : uncommitted(wt.path)
       if (dirty !== undefined)
-        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, or close it with --keep`
+        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, close it with --keep, or with --force to delete them with the worktree`
       const closed = await agent.host.close(place)
       node.store.sessions.close(pubkey, place, node.now())
       deps.reports.closed(pubkey, place)
@@ -84,8 +87,8 @@ async function carryOut(
       if (wt !== undefined && r.keep === true)
         after = `; its worktree is kept at ${wt.path} (branch ${wt.branch})`
       else if (wt !== undefined) {
-        removeWorktree(wt.path)
-        after = `; its worktree ${wt.path} is removed (branch ${wt.branch} is kept)`
+        removeWorktree(wt.path, r.force === true)
+        after = `; its worktree ${wt.path} is removed${r.force === true ? ' with what it held' : ''} (branch ${wt.branch} is kept)`
       }
       const how = {
         closed: ' (ACP session/close)',

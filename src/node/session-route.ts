@@ -1,9 +1,12 @@
 import type { PromptJob } from '../acp/host.js'
+import { sessionKey } from '../acp/session-key.js'
+import { KithError } from '../errors.js'
 import { boundPrompts } from '../events/agent-binding.js'
 import { isInterrupt } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { parseSessionStart } from '../events/session-start.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
+import { defaultMaxSessions, defaultMaxWorktrees } from '../identity/agents.js'
 import { prepareStart, type StartPlace } from './projects.js'
 import { threadFor } from './session-threads.js'
 
@@ -45,11 +48,19 @@ export function routePrompt(
         )
   const place = { channel, ...(thread === undefined ? {} : { thread }) }
   const asked = thread === event.id ? parseSessionStart(event) : undefined
+  const isNew = !agent.host.knows(place) && node.store.agentSession(pubkey, place) === undefined
+  if (isNew && !resumed) checkSessionCap(node, agent)
   const start =
     asked === undefined
       ? undefined
       : {
-          at: prepareStart(node.id.home, agent.record.name, asked, event.id),
+          at: prepareStart(
+            node.id.home,
+            agent.record.name,
+            asked,
+            event.id,
+            agent.record.maxWorktrees ?? defaultMaxWorktrees,
+          ),
           ...(asked.mode === undefined ? {} : { mode: asked.mode }),
           ...(asked.model === undefined ? {} : { model: asked.model }),
         }
@@ -79,4 +90,24 @@ export function routePrompt(
       ...(settings === undefined ? {} : { settings }),
     },
   }
+}
+
+/**
+ * A new session past the agent's cap of open sessions (those kept in node.db and those the host
+ * is opening now) is refused, naming the cap (KithError `restricted`, reason `limit`).
+ */
+function checkSessionCap(node: NodeContext, agent: HostedAgent): void {
+  const pubkey = agent.record.pubkey
+  const open = agent.host.knownPlaces()
+  for (const r of node.store.sessions.all())
+    if (r.agent === pubkey && r.closedAt === undefined)
+      open.add(sessionKey({ channel: r.channel, thread: r.thread }))
+  const cap = agent.record.maxSessions ?? defaultMaxSessions
+  if (open.size < cap) return
+  const name = agent.record.name
+  throw new KithError(
+    'restricted',
+    `${name} has ${open.size} open sessions, its cap of ${cap} (its owner may close some: kith session close ID, or raise it: kith agent set ${name} --max-sessions N)`,
+    { reason: 'limit' },
+  )
 }

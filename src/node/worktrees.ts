@@ -16,7 +16,8 @@ function git(cwd: string, args: string[]): string {
   } catch (err) {
     const stderr = (err as { stderr?: unknown }).stderr
     const why = typeof stderr === 'string' && stderr.trim() !== '' ? stderr.trim() : String(err)
-    throw new KithError('io', `git ${args[0] ?? ''} failed: ${why}`, { cause: err })
+    const verb = args.find((a, i) => !a.startsWith('-') && args[i - 1] !== '-c') ?? ''
+    throw new KithError('io', `git ${verb} failed: ${why}`, { cause: err })
   }
 }
 
@@ -31,26 +32,65 @@ export function isGitRepo(dir: string): boolean {
   }
 }
 
-/** `git worktree add -b BRANCH PATH` from the repository's HEAD. */
+/**
+ * What git may run on its own in a repository an agent may have written to (its hooks, an
+ * fsmonitor command in its config): switched off for every git call made for a remote start,
+ * so nothing runs outside a card.
+ */
+const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
+
+/** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook run. */
 export function addWorktree(repo: string, path: string, branch: string): void {
   mkdirSync(dirname(path), { recursive: true })
-  git(repo, ['worktree', 'add', '-b', branch, path])
+  git(repo, [...noRepoCommands, 'worktree', 'add', '-b', branch, path])
 }
 
-/** What is uncommitted in a worktree ("2 changed files"), or undefined when it is clean. */
+/** At most this many names of each sort in what `uncommitted` says. */
+const namesShown = 10
+
+/** "3 uncommitted files (a, b, c)", the names cut after `namesShown`. */
+function counted(names: string[], one: string, many: string): string {
+  const more = names.length > namesShown ? `, … ${names.length - namesShown} more` : ''
+  return `${names.length} ${names.length === 1 ? one : many} (${names.slice(0, namesShown).join(', ')}${more})`
+}
+
+/**
+ * What removing a worktree would lose, or undefined when it holds nothing uncommitted: changed
+ * and untracked files, and the files git ignores (a .env, build output), which `git worktree
+ * remove` deletes without a word. Named, so a person sees what they would lose.
+ */
 export function uncommitted(path: string): string | undefined {
-  const lines = git(path, ['status', '--porcelain'])
+  const lines = git(path, [
+    ...noRepoCommands,
+    'status',
+    '--porcelain',
+    '--ignored',
+    '--untracked-files=normal',
+  ])
     .split('\n')
     .filter((l) => l.trim() !== '')
-  if (lines.length === 0) return undefined
-  // Named, so a person knows what to commit or stash (porcelain: two status letters, a space).
-  const names = lines.slice(0, 3).map((l) => l.slice(3))
-  return `${lines.length} uncommitted file${lines.length === 1 ? '' : 's'} (${names.join(', ')}${lines.length > 3 ? ', …' : ''})`
+  // porcelain: two status letters, a space, the path; `!!` is ignored.
+  const ignored = lines.filter((l) => l.startsWith('!!')).map((l) => l.slice(3))
+  const changed = lines.filter((l) => !l.startsWith('!!')).map((l) => l.slice(3))
+  const parts = [
+    ...(changed.length === 0 ? [] : [counted(changed, 'uncommitted file', 'uncommitted files')]),
+    ...(ignored.length === 0 ? [] : [counted(ignored, 'file git ignores', 'files git ignores')]),
+  ]
+  return parts.length === 0 ? undefined : parts.join(' and ')
 }
 
-/** `git worktree remove PATH` (its branch is kept). Refused by git when it is not clean. */
-export function removeWorktree(path: string): void {
+/**
+ * `git worktree remove PATH` (its branch is kept). Refused by git when it is not clean, unless
+ * `force`: then what it holds goes with it (the caller has shown the person the list first).
+ */
+export function removeWorktree(path: string, force = false): void {
   // The main repository, where the worktree is registered (its common git dir's parent).
   const common = git(path, ['rev-parse', '--path-format=absolute', '--git-common-dir']).trim()
-  git(dirname(common), ['worktree', 'remove', path])
+  git(dirname(common), [
+    ...noRepoCommands,
+    'worktree',
+    'remove',
+    ...(force ? ['--force'] : []),
+    path,
+  ])
 }

@@ -2,7 +2,10 @@ import { channelOf, threadOf } from '../events/chat.js'
 import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { optionFor } from '../events/permission-options.js'
+import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
+import { agentActorClasses, decisionAction, mayAct, type Action } from '../grants/authority.js'
 import type { NotifyClass, PushPayload } from '../events/push.js'
 
 /** What the classifier needs to know of the fleet, from the node that runs it. */
@@ -23,6 +26,11 @@ export interface ClassifyContext {
    * and every notice carries a `brief` without the sealed content for third-party targets.
    */
   seals?(): boolean
+  /**
+   * Whether `author` may take `action` (a decision) for `agent`, by the authority table with the
+   * agent's real policies where this node hosts it. Absent: the agent's own person only.
+   */
+  mayDecide?(author: string, agent: string, action: Action): boolean
 }
 
 /** One thing worth a person's attention, before it is addressed to any target. */
@@ -84,8 +92,9 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
     if (card.expires <= now) return undefined
     if (card.fleet !== undefined && card.fleet !== ctx.fleet) return undefined
     if (!mine(card.agent) && !mine(card.prompter)) return undefined
-    const allow = card.options.find((o) => o.kind.startsWith('allow'))
-    const reject = card.options.find((o) => o.kind.startsWith('reject'))
+    // The notification's Allow is the once option (never allow_always, even listed first).
+    const allow = optionFor(card.options, 'allow')
+    const reject = optionFor(card.options, 'reject')
     const agent = ctx.nameOf(card.agent)
     return {
       eventId: event.id,
@@ -181,4 +190,56 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
       ...briefIf(ctx, `${author} mentioned you in #${channel}`, 'open Kith to read it'),
     },
   }
+}
+
+/**
+ * Why `decision` does not withdraw the notifications of the card `request`, or undefined when it
+ * does: only a decision its hosting node would act on (kith-notify, "Withdrawal"): bound to the
+ * card as the host binds it (events/permission-decision.ts: its fleet, h, p, dated within the
+ * card's life, one of its options) and signed by someone who may approve for the agent (the
+ * authority table). Anything else (a non-approver's answer, a stray one) leaves the card up for
+ * the person who can answer it.
+ */
+export function withdrawRefusal(
+  decision: NostrEvent,
+  request: NostrEvent,
+  ctx: ClassifyContext,
+): string | undefined {
+  let card: ReturnType<typeof parsePermissionRequest>
+  try {
+    card = parsePermissionRequest(request)
+  } catch {
+    // Never notified (classify reads it the same way): nothing to withdraw.
+    return 'the card is unreadable'
+  }
+  const refusal = decisionRefusal(
+    decision,
+    {
+      id: request.id,
+      agent: card.agent,
+      channel: card.channel,
+      createdAt: request.created_at,
+      expires: card.expires,
+      options: card.options,
+    },
+    { fleet: ctx.fleet },
+  )
+  if (refusal !== undefined) return refusal
+  const optionId = parsePermissionDecision(decision).optionId
+  const action = decisionAction(card.options.find((o) => o.optionId === optionId)?.kind)
+  const may =
+    ctx.mayDecide !== undefined
+      ? ctx.mayDecide(decision.pubkey, card.agent, action)
+      : mayAct(
+          action,
+          agentActorClasses({
+            key: decision.pubkey,
+            person: ctx.personOf(decision.pubkey),
+            agentOwner: ctx.personOf(card.agent),
+            agentKey: card.agent,
+            allow: undefined,
+            approvers: undefined,
+          }),
+        )
+  return may ? undefined : 'its author may not approve for the agent'
 }

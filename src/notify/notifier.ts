@@ -7,7 +7,7 @@ import {
   type PushPayload,
 } from '../events/push.js'
 import type { NotifyDelivery, NotifyStore, NotifyTarget } from '../store/notify-store.js'
-import { classify, type ClassifyContext, type Notice } from './classify.js'
+import { classify, withdrawRefusal, type ClassifyContext, type Notice } from './classify.js'
 import { sendTo, type SendContext, type SendResult } from './senders.js'
 
 export interface NotifierOptions extends SendContext {
@@ -187,10 +187,23 @@ export class Notifier {
     this.opts.log(`notify: ${name} receives ${body.classes.join(', ') || 'nothing'} by Web Push`)
   }
 
-  /** A decision answers a card: nothing more about it goes out, and web devices close it. */
+  /**
+   * A decision the card's host would act on answers it: nothing more about it goes out, and web
+   * devices close it. Any other decision (withdrawRefusal) changes nothing here.
+   */
   private withdraw(decision: NostrEvent): void {
     const card = decision.tags.find((t) => t[0] === 'e')?.[1]
     if (card === undefined) return
+    const request = this.opts.ctx.event(card)
+    if (request === undefined || request.kind !== Kind.PermissionRequest) return
+    const refusal = withdrawRefusal(decision, request, this.opts.ctx)
+    if (refusal !== undefined) {
+      if (this.opts.store.deliveriesOf(card).length > 0)
+        this.opts.log(
+          `notify: a decision ${decision.id.slice(0, 12)}… on card ${card.slice(0, 12)}… withdraws nothing: ${refusal}`,
+        )
+      return
+    }
     const nowMs = Date.now()
     let added = false
     for (const d of this.opts.store.deliveriesOf(card)) {

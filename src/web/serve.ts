@@ -1,11 +1,14 @@
 import { createHash } from 'node:crypto'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { join, relative, sep } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { KithError } from '../errors.js'
+import { allowedRelayUrls, isLoopbackHost } from '../hub/urls.js'
+import { formatServedBy, servedByHeader, type ServedBy } from '../pairing/protocol/served-by.js'
 
 /**
  * The web app's static server: the files Vite built into dist/web/app, read once at start and
@@ -129,6 +132,8 @@ export interface WebPolicy {
   allowedHosts: () => ReadonlySet<string>
   /** The hub URLs the page may connect to, besides its own origin. */
   connectSources: () => readonly string[]
+  /** Whose machine this is (the `kith-served-by` header the pairing screen checks). */
+  servedBy: () => ServedBy
 }
 
 /** The hosts of URLs as a Host header names them (URL drops default ports, as browsers do). */
@@ -202,6 +207,7 @@ export function makeWebHandler(
       'cross-origin-opener-policy': 'same-origin',
       'cross-origin-resource-policy': 'same-origin',
       'permissions-policy': 'camera=(self), microphone=(), geolocation=(), payment=(), usb=()',
+      [servedByHeader]: formatServedBy(policy.servedBy()),
     }
     if (req.headers['if-none-match'] === file.etag) {
       res.writeHead(304, headers)
@@ -224,29 +230,64 @@ export interface WebServer {
   close(): Promise<void>
 }
 
+/** A non-loopback address serves the app over TLS, or plain only where the person said so. */
+export function checkWebAddress(host: string, tls: boolean, plain: boolean): void {
+  if (isLoopbackHost(host) || tls || plain) return
+  throw new KithError(
+    'usage',
+    `serving the web app on ${host} would send this device's pages in the clear: give --web-tls-cert ` +
+      'and --web-tls-key, or --web-plain on a network that already encrypts (a tailnet)',
+  )
+}
+
 /**
- * The app on 127.0.0.1 (`kith up`): answers only Host 127.0.0.1:PORT and localhost:PORT, and
- * lets the page connect to `connectSources()` (the node's hubs).
+ * The app served by `kith up`: on 127.0.0.1 by default, or on an address the person chooses
+ * (`--web-host`, with TLS or on a network that already encrypts), so a phone loads it from a
+ * machine of its person rather than from a hub someone else runs. Answers only the Host names of
+ * its own addresses and `urls`, and lets the page connect to `connectSources()` (the node's hubs).
  */
 export async function startWebServer(opts: {
   port: number
   connectSources: () => readonly string[]
+  servedBy: () => ServedBy
+  /** Address to bind (default 127.0.0.1). */
+  host?: string
+  /** Other URLs the app is reached by (a tailnet name, a proxy): their Host names are answered. */
+  urls?: readonly string[]
+  tls?: { cert: Buffer; key: Buffer }
+  /** Serve plain http on a non-loopback address (a network that already encrypts: a tailnet). */
+  plain?: boolean
   root?: string
 }): Promise<WebServer> {
+  const host = opts.host ?? '127.0.0.1'
+  checkWebAddress(host, opts.tls !== undefined, opts.plain === true)
   const files = loadWebFiles(opts.root)
   let port = opts.port
-  const hosts = () => new Set([`127.0.0.1:${port}`, `localhost:${port}`])
+  // The same names a hub takes AUTH for on that address (loopback aliases, every interface of a
+  // wildcard bind), plus the URLs the person declared.
+  const hosts = () =>
+    hostsOf(
+      allowedRelayUrls({
+        host,
+        port,
+        tls: opts.tls !== undefined,
+        publicUrls: (opts.urls ?? []).map((u) => u.replace(/^http/, 'ws')),
+      }),
+    )
   const handle = makeWebHandler(files, {
     allowedHosts: hosts,
     connectSources: opts.connectSources,
+    servedBy: opts.servedBy,
   })
-  const server: Server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res)
-  })
+  }
+  const server: Server =
+    opts.tls === undefined ? createServer(onRequest) : createHttpsServer(opts.tls, onRequest)
   try {
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
-      server.listen(opts.port, '127.0.0.1', () => {
+      server.listen(opts.port, host, () => {
         server.off('error', reject)
         resolve()
       })
@@ -256,14 +297,16 @@ export async function startWebServer(opts: {
     throw new KithError(
       'io',
       code === 'EADDRINUSE'
-        ? `port ${opts.port} on 127.0.0.1 is in use; pick another with --web-port (0 picks a free one), or --no-web`
-        : `cannot serve the web app on 127.0.0.1:${opts.port}: ${String(err)}`,
+        ? `port ${opts.port} on ${host} is in use; pick another with --web-port (0 picks a free one), or --no-web`
+        : `cannot serve the web app on ${host}:${opts.port}: ${String(err)}`,
       { cause: err },
     )
   }
   port = (server.address() as AddressInfo).port
+  const scheme = opts.tls === undefined ? 'http' : 'https'
+  const shown = isLoopbackHost(host) ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${scheme}://${shown}:${port}`,
     port,
     close: () =>
       new Promise<void>((resolve) => {
@@ -279,10 +322,12 @@ export async function startWebServer(opts: {
  */
 export function hubWebHandler(
   files: ReadonlyMap<string, WebFile>,
+  servedBy: ServedBy,
 ): (req: IncomingMessage, res: ServerResponse, relayUrls: readonly string[]) => boolean {
   return (req, res, relayUrls) =>
     makeWebHandler(files, {
       allowedHosts: () => hostsOf(relayUrls),
       connectSources: () => relayUrls,
+      servedBy: () => servedBy,
     })(req, res)
 }

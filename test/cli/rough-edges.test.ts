@@ -35,6 +35,20 @@ describe('CLI rough edges', () => {
     expect(r.code).toBe(0)
   })
 
+  it('kith send to a typo of a channel that exists asks did-you-mean (exit 5); --new starts it', async () => {
+    const home = join(tempDir(), 'h')
+    expect((await runKith(['init', '--name', 'box'], { home })).code).toBe(0)
+    // A first channel is just started: nothing is near it.
+    expect((await runKith(['send', '#ops', 'one'], { home })).code).toBe(0)
+    const typo = await runKith(['send', '#osp', 'two'], { home })
+    expect(typo.code).toBe(5)
+    expect(typo.stderr).toMatch(/nobody has posted in #osp yet .*did you mean #ops\?.*--new/)
+    const log = await runKith(['log', '#osp'], { home })
+    expect(log.code).toBe(5)
+    expect((await runKith(['send', '#osp', 'two', '--new'], { home })).code).toBe(0)
+    expect((await runKith(['log', '#osp'], { home })).stdout).toMatch(/two/)
+  })
+
   it('commands that need the node say to run kith init first on a fresh machine (exit 3)', async () => {
     const home = join(tempDir(), 'h')
     for (const args of [['chat'], ['cancel', '#ops'], ['permit'], ['watch']]) {

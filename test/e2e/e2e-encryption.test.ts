@@ -24,7 +24,7 @@ async function replyTo(home: string, question: string, kind = 9): Promise<ChatIt
 }
 
 describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout: 120_000 }, () => {
-  it('prompts, streamed answers, a permission card and its decision reach the hub and a plain relay only as ciphertext', async () => {
+  it("prompts, streamed answers, permission cards (with an edit's diff) and decisions reach the hub and a plain relay only as ciphertext", async () => {
     const dir = tempDir()
     const { hub, laptop, devbox } = await laptopAndDevbox(dir)
     const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
@@ -70,6 +70,29 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
     const permit = await runKith(['permit', card.event.id.slice(0, 10), '1'], { home: laptop })
     expect(permit.code, permit.stderr).toBe(0)
     expect((await replyTo(laptop, q3)).event.content).toBe('permission: selected allow')
+    // An edit's card carries its diff (sealed with the rest): kith permit shows it before anyone
+    // answers, and --json has it as preview.
+    const q4 = await ask(laptop, '@claude edit src/lynx-greeting.ts')
+    const editCard = await replyTo(laptop, q4, 4142)
+    const listed = await runKith(['permit', '--json'], { home: laptop })
+    const open = (
+      JSON.parse(listed.stdout) as { requests: { id: string; preview: string | null }[] }
+    ).requests.find((r) => r.id === editCard.event.id)
+    expect(open?.preview?.split('\n')).toEqual([
+      '--- a/src/lynx-greeting.ts',
+      '+++ b/src/lynx-greeting.ts',
+      '@@ -1,2 +1,2 @@',
+      '-const greeting = "hello wrold"',
+      '+const greeting = "hello world"',
+      ' export default greeting',
+    ])
+    const text = await runKith(['permit'], { home: laptop })
+    expect(text.stdout).toContain('│ -const greeting = "hello wrold"')
+    expect(text.stdout).toContain('│ +const greeting = "hello world"')
+    expect(
+      (await runKith(['permit', editCard.event.id.slice(0, 10), '2'], { home: laptop })).code,
+    ).toBe(0)
+    expect((await replyTo(laptop, q4)).event.content).toMatch(/^Left `src\/lynx-greeting.ts`/)
     // The devbox read everything too: its own log of the channel is in the clear.
     expect((await history(devbox)).map((i) => i.event.content)).toContain(
       '@claude echo zebra-quartz-answer',
@@ -88,6 +111,8 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
       'permission: selected',
       'Allow once',
       'echo',
+      'lynx-greeting',
+      'hello wrold',
     ]
     for (const [what, file] of [
       ['hub', join(dir, 'hub.db')],
@@ -99,8 +124,8 @@ describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout
       // Replies and cards reveal no thread: no tag of any stored event names a prompt.
       const db = new Database(file, { readonly: true })
       const linked = db
-        .prepare('SELECT count(*) AS n FROM tags WHERE value IN (?, ?, ?)')
-        .get(q1, q2, q3) as { n: number }
+        .prepare('SELECT count(*) AS n FROM tags WHERE value IN (?, ?, ?, ?)')
+        .get(q1, q2, q3, q4) as { n: number }
       db.close()
       expect(linked.n, what).toBe(0)
     }

@@ -113,10 +113,19 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     expect(notHers.stderr).toMatch(/you may not remove bob npub1\w+: only the founder may/)
     const text = await runKith(['fleet', 'members'], { home: alice! })
     expect(text.stdout).toMatch(/^dave {2}npub1\w+ {2}\(member, admitted by carol\)$/m)
+    // With no hub to take it (none configured, no node running), a removal fails loudly: the
+    // person removed would go on working with everyone else.
+    expect((await runKith(['hub', 'rm', hub.url], { home: carol! })).code).toBe(0)
+    const unheard = await runKith(['fleet', 'remove', 'dave', '--yes'], { home: carol! })
+    expect(unheard.code).toBe(1)
+    expect(unheard.stderr).toMatch(
+      /NOT IN EFFECT YET: no hub has this revocation, so dave npub1\w+ can still use the fleet/,
+    )
+    expect(unheard.stdout).toMatch(/cascades to device dave-laptop/)
+    await setupKith(['hub', 'add', hub.url], { home: carol! })
     const removed = await runKith(['fleet', 'remove', 'dave', '--yes'], { home: carol! })
     expect(removed.code, removed.stderr).toBe(0)
     expect(removed.stdout).toMatch(/^revoked dave npub1\w+$/m)
-    expect(removed.stdout).toMatch(/cascades to device dave-laptop/)
   })
 
   it('two people, four machines: agent policies, approvals, and a removal that cascades', async () => {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -33,13 +34,27 @@ describe("sessions from another person's device, under the agent's policies", ()
       await setupKith(['hub', 'add', hub.url], { home: alice })
       await init(bob, 'bob-laptop')
       await pairUp(alice, ['fleet', 'invite', '--name', 'bob'], bob, ['fleet', 'join'])
-      // bot takes anyone's prompts, and only Alice's approvals; mine only Alice's prompts.
+      // bot takes anyone's prompts, and only Alice's approvals; mine only Alice's prompts. What
+      // they would have run on Alice's machine is recorded in `ran`.
+      const ran = join(dir, 'ran')
       for (const [name, allow] of [
         ['bot', 'fleet'],
         ['mine', 'owner'],
       ]) {
         const add = await runKith(
-          ['agent', 'add', name!, '--allow', allow!, '--', process.execPath, fakeAgent, '--modes'],
+          [
+            'agent',
+            'add',
+            name!,
+            '--allow',
+            allow!,
+            '--',
+            process.execPath,
+            fakeAgent,
+            '--modes',
+            '--record',
+            ran,
+          ],
           { home: alice },
         )
         expect(add.code, add.stderr).toBe(0)
@@ -87,6 +102,28 @@ describe("sessions from another person's device, under the agent's policies", ()
         /^⚠ mine does not take your prompts: its policy allows/,
       )
 
+      // The attack: a start that picks a mode that never asks. The mode is the approvers' call,
+      // as `session set` is: refused before any session opens, and nothing runs.
+      const bypass = await runKith(
+        ['session', 'new', 'bot', '--project', 'work', '--mode', 'bypassPermissions', 'run ./x.sh'],
+        { home: bob },
+      )
+      expect(bypass.code, bypass.stdout).toBe(1)
+      expect(bypass.stderr).toMatch(
+        /⚠ bot did not start a session: you may not choose its mode: its approvers are owner/,
+      )
+      const model = await runKith(
+        ['session', 'new', 'bot', '--project', 'work', '--model', 'fake-small', 'pwd'],
+        { home: bob },
+      )
+      expect(model.code).toBe(1)
+      expect(model.stderr).toMatch(/you may not choose its model/)
+      await aliceNode.waitFor(/refused a session start from .*: you may not choose its mode/)
+      expect(existsSync(ran)).toBe(false)
+      expect(
+        JSON.parse((await runKith(['permit', '--json'], { home: alice })).stdout),
+      ).toMatchObject({ requests: [] })
+
       // Closing or configuring bot's session takes its approvers policy: Bob is refused, with why.
       const close = await runKith(['session', 'close', id], { home: bob })
       expect(close.code).toBe(1)
@@ -98,6 +135,16 @@ describe("sessions from another person's device, under the agent's policies", ()
         /^⚠ you may not change bot's sessions: its approvers are/,
       )
       expect(await askForReply(bob, '@bot mode', thread)).toBe('mode: default, model: none')
+
+      // Alice may choose a start's mode; her node's log says what the session runs in.
+      const aliceStart = await runKith(
+        ['session', 'new', 'bot', '--project', 'work', '--mode', 'plan', 'mode'],
+        { home: alice },
+      )
+      expect(aliceStart.code, aliceStart.stderr).toBe(0)
+      await aliceNode.waitFor(
+        /agent bot: set the new session \S+ in .* to mode plan, as its start asked/,
+      )
 
       // Alice may: from her own device the same requests are carried out.
       const aliceSet = await runKith(['session', 'set', id, '--mode', 'plan'], { home: alice })

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
@@ -20,6 +20,7 @@ function repo(): string {
   mkdirSync(dir)
   git(dir, 'init', '-q', '-b', 'main')
   writeFileSync(join(dir, 'README.md'), 'hello\n')
+  writeFileSync(join(dir, '.gitignore'), '.env\nbuild/\n')
   git(dir, 'add', '.')
   git(dir, 'commit', '-q', '-m', 'first')
   return dir
@@ -52,13 +53,20 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       expect((await setupKith(['project', 'add', 'plain', plain], { home })).code).toBe(0)
       const refused = await setupKith(['project', 'add', 'x', plain, '--worktrees'], { home })
       expect(refused.stderr).toMatch(/is not a git repository: --worktrees needs one/)
+      // Never in KITH_HOME, where every call would touch Kith's state, beside the keys.
+      const inHome = await setupKith(
+        ['project', 'add', 'y', source, '--worktrees', '--worktree-root', join(home, 'trees')],
+        { home },
+      )
+      expect(inHome.code).toBe(1)
+      expect(inHome.stderr).toMatch(/trees is inside KITH_HOME: worktrees go beside the project/)
       const node = await startNodeProcess(home, ['--port', '0'])
 
       // What the host does not allow is refused, with the reason.
       const nope = await start(home, ['--project', 'etc', 'pwd'])
       expect(nope.code).toBe(1)
       expect(nope.stderr).toMatch(
-        /⚠ bot did not start a session: etc is not one of this machine's projects \(kith, plain\); an agent starts only in those/,
+        /⚠ bot did not start a session: etc is not a project this machine lets agents start in \(its owner lists them: kith project list\)/,
       )
       const noTree = await start(home, ['--project', 'plain', '--worktree', 'pwd'])
       expect(noTree.code).toBe(1)
@@ -74,6 +82,8 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       const m = /in worktree (\S+) \(branch (kith\/bot-[0-9a-f]{8})\)/.exec(s.stdout)
       expect(m, s.stdout).not.toBeNull()
       const [, path, branch] = m!
+      // Beside the project, not in KITH_HOME.
+      expect(path).toBe(join(`${realpathSync(source)}.worktrees`, branch!.slice('kith/'.length)))
       expect(git(source, 'worktree', 'list')).toContain(path)
       const list = JSON.parse((await runKith(['session', 'list', '--json'], { home })).stdout) as {
         sessions: { id: string; thread: string; project?: string }[]
@@ -87,13 +97,26 @@ describe('sessions started remotely in projects and worktrees (real git, fake AC
       const dirty = await runKith(['session', 'close', s.id!], { home })
       expect(dirty.code).toBe(1)
       expect(dirty.stdout).toContain(
-        `⚠ bot did not close the session: its worktree ${path} has 1 uncommitted file (wip.txt); commit or stash them, or close it with --keep`,
+        `⚠ bot did not close the session: its worktree ${path} has 1 uncommitted file (wip.txt); commit or stash them, close it with --keep, or with --force to delete them with the worktree`,
       )
       expect(existsSync(path!)).toBe(true)
       rmSync(join(path!, 'wip.txt'))
-      const closed = await runKith(['session', 'close', s.id!], { home })
+      // Nor with files git ignores (a .env, build output): git would delete them without a word.
+      writeFileSync(join(path!, '.env'), 'TOKEN=mine\n')
+      mkdirSync(join(path!, 'build'))
+      writeFileSync(join(path!, 'build/app.js'), '\n')
+      const ignored = await runKith(['session', 'close', s.id!], { home })
+      expect(ignored.code).toBe(1)
+      expect(ignored.stdout).toContain(
+        `its worktree ${path} has 2 files git ignores (.env, build/); commit or stash them, close it with --keep, or with --force`,
+      )
+      expect(readFileSync(join(path!, '.env'), 'utf8')).toBe('TOKEN=mine\n')
+      // Seen and asked for: --force removes it with them.
+      const closed = await runKith(['session', 'close', s.id!, '--force'], { home })
       expect(closed.code, closed.stdout).toBe(0)
-      expect(closed.stdout).toContain(`its worktree ${path} is removed (branch ${branch} is kept)`)
+      expect(closed.stdout).toContain(
+        `its worktree ${path} is removed with what it held (branch ${branch} is kept)`,
+      )
       expect(existsSync(path!)).toBe(false)
       expect(git(source, 'branch', '--list', branch!)).toContain(branch)
 

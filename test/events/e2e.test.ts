@@ -258,22 +258,34 @@ describe('rotation', () => {
 
   it('creates epoch 0, uses the current one, sends it to new keys, rotates past removed keys', () => {
     const member = (k: string) => k !== 'gone'
-    expect(sealPlan([], ['a'], member)).toEqual({ action: 'create', number: 0 })
-    expect(sealPlan([e('11', 0, ['a'])], ['a', 'b'], member)).toEqual({
+    const fresh = (k: string) => k === 'minted'
+    expect(sealPlan([], ['a'], member, fresh)).toEqual({ action: 'create', number: 0 })
+    expect(sealPlan([e('11', 0, ['a'])], ['a', 'b'], member, fresh)).toEqual({
       action: 'use',
       epochId: '11',
       missing: ['b'],
     })
-    expect(sealPlan([e('11', 0, ['a', 'gone'])], ['a'], member)).toEqual({
+    expect(sealPlan([e('11', 0, ['a', 'gone'])], ['a'], member, fresh)).toEqual({
       action: 'rotate',
       number: 1,
       removed: ['gone'],
+      joined: [],
     })
     // Once rotated past the removed key, the new epoch is used: the old one is only read.
-    expect(sealPlan([e('11', 0, ['a', 'gone']), e('22', 1, ['a'])], ['a'], member)).toMatchObject({
-      action: 'use',
-      epochId: '22',
+    expect(
+      sealPlan([e('11', 0, ['a', 'gone']), e('22', 1, ['a'])], ['a'], member, fresh),
+    ).toMatchObject({ action: 'use', epochId: '22' })
+    // A key that may read no history is never handed the current epoch: it joins at a new one,
+    // and once it holds that, the new epoch is used.
+    expect(sealPlan([e('11', 0, ['a'])], ['a', 'minted'], member, fresh)).toEqual({
+      action: 'rotate',
+      number: 1,
+      removed: [],
+      joined: ['minted'],
     })
+    expect(
+      sealPlan([e('11', 0, ['a']), e('22', 1, ['a', 'minted'])], ['a', 'minted'], member, fresh),
+    ).toMatchObject({ action: 'use', epochId: '22', missing: [] })
   })
 
   it('two concurrent rotations converge on the lowest id of the highest number', () => {

@@ -103,8 +103,18 @@ describe('keyring: holders and epoch numbers (kith-e2e/1, item 5 of issue 29)', 
     t.tags = t.tags.map((x) => (x[0] === 'epoch' ? ['epoch', huge.id, String(2 ** 53 - 1)] : x))
     expect(() => parseEnvelopeHead(signEvent(t, f.m))).toThrow(/malformed|an envelope needs/)
     const atBound = { id: 'aa', number: maxEpochNumber, holders: new Set(['gone']) }
-    const plan = sealPlan([atBound], ['a'], (k) => k === 'a')
-    expect(plan).toEqual({ action: 'rotate', number: maxEpochNumber, removed: ['gone'] })
+    const plan = sealPlan(
+      [atBound],
+      ['a'],
+      (k) => k === 'a',
+      () => false,
+    )
+    expect(plan).toEqual({
+      action: 'rotate',
+      number: maxEpochNumber,
+      removed: ['gone'],
+      joined: [],
+    })
     expect(newEpoch('ops', maxEpochNumber, random).number).toBe(maxEpochNumber)
     expect(() => newEpoch('ops', maxEpochNumber + 1, random)).toThrow(/epoch number/)
   })

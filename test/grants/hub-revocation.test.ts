@@ -102,12 +102,13 @@ describe('hub enforcement of grants and revocations', () => {
       makeRevocation({ fleet: t.owner, grants: [f.deviceGrant.id] }, now()),
       f.agentSk,
     )
-    // Kept (it could name a grant that arrives later) but it stands above nothing: held.
+    // The device's grant is known and its chain never changes: the agent could never stand
+    // above it, so the revocation is refused rather than kept.
     expect(await publish(f.owner, byAgent)).toEqual([
       'OK',
       byAgent.id,
-      true,
-      'held: it names nothing this hub can act on yet; kept until it does',
+      false,
+      `restricted: no-authority: the signer has no authority over grant ${f.deviceGrant.id}`,
     ])
     const byDevice = signEvent(
       makeRevocation({ fleet: t.owner, keys: [t.owner] }, now()),

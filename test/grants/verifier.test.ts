@@ -123,6 +123,38 @@ describe('GrantVerifier', () => {
     })
   })
 
+  it('keeps a held revocation without touching any decision, and one signer holds a bounded number', () => {
+    const ownerSk = generateSecretKey()
+    const verifier = new GrantVerifier({
+      founder,
+      verifySignature: verifyEventSignature,
+      heldTargetsPerSigner: 3,
+    })
+    verifier.add(
+      signGrant(
+        { subject: publicKeyOf(ownerSk), role: 'owner', fleet: founder },
+        founderSk,
+        ownerSk,
+        now,
+      ),
+    )
+    const revoke = (keys: string[], at = now) =>
+      signEvent(makeRevocation({ fleet: founder, keys }, at), ownerSk)
+    const unknown = () => publicKeyOf(generateSecretKey())
+    const generation = verifier.generation
+    const x = unknown()
+    // Named twice, counted once; nothing known is revoked, so no cached decision is dropped.
+    expect(verifier.add(revoke([x, x]))).toEqual({ status: 'accepted', held: true })
+    expect(verifier.generation).toBe(generation)
+    expect(verifier.add(revoke([unknown(), unknown()]))).toEqual({ status: 'accepted', held: true })
+    expect(verifier.add(revoke([unknown()]))).toMatchObject({
+      status: 'rejected',
+      code: 'too-many-held',
+    })
+    // Its own key, and the founder, it could never stand above.
+    expect(verifier.add(revoke([publicKeyOf(ownerSk)]))).toMatchObject({ code: 'no-authority' })
+  })
+
   it('checks every channel of an event, not only the first', () => {
     const deviceSk = generateSecretKey()
     const verifier = v()

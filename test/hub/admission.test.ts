@@ -22,6 +22,53 @@ function rawTcp(t: TestHub, localAddress = '127.0.0.2'): Promise<Socket> {
   })
 }
 
+/**
+ * Strangers holding `perAddress` connections from each address, each in a pairing room of its
+ * own, every one re-opened (and back in a room) as soon as the hub closes it.
+ */
+async function laneSquatters(t: TestHub, addresses: string[], perAddress: number) {
+  let stopped = false
+  let reopens = 0
+  let waiters: { at: number; resolve: () => void }[] = []
+  const live = new Set<RawClient>()
+  const hold = async (localAddress: string): Promise<void> => {
+    let c: RawClient
+    try {
+      c = await RawClient.connect(t.url, { localAddress })
+    } catch {
+      // Refused at accept: the attacker simply tries again, as a real one would.
+      if (!stopped) setImmediate(() => void hold(localAddress))
+      return
+    }
+    live.add(c)
+    const pid = bytesToHex(randomBytes(16))
+    c.send(['REQ', 'pair', { kinds: [24140], '#d': [pid] }])
+    await c.next((f) => f[1] === 'pair').catch(() => undefined)
+    void c.waitClosed().then(() => {
+      live.delete(c)
+      if (stopped) return
+      void hold(localAddress).then(() => {
+        reopens++
+        waiters = waiters.filter((w) => {
+          if (reopens < w.at) return true
+          w.resolve()
+          return false
+        })
+      })
+    })
+  }
+  for (const a of addresses) for (let i = 0; i < perAddress; i++) await hold(a)
+  return {
+    /** Resolves once `n` more connections have been re-opened and joined a room. */
+    reopened: (n: number) =>
+      new Promise<void>((resolve) => waiters.push({ at: reopens + n, resolve })),
+    stop: () => {
+      stopped = true
+      for (const c of live) c.close()
+    },
+  }
+}
+
 const closedSocket = (s: Socket) =>
   new Promise<void>((resolve) => {
     if (s.destroyed) resolve()
@@ -50,18 +97,23 @@ describe('strangers cannot lock members out', () => {
     expect(t.hub.stats().unauthenticated).toBe(0)
   })
 
-  it('caps unauthenticated connections per address', async () => {
+  it("caps unauthenticated connections per address: a newcomer displaces that address's oldest", async () => {
     const t = await startTestHub({ limits: { maxUnauthenticatedPerAddress: 3 } })
-    for (let i = 0; i < 3; i++) await stranger(t)
-    await expect(stranger(t)).rejects.toThrow()
+    const first = await stranger(t)
+    for (let i = 0; i < 2; i++) await stranger(t)
+    const fourth = await stranger(t)
+    expect(await first.waitClosed()).toEqual({
+      code: 1013,
+      reason: 'try again later: too many unauthenticated connections',
+    })
     // Raw sockets count too.
     const raw = await rawTcp(t)
-    await closedSocket(raw)
-    // Another address, and a member from it, get in.
+    expect(t.hub.stats().unauthenticated).toBe(3)
+    raw.destroy()
+    // Another address is untouched, and a member from it gets in.
     const member = await RawClient.connect(t.url, { localAddress: '127.0.0.3' })
     expect((await member.auth(t.url, t.ownerSk))[2]).toBe(true)
-    // Once authenticated it no longer counts, so the address has room again.
-    await RawClient.connect(t.url, { localAddress: '127.0.0.3' })
+    expect(fourth.closed).toBeUndefined()
   })
 
   it('keeps room for members: strangers past the hub-wide cap displace the oldest stranger', async () => {
@@ -103,6 +155,38 @@ describe('strangers cannot lock members out', () => {
     a.send(['EVENT', e])
     expect(await a.ok(e.id)).toEqual(['OK', e.id, true, ''])
     expect(await b.next((f) => f[0] === 'EVENT')).toEqual(['EVENT', 'pair', e])
+  })
+
+  it('strangers re-opening pairing-room connections from many addresses never evict a member', async () => {
+    const t = await startTestHub({
+      limits: { maxUnauthenticated: 24, maxUnauthenticatedPerAddress: 8 },
+    })
+    const attack = await laneSquatters(t, ['127.0.0.2', '127.0.0.3', '127.0.0.4'], 8)
+    expect(t.hub.stats().unauthenticated).toBe(24)
+    for (let i = 0; i < 5; i++) {
+      const member = await RawClient.connect(t.url, { localAddress: '127.0.0.1' })
+      // The strangers answer every eviction by re-opening; the member answers once they have.
+      await attack.reopened(1)
+      expect(await member.auth(t.url, t.ownerSk)).toEqual(['OK', expect.any(String), true, ''])
+      expect(member.closed).toBeUndefined()
+      member.close()
+    }
+    attack.stop()
+  })
+
+  it("strangers filling the member's own address (a browser tab on its machine) do not lock it out", async () => {
+    const t = await startTestHub({
+      limits: { maxUnauthenticated: 24, maxUnauthenticatedPerAddress: 16 },
+    })
+    const attack = await laneSquatters(t, ['127.0.0.1'], 16)
+    for (let i = 0; i < 5; i++) {
+      const member = await RawClient.connect(t.url, { localAddress: '127.0.0.1' })
+      await attack.reopened(1)
+      expect(await member.auth(t.url, t.ownerSk)).toEqual(['OK', expect.any(String), true, ''])
+      expect(member.closed).toBeUndefined()
+      member.close()
+    }
+    attack.stop()
   })
 
   it('groups IPv6 addresses by /64 and unmaps IPv4', () => {

@@ -7,6 +7,8 @@ import { makeRevocation } from '../../src/grants/revocation.js'
 import { startHub } from '../../src/hub/server.js'
 import { openDatabase } from '../../src/store/db.js'
 import { hubMigrations } from '../../src/store/hub-schema.js'
+import { initIdentity } from '../../src/identity/keys.js'
+import { KithNode } from '../../src/node/daemon.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { newSecret, signTestGrant } from '../helpers/secrets.js'
@@ -125,54 +127,63 @@ describe('a member cannot seize a channel in use', () => {
     expect(t.hub.channels.isPrivate('ops', now() + 900)).toBe(false)
   })
 
-  it('lets an admin repair a channel a squatter back-dated before its first message', async () => {
+  it('a plain owner cannot seize a channel the founder uses by back-dating a definition before its first message, at a hub or a node (issue 28, item 7)', async () => {
     const t = await startTestHub()
     const f = await fleet(t)
-    const carolDev = await connectAs(t.url, f.carol.deviceSk)
     const bobDev = await connectAs(t.url, f.bob.deviceSk)
-    expect((await publish(carolDev, chat(f.carol.deviceSk, 'ops', 'first', now() - 500)))[2]).toBe(
-      true,
-    )
-    // Bob dates his definition after his admission and before Carol's first message: the window
-    // the rules cannot close (kith-channels, "No squatting"). It takes #ops.
+    const founderPost = chat(t.ownerSk, 'deploy', 'deploying 1.4', now() - 500)
+    expect((await publish(f.founder, founderPost))[2]).toBe(true)
+    // Bob (a plain owner) dates a private #deploy after his admission and before the founder's
+    // first message there. Were it to count, the founder's history would be hidden from the
+    // founder and the founder's posts refused.
     const squat = define(
       t,
       f.bob.sk,
-      { channel: 'ops', creator: f.bob.pubkey, members: [f.bob.pubkey] },
+      { channel: 'deploy', creator: f.bob.pubkey, members: [f.bob.pubkey] },
       now() - 800,
     )
-    expect((await publish(bobDev, squat))[2]).toBe(true)
-    const locked = chat(f.carol.deviceSk, 'ops', 'locked out?')
-    expect((await publish(carolDev, locked))[3]).toBe(notAllowed('ops'))
-
-    // The founder re-signs #ops open, naming Carol its creator.
-    const repair = define(
-      t,
-      t.ownerSk,
-      { channel: 'ops', creator: f.carol.pubkey, private: false },
-      now(),
+    expect((await publish(bobDev, squat))[3]).toBe(
+      'restricted: no-authority: #deploy is already used by people this definition leaves out: only the founder or an admin may define it so',
     )
-    expect(await publish(f.founder, repair)).toEqual(['OK', repair.id, true, ''])
-    const back = chat(f.carol.deviceSk, 'ops', 'back in')
-    expect((await publish(carolDev, back))[2]).toBe(true)
-    // Bob's definitions no longer count, and new ones are refused; Carol now owns #ops.
-    const again = define(
+    expect(t.hub.channels.isPrivate('deploy', now())).toBe(false)
+    const again = chat(t.ownerSk, 'deploy', 'deploying 1.5')
+    expect((await publish(f.founder, again))[2]).toBe(true)
+    const history = (await f.founder.req('h', { '#h': ['deploy'] })).events as NostrEvent[]
+    expect(history.map((e) => e.content).sort()).toEqual(['deploying 1.4', 'deploying 1.5'])
+    // Listing everyone who posted there does not hide them: that one is taken.
+    const listing = define(
       t,
       f.bob.sk,
-      { channel: 'ops', creator: f.bob.pubkey, members: [f.bob.pubkey] },
-      now() + 1,
+      { channel: 'deploy', creator: f.bob.pubkey, members: [f.bob.pubkey, t.owner] },
+      now() - 800,
     )
-    expect((await publish(bobDev, again))[3]).toBe(
-      "restricted: no-authority: only the founder, an admin or the channel's creator may change #ops",
-    )
-    const carols = define(
+    expect((await publish(bobDev, listing))[2]).toBe(true)
+    expect(t.hub.channels.isMember(t.owner, 'deploy', now())).toBe(true)
+    // Dropping the founder again is refused, as is any plain definition that leaves out a poster.
+    const drop = define(
       t,
-      f.carol.sk,
-      { channel: 'ops', creator: f.carol.pubkey, members: [f.carol.pubkey] },
-      now() + 1,
+      f.bob.sk,
+      { channel: 'deploy', creator: f.bob.pubkey, members: [f.bob.pubkey] },
+      now(),
     )
-    expect((await publish(carolDev, carols))[2]).toBe(true)
-    expect(t.hub.channels.definition('ops', now())?.id).toBe(carols.id)
+    expect((await publish(bobDev, drop))[3]).toMatch(
+      /already used by people this definition leaves out/,
+    )
+    expect((await publish(f.founder, chat(t.ownerSk, 'deploy', 'still mine')))[2]).toBe(true)
+
+    // The founder's node, which holds its message, handed the squat (as a hostile or stale hub
+    // could hand it) decides the same: the squat does not count there either.
+    const home = join(t.dir, 'node')
+    initIdentity({ home, name: 'desk', ownerSecret: t.ownerSk })
+    const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
+    onTestFinished(() => node.stop())
+    await node.intake([...f.grants, founderPost])
+    await node.intake([squat])
+    expect(node.book.state.channels.isPrivate('deploy', now())).toBe(false)
+    expect(node.book.state.channels.isMember(t.owner, 'deploy', now())).toBe(true)
+    expect(node.history({ channel: 'deploy', limit: 10 }).map((i) => i.event.content)).toEqual([
+      'deploying 1.4',
+    ])
   })
 
   it('refuses a non-member with the same words as a key whose grant excludes the channel', async () => {
@@ -266,8 +277,8 @@ describe('a private channel never falls open', () => {
     const f = await fleet(t)
     const bobDev = await connectAs(t.url, f.bob.deviceSk)
     const carolDev = await connectAs(t.url, f.carol.deviceSk)
-    // Bob creates #ops with Carol in it; Carol posts; Bob then takes her off (a newer version
-    // of the same address, which replaces the first one for readers).
+    // Bob creates #ops with Carol in it; Carol posts; Bob then rewords it (a newer version of
+    // the same address, which replaces the first one for readers).
     const v1 = define(
       t,
       f.bob.sk,
@@ -278,16 +289,25 @@ describe('a private channel never falls open', () => {
     expect((await publish(carolDev, chat(f.carol.deviceSk, 'ops', 'hello', now() - 50)))[2]).toBe(
       true,
     )
-    const v2 = define(
-      t,
+    const v2 = signEvent(
+      makeChannelDefinition(
+        {
+          channel: 'ops',
+          fleet: t.owner,
+          creator: f.bob.pubkey,
+          private: true,
+          members: [f.bob.pubkey, f.carol.pubkey],
+          about: 'deploys',
+        },
+        now(),
+      ),
       f.bob.sk,
-      { channel: 'ops', creator: f.bob.pubkey, members: [f.bob.pubkey] },
-      now(),
     )
     expect((await publish(bobDev, v2))[2]).toBe(true)
     await t.hub.close()
 
-    // Restarted, the hub still knows Bob defined #ops before Carol posted in it.
+    // Restarted, the hub still knows Bob defined #ops before Carol posted in it: v2 (dated after
+    // her message) is in effect, and #ops is still private.
     const hub = await startHub({
       port: 0,
       dbPath: join(t.dir, 'hub.db'),
@@ -296,11 +316,11 @@ describe('a private channel never falls open', () => {
     })
     onTestFinished(() => hub.close())
     expect(hub.channels.definition('ops', now())?.id).toBe(v2.id)
+    expect(hub.channels.isPrivate('ops', now())).toBe(true)
+    const outsider = newSecret()
+    expect(hub.channels.isMember(publicKeyOf(outsider), 'ops', now())).toBe(false)
     const carol = await connectAs(hub.url, f.carol.deviceSk)
-    expect((await publish(carol, chat(f.carol.deviceSk, 'ops', 'still here?')))[3]).toBe(
-      notAllowed('ops'),
-    )
-    expect((await carol.req('q', { kinds: [9] })).events).toEqual([])
+    expect((await carol.req('q', { kinds: [9] })).events.length).toBe(1)
     await hub.close()
 
     // A hub.db from before versions were kept has only v2. Upgraded, it takes what it held for
@@ -317,6 +337,6 @@ describe('a private channel never falls open', () => {
     onTestFinished(() => upgraded.close())
     expect(upgraded.store.legacyVersionIds(34140)).toEqual([v2.id])
     expect(upgraded.channels.definition('ops', now())?.id).toBe(v2.id)
-    expect(upgraded.channels.isMember(publicKeyOf(f.carol.deviceSk), 'ops', now())).toBe(false)
+    expect(upgraded.channels.isPrivate('ops', now())).toBe(true)
   })
 })

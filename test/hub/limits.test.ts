@@ -178,6 +178,7 @@ describe('storage quota by person', () => {
       quota_events_per_person: 1_000_000,
       quota_bytes_per_person: 512 * 1024 * 1024,
       quota_exempt_kinds: [4140, 4141, 34140],
+      held_revocation_targets_per_signer: 1000,
       max_unread_bytes: 8 * 1024 * 1024,
       max_auth_attempts: 8,
       max_pending_verifications: 256,

@@ -358,7 +358,7 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
 
     // A card answered before the pass that would send it: withdrawn, never sent.
     const prompt = f.keep(chat(f.aliceDevice.sk, '@claude go', now() - 200))
-    const c = card(f, prompt)
+    const c = f.keep(card(f, prompt))
     notifier.observe(c)
     notifier.observe(
       signEvent(
@@ -388,6 +388,49 @@ describe('the notifier (real node.db, real HTTP endpoints)', { timeout: 60_000 }
     })
     await notifier.pass()
     expect(hook.received).toHaveLength(1)
+  })
+
+  it('withdraws a card only for a decision its host would act on: not for a non-approver’s, nor an unbound one', async () => {
+    const f = fleet()
+    const hook = await startEndpoint({ answer: () => 200 })
+    // Gathered for a minute: nothing is sent while the decisions below arrive.
+    const { store, notifier, lines } = start(f, { coalesceMs: 60_000 })
+    target(store, 'hook', 'webhook', `${hook.url}/h`, ['cards'])
+    const prompt = f.keep(chat(f.aliceDevice.sk, '@claude go', now() - 10))
+    const c = f.keep(card(f, prompt))
+    notifier.observe(c)
+    const state = () => store.notify.deliveriesOf(c.id).map((d) => d.state)
+    expect(state()).toEqual(['pending'])
+    const decide = (
+      sk: Uint8Array,
+      optionId: string,
+      over: { channel?: string; at?: number } = {},
+    ) =>
+      signEvent(
+        makePermissionDecision(
+          {
+            request: { id: c.id, channel: over.channel ?? 'ops', agent: f.agent.pk },
+            fleet: f.alice.pk,
+            optionId,
+          },
+          over.at ?? now(),
+        ),
+        sk,
+      )
+    // The attack: bob (a member, not an approver of alice's agent) rejects the card, which its
+    // host refuses; alice must still be told of it.
+    notifier.observe(decide(f.bobDevice.sk, 'no'))
+    expect(state()).toEqual(['pending'])
+    expect(lines.join('\n')).toMatch(/withdraws nothing: its author may not approve/)
+    // Alice's own, but not bound to the card: another channel, a date after it expired, no option.
+    notifier.observe(decide(f.aliceDevice.sk, 'yes', { channel: 'elsewhere' }))
+    notifier.observe(decide(f.aliceDevice.sk, 'yes', { at: now() + 400 }))
+    notifier.observe(decide(f.aliceDevice.sk, 'maybe'))
+    expect(state()).toEqual(['pending'])
+    // A decision the host acts on withdraws it.
+    notifier.observe(decide(f.aliceDevice.sk, 'yes'))
+    expect(state()).toEqual(['withdrawn'])
+    expect(hook.received).toHaveLength(0)
   })
 
   it('gives up on a card that expires while its endpoint keeps failing', async () => {

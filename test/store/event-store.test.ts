@@ -334,10 +334,10 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
 
   it('upgrades an older hub.db: ordered indexes, repeated tag rows removed, tag index covers', () => {
     const path = join(tempDir(), 'hub.db')
-    // Before the ordered indexes and the covering tag index (the last two migrations).
+    // Before the ordered indexes and the covering tag index (and the usage recount after them).
     const upgrades: [number, number][] = []
     const onUpgrade = (from: number, to: number) => upgrades.push([from, to])
-    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -2), onUpgrade })
+    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -3), onUpgrade })
     // A new file is made, not upgraded.
     expect(upgrades).toEqual([])
     const e = ev({
@@ -352,7 +352,7 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
     expect(old.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 2 })
     old.close()
     const upgraded = new EventStore(path, { migrations: hubMigrations, onUpgrade })
-    expect(upgrades).toEqual([[hubMigrations.length - 2, hubMigrations.length]])
+    expect(upgrades).toEqual([[hubMigrations.length - 3, hubMigrations.length]])
     expect(upgraded.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 1 })
     expect(ids(upgraded.query([{ tags: { h: ['x'] } }], limits))).toEqual([e.id])
     const plan = upgraded.db

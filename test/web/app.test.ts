@@ -69,6 +69,8 @@ describe(
       await page.getByLabel('Pairing code').fill(code)
       await page.getByRole('button', { name: 'Continue' }).click()
       await expect.poll(() => page.getByText(/Join the fleet of laptop/).count()).toBe(1)
+      // It says whose machine served the page: the laptop's own node.
+      expect(await page.getByText('This page was served by the node laptop').count()).toBe(1)
       await page.getByRole('button', { name: 'Join' }).click()
       const sasEl = page.getByLabel('six digits')
       await sasEl.waitFor({ timeout: 20_000 })
@@ -116,7 +118,7 @@ describe(
       await snap(page, 'chat-agent-card')
 
       // One click: a kind-4143 signed by the browser's key; the agent goes on and answers.
-      await card.getByRole('button', { name: 'Allow once' }).click()
+      await card.getByRole('button', { name: 'Allow', exact: true }).click()
       const answer = page.locator('article.message.agent', { hasText: 'Fixed the typo' })
       await answer.waitFor({ timeout: 30_000 })
       expect(await answer.locator('pre code').textContent()).toContain(
@@ -259,6 +261,37 @@ describe(
         .waitFor({ timeout: 30_000 })
       await snap(page, 'phone-removed')
       expect(problems).toEqual([])
+    })
+
+    it("refuses to pair into a person's fleet from an app served by another person's hub", async () => {
+      // Carol runs a hub for the team and serves the app at its origin (--web).
+      const carol = tempDir()
+      expect((await setupKith(['init', '--name', 'carol'], { home: carol })).code).toBe(0)
+      const hub = spawnKith(['hub', '--port', '0', '--web'], carol)
+      const webAt = (await hub.waitFor(/web app at (http:\/\/127\.0\.0\.1:\d+)\//))[1]!
+      // Alice pairs a phone; the phone opened the app at Carol's hub.
+      const alice = tempDir()
+      expect((await setupKith(['init', '--name', 'alice'], { home: alice })).code).toBe(0)
+      const node = await startNodeProcess(alice, ['--port', '0', '--no-web'])
+      await node.waitFor(/"event":"ready"/)
+      const pair = spawnKith(['pair', '--name', 'phone'], alice)
+      const code = (await pair.waitFor(codeOf('kith join')))[1]!
+      const browser = await launchChromium()
+      const { page } = await watchedPage(await browser.newContext())
+      await page.goto(`${webAt}/`)
+      await page.getByLabel('Pairing code').fill(code)
+      await page.getByRole('button', { name: 'Continue' }).click()
+      const refusal = page.getByText(
+        /This page was served by the hub carol, a machine of another person, not of alice/,
+      )
+      await refusal.waitFor({ timeout: 20_000 })
+      expect(await page.getByRole('button', { name: 'Join' }).count()).toBe(0)
+      // The laptop's pairing never heard from this browser: no digits were shown there.
+      expect(pair.output()).not.toMatch(sasLine)
+      pair.child.kill('SIGTERM')
+      await node.stop()
+      hub.child.kill('SIGTERM')
+      await hub.exit
     })
   },
 )

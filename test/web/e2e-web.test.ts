@@ -87,7 +87,7 @@ describe(
       await say(page, '@claude permission rm -rf lynx-den')
       const card = page.locator('article.permission.open')
       await card.getByText('rm -rf lynx-den').waitFor({ timeout: 30_000 })
-      await card.getByRole('button', { name: 'Allow once' }).click()
+      await card.getByRole('button', { name: 'Allow', exact: true }).click()
       await page
         .locator('article.message.agent', { hasText: 'permission: selected allow' })
         .waitFor({ timeout: 30_000 })

@@ -12,7 +12,7 @@ import { Kind } from '../../src/events/kinds.js'
 import { parsePushPayload } from '../../src/events/push.js'
 import { laptopAndDevbox, runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { launchChromium, snap, watchedPage } from '../helpers/browser.js'
-import { ask, threadedUnder } from '../helpers/node-chat.js'
+import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { codeOf, sasLine } from '../helpers/pair-up.js'
 import { startEndpoint, testCertPath, testSubscription } from '../helpers/push-service.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -87,7 +87,7 @@ describe(
   'Web Push in the browser device (real node, push-service stand-in, Chromium service worker)',
   { timeout: 240_000 },
   () => {
-    it('subscribes through a node of its person, shows a card with Allow / Reject, and its Allow (sealed, in a sealed fleet) runs the tool call; an answer elsewhere withdraws it', async () => {
+    it('subscribes through a node of its person, shows a card with Reject only; an Allow action signs nothing and opens the card, whose Allow click (sealed, in a sealed fleet) runs the tool call; an answer elsewhere withdraws it', async () => {
       const dir = tempDir()
       const { laptop, devbox } = await laptopAndDevbox(dir)
       // Sealed, as a new fleet is (kith-e2e/1): the worker must seal its decision itself.
@@ -199,7 +199,8 @@ describe(
         deliver(cdp, web, registrationId, data, arrived, diagnose)
 
       // A card: the laptop pushes it (RFC 8291, opened here with the subscription's keys); the
-      // service worker gets exactly those bytes' plaintext and shows it with two actions.
+      // service worker gets exactly those bytes' plaintext and shows it with Reject only: a
+      // notification action can be taken from a locked screen, so it may refuse, never permit.
       const q = await ask(laptop, '@claude permission rm -rf build')
       const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
       const text = sub.open((await push.nth(0)).body)
@@ -215,12 +216,14 @@ describe(
             title: 'claude asks: rm -rf build',
             tag: card.id,
             body: '#ops · execute',
-            actions: ['allow', 'reject'],
+            actions: ['reject'],
           },
         ])
 
-      // Allow, as the notification's action: the worker seals the decision with the channel's
-      // key, signs it with the device's key and sends it to the hub; the page is not involved.
+      // An "allow" action all the same (a notification an older worker showed, a platform that
+      // passes one on from a locked screen): the worker signs nothing and opens the card in the
+      // app instead, where only the person's click allows (issue 28, item 6).
+      expect(page.url()).not.toContain(q)
       const worker = await runningWorker(context, page)
       await worker.evaluate(async (tag) => {
         const sw = self as unknown as ServiceWorkerGlobalScope
@@ -235,9 +238,29 @@ describe(
           // The untrusted event's waitUntil: see above.
         }
       }, card.id)
+      await page.waitForURL((u) => u.hash.includes(q), { timeout: 15_000 })
+      const cardView = page
+        .getByRole('region', { name: 'Thread' })
+        .locator(`article[data-request="${card.id}"]`)
+      await cardView
+        .getByRole('button', { name: 'Allow', exact: true })
+        .waitFor({ timeout: 15_000 })
+      // Nothing was decided: the worker's handler ended with opening the app.
+      const decided = async () =>
+        (await history(laptop)).filter(
+          (i) =>
+            i.event.kind === Kind.PermissionDecision &&
+            i.event.tags.some((t) => t[0] === 'e' && t[1] === card.id),
+        )
+      expect(await decided()).toEqual([])
+      // The person clicks Allow in the page: the page signs it with the device's key.
+      await cardView.getByRole('button', { name: 'Allow', exact: true }).click()
       const answer = (await threadedUnder(laptop, q, { kind: 9 }))[0]!.event
       expect(answer.content).toBe('permission: selected allow')
-      const decision = (await threadedUnder(laptop, card.id, { kind: Kind.PermissionDecision }))[0]!
+      await threadedUnder(laptop, card.id, { kind: Kind.PermissionDecision })
+      const decisions = await decided()
+      expect(decisions.length).toBe(1)
+      const decision = decisions[0]!
       expect(decision.from).toMatchObject({ name: 'phone', role: 'device' })
       // What the hub holds of it is ciphertext.
       const hubDb = new Database(join(dir, 'hub.db'), { readonly: true })

@@ -1,5 +1,5 @@
 import { request } from 'node:http'
-import { readFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { describe, expect, it, onTestFinished } from 'vitest'
@@ -9,6 +9,7 @@ import {
   loadWebFiles,
   startWebServer,
 } from '../../src/web/serve.js'
+import { parseServedBy } from '../../src/pairing/protocol/served-by.js'
 import { runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { startTestHub } from '../helpers/hub.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -49,7 +50,12 @@ function get(
 }
 
 async function serve(connect: string[] = ['ws://127.0.0.1:7447']) {
-  const web = await startWebServer({ port: 0, root, connectSources: () => connect })
+  const web = await startWebServer({
+    port: 0,
+    root,
+    connectSources: () => connect,
+    servedBy: () => ({ role: 'node', name: 'laptop', owner: 'ab'.repeat(32) }),
+  })
   onTestFinished(() => web.close())
   return web
 }
@@ -146,7 +152,7 @@ describe('the web app server of kith up (127.0.0.1)', () => {
 describe('the web app at a hub origin (kith hub)', () => {
   it('serves the app for the Host names of its AUTH URLs, and NIP-11 as before', async () => {
     const t = await startTestHub({
-      http: hubWebHandler(loadWebFiles(root)),
+      http: hubWebHandler(loadWebFiles(root), { role: 'hub' }),
       publicUrls: ['ws://devbox.tail:7447'],
     })
     const port = t.hub.port
@@ -163,21 +169,32 @@ describe('the web app at a hub origin (kith hub)', () => {
     expect(JSON.parse(info.body.toString())).toMatchObject({ supported_nips: [1, 11, 42, 77] })
   })
 
-  it('kith hub prints where the app is; --no-web serves the plain page', async () => {
+  it('kith hub serves the plain page by default; --web serves the app and says whose machine it is', async () => {
     const home = tempDir()
     await setupKith(['init', '--name', 'x'], { home })
-    const hub = spawnKith(['hub', '--port', '0'], home)
-    const url = (await hub.waitFor(/web app at (http:\/\/127\.0\.0\.1:\d+)\//))[1]!
-    const port = Number(new URL(url).port)
-    expect((await get(port, '/')).body.toString()).toMatch(/<title>Kith<\/title>/)
-    hub.child.kill('SIGTERM')
-    await hub.exit
-    const plain = spawnKith(['hub', '--port', '0', '--no-web'], home)
+    const plain = spawnKith(['hub', '--port', '0'], home)
     const at = (await plain.waitFor(/listening on ws:\/\/127\.0\.0\.1:(\d+)/))[1]!
     expect((await get(Number(at), '/')).body.toString()).toMatch(/^This is a Kith hub/)
     expect(plain.output()).not.toMatch(/web app at/)
     plain.child.kill('SIGTERM')
     await plain.exit
+    const hub = spawnKith(['hub', '--port', '0', '--web'], home)
+    const url = (await hub.waitFor(/web app at (http:\/\/127\.0\.0\.1:\d+)\//))[1]!
+    const page = await get(Number(new URL(url).port), '/')
+    expect(page.body.toString()).toMatch(/<title>Kith<\/title>/)
+    const { owner } = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8')) as {
+      owner: string
+    }
+    expect(parseServedBy(page.headers['kith-served-by'] as string)).toEqual({
+      role: 'hub',
+      name: 'x',
+      owner,
+    })
+    hub.child.kill('SIGTERM')
+    await hub.exit
+    const both = await runKith(['hub', '--port', '0', '--web', '--no-web'], { home })
+    expect(both.code).toBe(2)
+    expect(both.stderr).toMatch(/--web and --no-web: choose one/)
   })
 })
 
@@ -195,12 +212,45 @@ describe('kith up and kith open', { timeout: 60_000 }, () => {
     expect(String(page.headers['content-security-policy'])).toContain(
       `connect-src 'self' ${ready.embedded}`,
     )
+    const config = JSON.parse(readFileSync(join(home, 'config.json'), 'utf8')) as {
+      owner: string
+    }
+    expect(parseServedBy(page.headers['kith-served-by'] as string)).toEqual({
+      role: 'node',
+      name: 'laptop',
+      owner: config.owner,
+    })
     const open = await runKith(['open', '--print'], { home })
     expect(open.stdout.trim()).toBe(ready.web)
+
+    // A headless machine: xdg-open fails (after looking around for a while, as the real one
+    // does), or there is none. The URL comes first and it exits 0.
+    const failing = join(tempDir(), 'bin')
+    mkdirSync(failing)
+    symlinkSync(process.execPath, join(failing, 'node'))
+    writeFileSync(
+      join(failing, 'xdg-open'),
+      '#!/bin/sh\nsleep 1\necho "no method available" >&2\nexit 3\n',
+    )
+    chmodSync(join(failing, 'xdg-open'), 0o755)
+    const absent = join(tempDir(), 'bin')
+    mkdirSync(absent)
+    symlinkSync(process.execPath, join(absent, 'node'))
+    for (const path of [failing, absent]) {
+      const headless = await runKith(['open'], { home, env: { PATH: path, DISPLAY: '' } })
+      expect(headless.code).toBe(0)
+      expect(headless.stdout.split('\n')[0]).toBe(ready.web)
+      expect(headless.stderr).toMatch(/open the URL above/)
+    }
     await node.stop()
 
     // The port is taken: the node runs all the same, and says why there is no app.
-    const blocker = await startWebServer({ port: 0, root, connectSources: () => [] })
+    const blocker = await startWebServer({
+      port: 0,
+      root,
+      connectSources: () => [],
+      servedBy: () => ({ role: 'node' }),
+    })
     onTestFinished(() => blocker.close())
     const node3 = await startNodeProcess(home, ['--port', '0', '--web-port', String(blocker.port)])
     const line = await node3.waitFor(/web app not served/)
@@ -210,6 +260,28 @@ describe('kith up and kith open', { timeout: 60_000 }, () => {
     expect(none.code).toBe(5)
     expect(none.stderr).toMatch(/does not serve the web app/)
     await node3.stop()
+    // Another address only with TLS, or plain where the person says the network encrypts.
+    const clear = await runKith(['up', '--port', '0', '--web-host', '0.0.0.0'], { home })
+    expect(clear.code).toBe(2)
+    expect(clear.stderr).toMatch(
+      /in the clear: give --web-tls-cert and --web-tls-key, or --web-plain/,
+    )
+    const node5 = await startNodeProcess(home, [
+      '--port',
+      '0',
+      '--web-port',
+      '0',
+      '--web-host',
+      '0.0.0.0',
+      '--web-plain',
+      '--web-url',
+      'http://devbox.tail',
+    ])
+    const wide = JSON.parse(await node5.waitFor(/"event":"ready"/)) as { web: string }
+    const widePort = Number(new URL(wide.web).port)
+    expect((await get(widePort, '/', { host: 'devbox.tail' })).status).toBe(200)
+    expect((await get(widePort, '/', { host: `evil.example:${widePort}` })).status).toBe(421)
+    await node5.stop()
     const node4 = await startNodeProcess(home, ['--port', '0', '--no-web'])
     expect(JSON.parse(await node4.waitFor(/"event":"ready"/))).toMatchObject({ web: null })
   })

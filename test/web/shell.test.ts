@@ -7,7 +7,12 @@ import { clickIfStillThere, launchChromium, snap, watchedPage } from '../helpers
 const root = new URL('../../dist/web/app/', import.meta.url).pathname
 
 async function serve() {
-  const web = await startWebServer({ port: 0, root, connectSources: () => [] })
+  const web = await startWebServer({
+    port: 0,
+    root,
+    connectSources: () => [],
+    servedBy: () => ({ role: 'node' }),
+  })
   onTestFinished(() => web.close())
   return web
 }

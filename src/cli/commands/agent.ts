@@ -6,6 +6,8 @@ import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
   checkAgentName,
   createAgentKey,
+  defaultMaxSessions,
+  defaultMaxWorktrees,
   listAgentRecords,
   removeAgentFiles,
   writeAgentRecord,
@@ -37,8 +39,8 @@ export const agentCommand = declare({
   name: 'agent',
   summary: 'add, list or revoke agent keys hosted on this node',
   usage: [
-    'kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]\n                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]\n                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]\n                      [-- COMMAND ARGS…]',
-    'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]',
+    'kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]\n                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]\n                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]\n                      [--max-sessions N] [--max-worktrees N] [-- COMMAND ARGS…]',
+    'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]\n                      [--max-sessions N] [--max-worktrees N]',
     'kith agent list [--fleet] [--all] [--json]',
     'kith agent logs NAME [--lines N] [--follow]',
     'kith agent revoke NAME|NPUB [--json] [--yes]',
@@ -81,6 +83,16 @@ export const agentCommand = declare({
       value: 'NAME,…',
       description: "variables passed from kith up's environment",
     },
+    'max-sessions': {
+      type: 'string',
+      value: 'N',
+      description: `open sessions it keeps at most (default ${defaultMaxSessions})`,
+    },
+    'max-worktrees': {
+      type: 'string',
+      value: 'N',
+      description: `git worktrees made for its sessions at most (default ${defaultMaxWorktrees})`,
+    },
     json: { type: 'boolean', description: 'machine-readable output' },
     all: { type: 'boolean', description: '(list) agents no longer granted too' },
     fleet: { type: 'boolean', description: '(list) every agent of the fleet (needs kith up)' },
@@ -108,6 +120,9 @@ export const agentCommand = declare({
         USER and the like. KITH_* variables are never passed. The command is checked: one that
         is not on PATH (or not an executable file) is added with a warning, since kith up could
         not start it (a failed start is also in kith agent logs NAME).
+        --max-sessions and --max-worktrees bound what others can make it start: a new session
+        (every top-level mention is one) past its open sessions, or a worktree past those made
+        for it, is refused in the channel, naming the cap (defaults ${defaultMaxSessions} and ${defaultMaxWorktrees}).
 set     changes those settings of an agent hosted here; a running node applies them at once.
 list    the agents hosted on this node: grant state, permissions, and under kith up the
         process state, adapter, queue and sessions. --fleet: every agent of the fleet, where it
@@ -157,8 +172,21 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   const permissions =
     values.permissions === undefined ? undefined : parsePermissionsMode(values.permissions)
   const env = parseEnvNames(values.env)
-  if (sub === 'add' && (permissions !== undefined || env !== undefined) && command === undefined) {
-    throw new KithError('usage', `--permissions and --env go with an agent command (-- COMMAND)`)
+  const maxSessions = parseCap(values['max-sessions'], '--max-sessions')
+  const maxWorktrees = parseCap(values['max-worktrees'], '--max-worktrees')
+  const caps = {
+    ...(maxSessions === undefined ? {} : { maxSessions }),
+    ...(maxWorktrees === undefined ? {} : { maxWorktrees }),
+  }
+  if (
+    sub === 'add' &&
+    (permissions !== undefined || env !== undefined || Object.keys(caps).length > 0) &&
+    command === undefined
+  ) {
+    throw new KithError(
+      'usage',
+      `--permissions, --env and --max-* go with an agent command (-- COMMAND)`,
+    )
   }
   return withNode(async (node) => {
     const now = nowSeconds()
@@ -244,6 +272,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
               approvers: approvers ?? 'owner',
               permissions: permissions ?? 'ask',
               ...(env === undefined ? {} : { env }),
+              ...caps,
             }),
       })
       const reports = await syncHubs(node, now, (l) => out.err(l))
@@ -285,10 +314,14 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         throw new KithError('not-found', `no agent named ${name} on this node (kith agent list)`)
       if (record.command === undefined)
         throw new KithError('usage', `${name} is a key only (no command): nothing runs it here`)
-      if ([allow, approvers, permissions, env].every((v) => v === undefined))
+      if (
+        [allow, approvers, permissions, env, maxSessions, maxWorktrees].every(
+          (v) => v === undefined,
+        )
+      )
         throw new KithError(
           'usage',
-          'kith agent set needs --allow, --approvers, --permissions or --env',
+          'kith agent set needs --allow, --approvers, --permissions, --env, --max-sessions or --max-worktrees',
         )
       const updated = {
         ...record,
@@ -296,6 +329,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         ...(approvers === undefined ? {} : { approvers }),
         ...(permissions === undefined ? {} : { permissions }),
         ...(env === undefined ? {} : { env }),
+        ...caps,
       }
       writeAgentRecord(id.home, updated)
       const live = await notifyDaemon('agents-changed')
@@ -306,6 +340,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
           approvers: updated.approvers ?? 'owner',
           permissions: updated.permissions ?? 'ask',
           env: updated.env ?? [],
+          maxSessions: updated.maxSessions ?? defaultMaxSessions,
+          maxWorktrees: updated.maxWorktrees ?? defaultMaxWorktrees,
           applied: live ? 'now' : 'on the next kith up',
         })
         return 0
@@ -369,6 +405,14 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       `unknown agent command ${JSON.stringify(sub)}\n\n${agentCommand.help()}`,
     )
   })
+}
+
+/** --max-sessions N, --max-worktrees N: a whole number from 1. */
+function parseCap(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined
+  if (!/^[1-9][0-9]{0,5}$/.test(text))
+    throw new KithError('usage', `${flag} takes a whole number from 1, got ${JSON.stringify(text)}`)
+  return Number(text)
 }
 
 /** --env NAME,NAME: variable names to pass through; never Kith's own. */

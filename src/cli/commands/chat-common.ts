@@ -8,6 +8,33 @@ interface PermissionContent {
   toolKind?: string
   options?: { optionId: string; name: string; kind?: string }[]
   sensitive?: string
+  preview?: string
+  previewBytes?: number
+}
+
+/** Lines of a card's preview `kith chat` shows before it says how many more `kith permit` shows. */
+const previewChatLines = 20
+
+/**
+ * A card's preview (what the call will do: a diff, a command and its cwd, a path) as indented
+ * lines; at most `max` lines, then how many more there are. Control characters from the agent's
+ * side (a file's escape sequences in a diff) are shown as �, never sent to the terminal.
+ */
+export function previewLines(
+  preview: string | null | undefined,
+  opts: { indent: number; max?: number; more?: string },
+): string[] {
+  if (preview === undefined || preview === null || preview === '') return []
+  // eslint-disable-next-line no-control-regex
+  const lines = preview.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, '�').split('\n')
+  const pad = ' '.repeat(opts.indent)
+  const max = opts.max ?? Number.POSITIVE_INFINITY
+  const shown = lines.slice(0, max).map((l) => `${pad}│ ${l}`)
+  if (lines.length > max)
+    shown.push(
+      `${pad}│ … ${lines.length - max} more lines${opts.more === undefined ? '' : `: ${opts.more}`}`,
+    )
+  return shown
 }
 
 /** A permission request's content as far as it can be read (nothing when it cannot). */
@@ -143,6 +170,11 @@ export function formatChat(
     const second = `${options}  ${answer}  (request ${id})`
     const lines = [
       `${head}🔐 ${card}${from.name} asks to run: ${p.title ?? '?'} (${p.toolKind ?? 'tool'})${sensitive}`,
+      ...previewLines(typeof p.preview === 'string' ? p.preview : undefined, {
+        indent: hang,
+        max: previewChatLines,
+        more: `kith permit shows all`,
+      }),
       ...(Number.isFinite(width) ? wrap(second, width - hang, 2) : [second]).map(
         (l) => `${' '.repeat(hang)}${l}`,
       ),

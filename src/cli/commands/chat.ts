@@ -1,5 +1,6 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
 import { parseChannel, threadOf } from '../../events/chat.js'
+import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
 import type { ChatItem, DeviceStatus, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
@@ -8,7 +9,7 @@ import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
 import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
-import { formatChat, permissionContent, stdoutLayout } from './chat-common.js'
+import { formatChat, permissionContent, previewLines, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
 import { requireNode } from '../control-client.js'
 import { resolveKithHome } from '../../identity/home.js'
@@ -33,7 +34,8 @@ answers; while an agent works, a line says so and its tool calls show as progres
   /cards         the permission cards still open here, numbered
   /allow [CARD] [OPTION]   answer a card with its "allow once" option, or option number
                  OPTION; CARD is its number ([card N]), its request id, or @agent (its one open
-                 card); without CARD, the one card open here. /reject [CARD] rejects it.
+                 card); without CARD, the one card open here. /reject [CARD] rejects it;
+                 /always [CARD] answers "always allow" (its like then runs without asking).
                  The answer names the card it answered; when several could be meant, it asks.
   /cancel [name] cancel the turn of the agents (or one agent) working in this channel
   /interrupt @agent TEXT   stop the agent's turn here and run TEXT next
@@ -238,11 +240,13 @@ class ChatSession {
       this.show(`no open permission cards in #${this.channel()}`)
       return
     }
-    for (const { n, card } of open)
+    for (const { n, card } of open) {
       this.show(
         `[card ${n}] ${card.agent}: ${card.title} (${card.toolKind})${card.sensitive === null ? '' : `  ⚠ ${card.sensitive}`}  ${card.options.map((o, i) => `[${i + 1}] ${o.name}`).join('  ')}`,
       )
-    this.show('answer with /allow N [OPTION] or /reject N')
+      for (const l of previewLines(card.preview, { indent: 2 })) this.show(l)
+    }
+    this.show('answer with /allow N [OPTION], /always N or /reject N')
   }
 
   /**
@@ -250,14 +254,14 @@ class ChatSession {
    * the one open here; says which card it answered, asks when several could be meant.
    */
   private async answer(line: string): Promise<void> {
-    const m = /^\/(allow|reject)(?:\s+(\S+))?(?:\s+(\S+))?\s*$/.exec(line)
+    const m = /^\/(allow|always|reject)(?:\s+(\S+))?(?:\s+(\S+))?\s*$/.exec(line)
     if (m === null) {
       this.show(
-        'usage: /allow [CARD] [OPTION] or /reject [CARD] (CARD: N, a request id, or @agent)',
+        'usage: /allow [CARD] [OPTION], /always [CARD] or /reject [CARD] (CARD: N, a request id, or @agent)',
       )
       return
     }
-    const verb = m[1] as 'allow' | 'reject'
+    const verb = m[1] as AnswerWord
     let target = m[2]
     const optionText = m[3]
     // "/allow 2" with one card open and no card 2: still card 2 (numbers name cards).
@@ -313,11 +317,10 @@ class ChatSession {
         ? /^\d+$/.test(optionText)
           ? card.options[Number(optionText) - 1]
           : card.options.find((o) => o.optionId === optionText)
-        : verb === 'allow'
-          ? (card.options.find((o) => o.kind === 'allow_once') ??
-            card.options.find((o) => o.kind?.startsWith('allow')))
-          : (card.options.find((o) => o.kind === 'reject_once') ??
-            card.options.find((o) => o.kind?.startsWith('reject')))
+        : optionFor(
+            card.options.map((o) => ({ ...o, kind: o.kind ?? '' })),
+            verb,
+          )
     if (option === undefined) {
       this.show(
         `card ${n} has no such option; its options: ${card.options.map((o, i) => `${i + 1} ${o.name}`).join(', ')} (/allow ${n} OPTION)`,
@@ -369,7 +372,7 @@ class ChatSession {
       if (text === '')
         this.show('usage: /interrupt @agent TEXT (stops its turn here and runs this next)')
       else await this.send({ text, interrupt: true })
-    } else if (/^\/(allow|reject)(\s|$)/.test(line)) await this.answer(line)
+    } else if (/^\/(allow|always|reject)(\s|$)/.test(line)) await this.answer(line)
     else if (line.startsWith('/'))
       this.show(`unknown command ${line.split(' ')[0]}; /help lists them`)
     else await this.send({ text: input.text.trim() })

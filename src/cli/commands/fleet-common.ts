@@ -150,7 +150,7 @@ export async function revokeKey(
   pubkey: string,
   label: string,
   out: Out,
-  opts: { json: boolean; yes: boolean },
+  opts: { json: boolean; yes: boolean; needHub?: boolean },
   then?: (revokedAt: number) => Promise<AfterRevocation>,
 ): Promise<number> {
   if (!(await confirmRevocation(label, opts.yes))) {
@@ -189,6 +189,14 @@ export async function revokeKey(
   for (const k of cascaded) out.line(`  cascades to ${describeKey(node, k)}`)
   for (const l of describeReports(reports)) out.line(l)
   for (const l of more?.lines ?? []) out.line(l)
+  if (opts.needHub === true && !reports.some((r) => r.ok)) {
+    // Until a hub holds it, the removed keep working with everyone else: said where it is seen.
+    out.err(
+      `NOT IN EFFECT YET: no hub has this revocation, so ${label} can still use the fleet. ` +
+        `It is kept in node.db: start kith up here (or kith hub add URL of a reachable hub) to publish it.`,
+    )
+    return 1
+  }
   return more?.ok === false ? 1 : exitForReports(reports)
 }
 

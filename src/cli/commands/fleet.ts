@@ -370,7 +370,7 @@ async function remove(
       throw new KithError('not-found', `${npub(pubkey)} is not a member of this fleet`)
     const label = typeof row === 'string' ? npub(pubkey) : `${row.name || 'member'} ${row.npub}`
     try {
-      return await revokeKey(node, pubkey, label, out, opts, (revokedAt) =>
+      return await revokeKey(node, pubkey, label, out, { ...opts, needHub: true }, (revokedAt) =>
         resignAuthorityOf(node, pubkey, revokedAt, out),
       )
     } catch (err) {

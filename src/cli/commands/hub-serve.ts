@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { ensureKithHome, homeFiles, resolveKithHome } from '../../identity/home.js'
+import { readConfig } from '../../identity/config.js'
 import { defaultHubLimits } from '../../hub/limits.js'
 import { startHub, type Hub } from '../../hub/server.js'
 import { publicKeyOf } from '../../events/event.js'
@@ -89,15 +90,24 @@ export const hubServeCommand = declare({
       description:
         "replicate with another hub or NIP-77 relay, both ways: a reconciliation on connect and each minute, live in between. Needs this hub's key granted by the founder: see kith hub key",
     },
-    'no-web': { type: 'boolean', description: "do not serve the web app at this hub's origin" },
+    web: {
+      type: 'boolean',
+      description:
+        "also serve the web app at this hub's origin (off by default: a browser's key is only as safe as the machine serving its app)",
+    },
+    'no-web': { type: 'boolean', description: 'do not serve the web app (the default)' },
     json: { type: 'boolean', description: 'print the listening line as JSON' },
   },
   about: `Runs a standalone hub: a Nostr relay (NIP-01, NIP-11, NIP-42) over sqlite that only fleet
 members may read or write. Stops cleanly on Ctrl-C / SIGTERM. (The hubs this machine uses:
 kith hub add|list|rm, see kith help hub add.)
 
-The hub also serves the web app (a paired browser or phone) at its own origin, for the Host
-names of its URLs: open https://HOST:PORT/ where wss://HOST:PORT is one of them (--url).`,
+With --web the hub also serves the web app (a paired browser or phone) at its own origin, for
+the Host names of its URLs (https://HOST:PORT/ where wss://HOST:PORT is one of them, --url). A
+browser keeps its device key in the storage of the origin it loaded the app from, so whoever runs
+the machine that serves the app can use that key: serve it only from a hub you run for yourself.
+The page says whose machine served it (the person of this KITH_HOME), and the app pairs only into
+that person's fleet. Phones of other people load the app from their own kith up (--web-host).`,
 })
 
 export async function runHubServe(argv: string[], out: Out): Promise<number> {
@@ -137,9 +147,17 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     dbPath = join(home, homeFiles.hubDb)
   }
   let web: ReturnType<typeof hubWebHandler> | undefined
-  if (values['no-web'] !== true) {
+  if (values.web === true && values['no-web'] === true) {
+    throw new KithError('usage', '--web and --no-web: choose one')
+  }
+  if (values.web === true) {
     try {
-      web = hubWebHandler(loadWebFiles())
+      const config = readConfig(home)
+      web = hubWebHandler(loadWebFiles(), {
+        role: 'hub',
+        ...(config === undefined ? {} : { name: config.name }),
+        ...(config?.owner === undefined ? {} : { owner: config.owner }),
+      })
     } catch (err) {
       if (!(err instanceof KithError) || err.code !== 'not-found') throw err
       // A hub is useful without the app: say why there is none and go on.

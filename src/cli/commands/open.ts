@@ -10,8 +10,10 @@ export const openCommand = declare({
   usage: ['kith open [--print]'],
   arity: { min: 0, max: 0, error: 'kith open takes no arguments' },
   options: { print: { type: 'boolean', description: 'only print the URL' } },
-  about: `Opens the web app that the running node (kith up) serves on 127.0.0.1, in the default browser
-(xdg-open, or open on macOS); prints the URL when there is no such command. The first time,
+  about: `Prints the URL of the web app that the running node (kith up) serves on 127.0.0.1, then
+opens it in the default browser (xdg-open, or open on macOS). Where that fails or there is no
+such command (a headless machine, an SSH session), the URL above is the way in: it exits 0 all
+the same. The first time,
 the page makes its own device key and asks for a pairing code: run kith pair --name NAME here
 and paste the code (or scan the QR) there.`,
 })
@@ -23,13 +25,26 @@ function opener(): string | undefined {
   return 'xdg-open'
 }
 
+/**
+ * How long to wait for the opener to say whether it worked. Some fall back to a terminal browser
+ * or wait for the one they started, so a silent one is taken as done and left running.
+ */
+const OPENER_WAIT_MS = 5_000
+
 /** Runs `command url` detached; resolves false when the command does not exist or fails. */
 function launch(command: string, url: string): Promise<boolean> {
   return new Promise((resolve) => {
     const child = spawn(command, [url], { stdio: 'ignore', detached: true })
-    child.once('error', () => resolve(false))
-    child.once('exit', (code) => resolve(code === 0))
-    child.unref()
+    // The child stays referenced until it answers: an unreferenced one let the process end with
+    // this promise unsettled (exit 13, nothing printed) where xdg-open fails.
+    const timer = setTimeout(() => settle(true), OPENER_WAIT_MS)
+    const settle = (ok: boolean) => {
+      clearTimeout(timer)
+      child.unref()
+      resolve(ok)
+    }
+    child.once('error', () => settle(false))
+    child.once('exit', (code) => settle(code === 0))
   })
 }
 
@@ -49,13 +64,11 @@ export async function runOpen(argv: string[], out: Out): Promise<number> {
       'not-found',
       'the running node does not serve the web app (started with --no-web, or its port was taken: see its log)',
     )
-  const command = values.print ? undefined : opener()
-  if (command !== undefined && (await launch(command, web))) {
-    out.line(`opened ${web}`)
-    return 0
-  }
+  // The URL first, whatever happens next: on a headless machine it is the only way in.
   out.line(web)
-  if (command !== undefined) out.err(`kith open: could not run ${command}; open the URL above`)
+  const command = values.print ? undefined : opener()
+  if (command !== undefined && !(await launch(command, web)))
+    out.err(`kith open: ${command} could not open a browser here; open the URL above`)
   return 0
 }
 

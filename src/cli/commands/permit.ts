@@ -4,6 +4,7 @@ import type { OpenCard } from '../../node/agent-permissions.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { requireNode } from '../control-client.js'
+import { previewLines } from './chat-common.js'
 
 export const permitCommand = declare({
   name: 'permit',
@@ -18,11 +19,16 @@ export const permitCommand = declare({
   },
   about: `Without arguments: lists the permission requests (the cards in kith chat) still open as this
 node knows them: not expired, not answered by you (from any of your devices), their turn not
-over; with --channel, those of one channel.
+over; with --channel, those of one channel. Under each, what the call will do as the agent told
+it: the diff of an edit, the command and its cwd, the path of a read (at most 8 KiB: a longer one
+is cut, and says how much of how much it shows); --json has it as preview (and previewBytes
+when cut).
 
 With REQUEST and OPTION: answers one. REQUEST is its id (the first characters are enough, if no
 other request starts with them) or @agent (that agent's one open request; with --channel, its
-one there), OPTION the option's number on the card or its option id. The answer names the card
+one there), OPTION the option's number on the card, its option id, or a word: allow (the
+"allow once" option, never "always"), always (the "always allow" option: its like then runs
+without asking) or reject. The answer names the card
 it answered. A request that has expired, that you already answered, or whose turn is over is
 refused with the reason (exit 1); an ambiguous one lists the candidates (exit 2).
 
@@ -41,7 +47,7 @@ function relative(seconds: number): string {
   return seconds >= 0 ? `in ${text}` : `${text} ago`
 }
 
-/** One line (two with a warning) per open card, for a person. */
+/** One line per open card (and one for a warning), then what the call will do, for a person. */
 export function describeCard(card: OpenCard, now: number): string[] {
   const agent = `${card.agent}${card.person === null ? '' : ` [agent of ${card.person}]`}`
   const options = card.options.map((o, i) => `${i + 1} ${o.name}`).join(', ')
@@ -50,6 +56,7 @@ export function describeCard(card: OpenCard, now: number): string[] {
     `${card.id.slice(0, 8)}  ${agent} in #${card.channel}: ${card.title} (${card.toolKind})  options: ${options}  (asked ${relative(card.createdAt - now)}${expires})`,
   ]
   if (card.sensitive !== null) lines.push(`          ⚠ ${card.sensitive}`)
+  lines.push(...previewLines(card.preview, { indent: 10 }))
   return lines
 }
 

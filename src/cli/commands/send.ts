@@ -1,6 +1,7 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { buildChat } from '../../node/daemon.js'
+import { didYouMean } from '../../events/did-you-mean.js'
+import { buildChat, unknownChannelNote } from '../../node/daemon.js'
 import { E2eKeys } from '../../node/e2e-keys.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
@@ -10,13 +11,17 @@ import { withLocalNode } from '../local-node.js'
 export const sendCommand = declare({
   name: 'send',
   summary: 'post a message (queued in the outbox if the node is not running)',
-  usage: ["kith send '#channel' 'text' [--reply ID] [--interrupt] [--json]"],
+  usage: ["kith send '#channel' 'text' [--reply ID] [--interrupt] [--new] [--json]"],
   arity: { min: 2, max: 2, error: 'kith send takes a channel and a text' },
   options: {
     reply: { type: 'string', value: 'ID', description: 'answer the message with this id (64 hex)' },
     interrupt: {
       type: 'boolean',
       description: "stop the @mentioned agents' turn here and take this message next",
+    },
+    new: {
+      type: 'boolean',
+      description: 'start this channel even though its name is close to one that exists',
     },
     json: { type: 'boolean', description: 'print the result as JSON' },
   },
@@ -27,7 +32,9 @@ refused with the candidates, which you write as person/name (@bob/helper). With 
 the @mentioned agents stop the turn they are running in this channel, if it is one of the
 prompts still open as this node knows them, and take this message next (it needs the agent's
 approvers policy, as a cancel does, and is not acted on after 5 minutes; otherwise the message
-waits its turn and the agent says why). Through the running node (kith up) it goes out at once
+waits its turn and the agent says why). A channel nobody has posted in whose name is close to one
+that exists (#osp beside #ops) is refused with did-you-mean, as kith log and /join ask; --new
+starts it all the same. Through the running node (kith up) it goes out at once
 and this waits for the first hub's answer; with no node running it is written to the outbox in
 node.db and the next kith up delivers it.`,
 })
@@ -42,6 +49,21 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
     throw new KithError('usage', '--reply takes a 64-hex event id (see kith log --json)')
   }
   const daemon = await connectNode()
+  if (values.new !== true) {
+    const known = (
+      daemon !== undefined
+        ? await daemon.request<{ name: string }[]>('channels')
+        : withLocalNode(({ store }) => store.channels())
+    ).map((c) => c.name)
+    // A typo would start a channel nobody reads: refused when it is near one that exists.
+    if (!known.includes(channel) && didYouMean(channel, known).length > 0) {
+      daemon?.close()
+      throw new KithError(
+        'not-found',
+        `${unknownChannelNote(channel, known)} (kith send --new '#${channel}' … starts it)`,
+      )
+    }
+  }
   if (daemon !== undefined) {
     try {
       const r = await daemon.request<{

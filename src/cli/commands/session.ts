@@ -16,7 +16,7 @@ export const sessionCommand = declare({
     'kith session list [--all] [--json]',
     "kith session new AGENT --project NAME [--worktree] [--mode MODE] [--model MODEL]\n                 [--channel NAME] 'first prompt'",
     'kith session show ID [--json]',
-    'kith session close ID [--keep]',
+    'kith session close ID [--keep | --force]',
     'kith session set ID [--mode MODE] [--model MODEL] [--option ID=VALUE]…',
   ],
   subcommands: {
@@ -30,6 +30,10 @@ export const sessionCommand = declare({
     all: { type: 'boolean', description: '(list) closed sessions too' },
     json: { type: 'boolean', description: 'machine-readable output' },
     keep: { type: 'boolean', description: '(close) leave its git worktree in place' },
+    force: {
+      type: 'boolean',
+      description: "(close) remove its worktree with the files it lists that aren't committed",
+    },
     project: { type: 'string', value: 'NAME', description: "(new) one of the host's projects" },
     worktree: { type: 'boolean', description: '(new) in a new git worktree, on a new branch' },
     channel: { type: 'string', value: 'NAME', description: '(new) the channel (default ops)' },
@@ -52,7 +56,8 @@ node carries out for people its agent's approvers policy allows; its answer is a
 thread, which this command prints. In a thread, /mode NAME and /model NAME do the same as set.
 new starts a session from any device the agent's allow policy admits: in one of the hosting
 machine's projects (kith project add there), with --worktree in a git worktree of its own on a
-new branch (closed with it, unless --keep; never with uncommitted changes). A directory that is
+new branch (removed on close unless --keep; never while it holds changed, untracked or ignored
+files, which the refusal lists, unless closed with --force). A directory that is
 not one of its projects is refused, with the reason. It is a message that mentions the agent,
 so the session is a thread like any other.
 list and show read this node's copy (no node needed); the rest need kith up.`,
@@ -257,8 +262,18 @@ export async function runSession(argv: string[], out: Out): Promise<number> {
   }
   if (sub === 'close' || sub === 'set') {
     let req: SessionAction
-    if (sub === 'close') req = { action: 'close', ...(values.keep === true ? { keep: true } : {}) }
-    else {
+    if (sub === 'close') {
+      if (values.keep === true && values.force === true)
+        throw new KithError(
+          'usage',
+          '--keep leaves the worktree and --force removes it: one of them',
+        )
+      req = {
+        action: 'close',
+        ...(values.keep === true ? { keep: true } : {}),
+        ...(values.force === true ? { force: true } : {}),
+      }
+    } else {
       const options: Record<string, string> = {}
       for (const o of values.option ?? []) {
         const eq = o.indexOf('=')

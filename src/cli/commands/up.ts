@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { resolveKithHome } from '../../identity/home.js'
 import { KithNode } from '../../node/daemon.js'
 import { parseCount, parsePort } from '../args.js'
@@ -6,12 +7,15 @@ import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
 import { npub } from '../key-text.js'
 import { KithError } from '../../errors.js'
-import { defaultWebPort, startWebServer, type WebServer } from '../../web/serve.js'
+import { checkWebAddress, defaultWebPort, startWebServer, type WebServer } from '../../web/serve.js'
 
 export const upCommand = declare({
   name: 'up',
   summary: "run this machine's node (links to hubs, or embeds one)",
-  usage: ['kith up [--port PORT] [--web-port PORT | --no-web] [--page-size N] [--json]'],
+  usage: [
+    'kith up [--port PORT] [--web-port PORT | --no-web] [--page-size N] [--json]',
+    'kith up --web-host HOST [--web-url URL]... (--web-tls-cert FILE --web-tls-key FILE | --web-plain)',
+  ],
   arity: { min: 0, max: 0, error: 'kith up takes no arguments' },
   options: {
     port: {
@@ -25,6 +29,30 @@ export const upCommand = declare({
       description: `port of the web app on 127.0.0.1 (default ${defaultWebPort}; 0 picks a free one)`,
     },
     'no-web': { type: 'boolean', description: 'do not serve the web app' },
+    'web-host': {
+      type: 'string',
+      value: 'HOST',
+      description:
+        'serve the web app on this address too, for your phone (default 127.0.0.1 only). A non-loopback address needs --web-tls-cert/--web-tls-key, or --web-plain on a tailnet',
+    },
+    'web-url': {
+      type: 'string',
+      value: 'URL',
+      multiple: true,
+      description:
+        'a URL your phone reaches the app by (a tailnet name, a proxy): its Host name is answered',
+    },
+    'web-tls-cert': {
+      type: 'string',
+      value: 'FILE',
+      description: 'serve the web app over https with this certificate (PEM)',
+    },
+    'web-tls-key': { type: 'string', value: 'FILE', description: '...and this private key (PEM)' },
+    'web-plain': {
+      type: 'boolean',
+      description:
+        'allow plain http on a non-loopback --web-host (a network that already encrypts: a tailnet)',
+    },
     'page-size': {
       type: 'string',
       value: 'N',
@@ -59,13 +87,30 @@ answers), catches up on what it missed since its last cursor, stays live, and re
 itself. CLI commands (send, chat, log, status) talk to it through KITH_HOME/node.sock.
 It also serves the web app on http://127.0.0.1:${defaultWebPort} (kith open): a browser paired as
 a device of its own (kith pair --name phone), talking to this node's hubs; it is given no key
-and no node state.`,
+and no node state. A browser keeps its device key in the storage of the origin it loaded the app
+from, so a phone should load it from a machine of yours: --web-host (with TLS, or --web-plain on
+a tailnet) serves it there, and the pairing screen refuses a page served by someone else's
+machine.`,
 })
 
 export async function runUp(argv: string[], out: Out): Promise<number> {
   const parsed = upCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values } = parsed
+  if ((values['web-tls-cert'] === undefined) !== (values['web-tls-key'] === undefined)) {
+    throw new KithError('usage', '--web-tls-cert and --web-tls-key go together')
+  }
+  const webTls =
+    values['web-tls-cert'] !== undefined && values['web-tls-key'] !== undefined
+      ? { cert: readPem(values['web-tls-cert']), key: readPem(values['web-tls-key']) }
+      : undefined
+  for (const u of values['web-url'] ?? []) {
+    if (!/^https?:\/\/[^/]/.test(u))
+      throw new KithError('usage', `--web-url takes an http:// or https:// URL, got ${u}`)
+  }
+  if (values['web-host'] !== undefined && values['no-web'] !== true) {
+    checkWebAddress(values['web-host'], webTls !== undefined, values['web-plain'] === true)
+  }
   const say = (event: string, fields: { message: string } & Record<string, unknown>) => {
     if (values.json) out.line(JSON.stringify({ event, ...fields }))
     else out.line(`kith up: ${fields.message}`)
@@ -100,10 +145,19 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
       web = await startWebServer({
         port: parsePort(values['web-port'], defaultWebPort),
         connectSources: () => node.links.map((l) => l.url),
+        servedBy: () => {
+          const { name, owner } = node.id.config
+          return { role: 'node', name, ...(owner === undefined ? {} : { owner }) }
+        },
+        ...(values['web-host'] === undefined ? {} : { host: values['web-host'] }),
+        ...(values['web-url'] === undefined ? {} : { urls: values['web-url'] }),
+        ...(webTls === undefined ? {} : { tls: webTls }),
+        plain: values['web-plain'] === true,
       })
       node.webUrl = web.url
     } catch (err) {
       if (!(err instanceof KithError) || (err.code !== 'io' && err.code !== 'not-found')) {
+        // A usage error (--web-host without TLS) stops the node: the person asked for that.
         await node.stop()
         throw err
       }
@@ -129,3 +183,11 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
 
 /** What the command index loads. */
 export { upCommand as command, runUp as run }
+
+function readPem(path: string): Buffer {
+  try {
+    return readFileSync(path)
+  } catch (cause) {
+    throw new KithError('io', `cannot read ${path}`, { cause })
+  }
+}

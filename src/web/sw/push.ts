@@ -1,5 +1,7 @@
 /// <reference lib="webworker" />
 import {
+  cardActionSigns,
+  cardNotificationActions,
   makePermissionDecision,
   parsePushPayload,
   RelayClient,
@@ -13,9 +15,9 @@ import { keysForChannel } from './seal.js'
 
 /**
  * Web Push in the service worker (kith-notify/1): a push shows a notification (a card with
- * Allow and Reject), a withdrawal closes one, and an action on a card signs the 4143 decision
- * with this device's key (sealed, in a fleet that seals) and sends it to the fleet's hubs
- * without opening the app.
+ * Reject), a withdrawal closes one, and Reject on a card signs the 4143 decision with this
+ * device's key (sealed, in a fleet that seals) and sends it to the fleet's hubs without opening
+ * the app. Allow is never signed here: a tap opens the app at the card, where the person clicks.
  */
 const sw = self as unknown as ServiceWorkerGlobalScope
 
@@ -30,9 +32,7 @@ export async function onPush(text: string): Promise<void> {
     return
   }
   const card = payload.card
-  const actions: { action: string; title: string }[] = []
-  if (card?.allow !== undefined) actions.push({ action: 'allow', title: 'Allow' })
-  if (card?.reject !== undefined) actions.push({ action: 'reject', title: 'Reject' })
+  const actions = card?.reject === undefined ? [] : cardNotificationActions.map((a) => ({ ...a }))
   await sw.registration.showNotification(payload.title, {
     body: payload.body,
     tag: payload.tag,
@@ -87,10 +87,10 @@ async function publishAnywhere(
   throw new Error(errors.join('; ') || 'this device has no hubs')
 }
 
-/** Allow or Reject on a card's notification: the decision, signed here and sent. */
-async function decide(payload: NotifyPayload, action: 'allow' | 'reject'): Promise<void> {
+/** Reject on a card's notification: the decision, signed here and sent. */
+async function decide(payload: NotifyPayload, action: 'reject'): Promise<void> {
   const card = payload.card
-  const optionId = action === 'allow' ? card?.allow : card?.reject
+  const optionId = action === 'reject' ? card?.reject : undefined
   if (card === undefined || optionId === undefined) return
   const device = await loadDevice()
   if (device === undefined) throw new Error('this browser is not paired any more')
@@ -134,8 +134,10 @@ export async function onNotificationClick(
   const payload = notification.data as NotifyPayload | undefined
   notification.close()
   if (payload === undefined) return
-  if ((action === 'allow' || action === 'reject') && payload.card !== undefined) {
-    await decide(payload, action)
+  // Only a refusal is signed without the person; anything else opens the card in the app.
+  const signs = cardActionSigns(action)
+  if (signs !== undefined && payload.card !== undefined) {
+    await decide(payload, signs)
     return
   }
   await openApp(payload.open)

@@ -1,4 +1,4 @@
-import { normalizeRelayUrl } from '../../../browser-core.js'
+import { normalizeRelayUrl, parseServedBy, type ServedBy } from '../../../browser-core.js'
 import { offline } from './network.js'
 
 /**
@@ -26,4 +26,19 @@ export async function allowedByPolicy(): Promise<Set<string> | undefined> {
     else if (/^wss?:\/\//.test(s)) allowed.add(normalizeRelayUrl(s))
   }
   return allowed
+}
+
+/**
+ * Whose machine served this page (its `kith-served-by` header), asked of the server; `offline`
+ * when the server cannot be asked, undefined when it does not say (not a Kith server).
+ */
+export async function servedByServer(): Promise<ServedBy | undefined | 'offline'> {
+  if (offline.value) return 'offline'
+  try {
+    const res = await fetch('/', { method: 'HEAD', cache: 'no-store' })
+    return parseServedBy(res.headers.get('kith-served-by'))
+  } catch {
+    // The server is out of reach: pairing cannot go on anyway, and the screen says so.
+    return 'offline'
+  }
 }

@@ -1,11 +1,12 @@
 import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
+import { optionLabel, optionsInOrder } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
 import { when } from './format.js'
 
 /**
- * A permission card (kind 4142): the agent's tool call, why it is sensitive if it is, and its
- * options as buttons; one tap signs a kind-4143 decision with this device's key. Then it shows
+ * A permission card (kind 4142): the agent's tool call, why it is sensitive if it is, what it
+ * will do (its preview: a diff, a command, a path), and its options as buttons; one tap signs a kind-4143 decision with this device's key. Then it shows
  * who decided what, or that it expired.
  */
 export function PermissionCard({ session, id }: { session: Session; id: string }) {
@@ -31,9 +32,12 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
         <time>{when(r.createdAt)}</time>
       </header>
       {r.sensitive !== undefined && <p class="warning">⚠ {r.sensitive}</p>}
+      {r.preview !== undefined && (
+        <Preview text={r.preview} bytes={r.previewBytes} diff={r.preview.startsWith('--- ')} />
+      )}
       {open ? (
         <div class="options">
-          {r.options.map((o) => (
+          {optionsInOrder(r.options).map((o) => (
             <button
               key={o.optionId}
               type="button"
@@ -48,7 +52,7 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
                 })
               }}
             >
-              {o.name}
+              {optionLabel(o)}
             </button>
           ))}
           <span class="muted expires">
@@ -72,6 +76,56 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
       )}
       {error.value !== undefined && <p class="error">{error.value}</p>}
     </article>
+  )
+}
+
+/** Lines of a preview shown before "Show all". */
+const previewFold = 12
+
+/**
+ * What the call will do, as the agent told it: a diff (lines coloured by their +/-), a command
+ * and its cwd, a path. A long one shows its first lines and a "Show all" button; one the host
+ * cut says how much of it is here.
+ */
+function Preview({
+  text,
+  bytes,
+  diff,
+}: {
+  text: string
+  bytes: number | undefined
+  diff: boolean
+}) {
+  const all = useSignal(false)
+  const lines = text.split('\n')
+  const shown = all.value ? lines : lines.slice(0, previewFold)
+  const lineClass = (l: string) =>
+    !diff || l.startsWith('--- ') || l.startsWith('+++ ')
+      ? 'ctx'
+      : l.startsWith('+')
+        ? 'add'
+        : l.startsWith('-')
+          ? 'del'
+          : l.startsWith('@@')
+            ? 'hunk'
+            : 'ctx'
+  return (
+    <figure class="diff preview" aria-label="what it will do">
+      <pre>
+        {shown.map((l, i) => (
+          <span key={i} class={lineClass(l)}>
+            {l}
+            {'\n'}
+          </span>
+        ))}
+      </pre>
+      {lines.length > previewFold && (
+        <button type="button" class="link" onClick={() => (all.value = !all.value)}>
+          {all.value ? 'Show less' : `Show all ${lines.length} lines`}
+        </button>
+      )}
+      {bytes !== undefined && <figcaption>cut by the host: the whole is {bytes} bytes</figcaption>}
+    </figure>
   )
 }
 

@@ -8,7 +8,7 @@ import {
 import type { Session } from '../lib/session.js'
 
 const labels: Record<NotifyClass, string> = {
-  cards: 'Permission cards (with Allow / Reject)',
+  cards: 'Permission cards (Reject from the notification; Allow in the app)',
   errors: "An agent's errors and crashes",
   finished: 'A turn of mine finished after running a while',
   mentions: 'Messages that mention me',
@@ -45,7 +45,7 @@ function current(
 /**
  * Notifications for this browser (kith-notify/1): which of this person's nodes sends them, and
  * what notifies. Turning them on asks the browser for a push subscription and hands it, sealed,
- * to that node; cards arrive with Allow and Reject, answered by the service worker.
+ * to that node; cards arrive with Reject, answered by the service worker; Allow opens the app.
  */
 export function NotifySettings({ session }: { session: Session }) {
   const m = session.model

@@ -7,18 +7,20 @@ import {
   PairError,
   RelayClient,
   RelayPairingLane,
+  servedByVerdict,
   tagValue,
   type PairingCode,
 } from '../../../browser-core.js'
 import { newDeviceKey, saveDevice, type Device } from '../lib/device.js'
-import { allowedByPolicy } from '../lib/policy.js'
+import { allowedByPolicy, servedByServer } from '../lib/policy.js'
 import { cameraAvailable, scanCamera, scanImage } from '../lib/qr.js'
 import { formatSas, shortNpub } from './format.js'
 
 type Step =
   | { at: 'enter'; error?: string }
   | { at: 'scan' }
-  | { at: 'join'; code: PairingCode }
+  | { at: 'checking'; code: PairingCode }
+  | { at: 'join'; code: PairingCode; servedBy: string }
   | { at: 'connecting'; code: PairingCode }
   | { at: 'compare'; code: PairingCode; sas: string; answer: (same: boolean) => void }
   | { at: 'waiting'; code: PairingCode }
@@ -50,10 +52,28 @@ export function Pairing({ onPaired }: { onPaired: (device: Device) => void }) {
         }
         return
       }
-      step.value = { at: 'join', code }
+      step.value = { at: 'checking', code }
+      void checkServer(code)
     } catch (err) {
       step.value = { at: 'enter', error: err instanceof Error ? err.message : String(err) }
     }
+  }
+
+  // The key this browser makes lives in this origin's storage: whoever serves the origin's code
+  // can use it. Join only a fleet whose person owns the machine that served this page.
+  const checkServer = async (code: PairingCode) => {
+    const served = await servedByServer()
+    if (served === 'offline') {
+      step.value = {
+        at: 'failed',
+        message: 'This browser cannot reach the machine that served this page; pairing needs it.',
+      }
+      return
+    }
+    const verdict = servedByVerdict(served, code.owner, code.name)
+    step.value = verdict.ok
+      ? { at: 'join', code, servedBy: verdict.says }
+      : { at: 'failed', message: verdict.says }
   }
 
   const join = async (code: PairingCode) => {
@@ -183,6 +203,7 @@ export function Pairing({ onPaired }: { onPaired: (device: Device) => void }) {
             Join the fleet of <strong>{s.code.name}</strong> ({shortNpub(s.code.owner)}) through the
             hub <code>{s.code.hub}</code>, as a device?
           </p>
+          <p class="muted">{s.servedBy}</p>
           <label for="device-name">This browser's name (the laptop may choose another)</label>
           <input
             id="device-name"
@@ -198,6 +219,7 @@ export function Pairing({ onPaired }: { onPaired: (device: Device) => void }) {
           </div>
         </form>
       )}
+      {s.at === 'checking' && <p class="muted">Asking which machine served this page…</p>}
       {s.at === 'connecting' && <p class="muted">Reaching {s.code.hub}…</p>}
       {s.at === 'compare' && (
         <div class="card compare">

@@ -1,0 +1,317 @@
+import { randomBytes } from 'node:crypto'
+import { Readable, Writable } from 'node:stream'
+import type * as Acp from '@agentclientprotocol/sdk'
+import type { NostrEvent } from '../events/event.js'
+import { Kind } from '../events/kinds.js'
+import { threadOf } from '../events/chat.js'
+import { parsePermissionRequest } from '../events/permission-request.js'
+import type { SessionState } from '../events/session-state.js'
+import type { ChatItem } from '../node/chat-store.js'
+import type { WatchFrame } from '../node/observer-frames.js'
+
+/**
+ * `kith acp`: an ACP agent on stdio whose sessions are threads with an agent somewhere in the
+ * fleet (kith-agents, "ACP at the edge"). Every prompt is a message this device signs, every
+ * answer to a permission request a decision this device signs; the remote agent's updates come
+ * back as its observer frames. The editor's own capabilities (fs/*, terminal/*) are never used:
+ * the agent works with its own tools on the machine it runs on.
+ */
+
+/** What this adapter needs of the local node (its control socket). */
+export interface NodeApi {
+  request<T>(method: string, params?: Record<string, unknown>): Promise<T>
+  on(method: string, fn: (params: unknown) => void): void
+}
+
+/** Where editors' session ids are kept: the thread each one became (KITH_HOME/acp-sessions.json). */
+export interface SessionBook {
+  get(sessionId: string): string | undefined
+  set(sessionId: string, root: string): void
+}
+
+export interface EdgeAgentOptions {
+  node: NodeApi
+  /** The agent's name as a mention names it, and its key. */
+  agent: { name: string; pubkey: string }
+  channel: string
+  /** Start new sessions in this project of the host (and a worktree of it). */
+  project?: string
+  worktree?: boolean
+  book: SessionBook
+  input: Readable
+  output: Writable
+  log: (line: string) => void
+}
+
+interface Turn {
+  prompt: string
+  sessionId: string
+  streamed: string
+  cards: Set<string>
+  finish: (reason: Acp.StopReason) => void
+}
+
+/** The text an editor's prompt carries (text blocks, and links as their URIs). */
+export function promptText(blocks: readonly Acp.ContentBlock[]): string {
+  return blocks
+    .map((b) => {
+      if (b.type === 'text') return b.text
+      if (b.type === 'resource_link') return b.uri
+      if (b.type === 'resource' && 'text' in b.resource) return b.resource.text
+      return ''
+    })
+    .filter((t) => t !== '')
+    .join('\n')
+}
+
+/** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
+export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
+  const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]
+  if (outcome === 'cancelled') return 'cancelled'
+  if (outcome === 'refused') return 'refusal'
+  return 'end_turn'
+}
+
+export async function serveEdgeAgent(opts: EdgeAgentOptions): Promise<void> {
+  const acp = await import('@agentclientprotocol/sdk')
+  const { node, agent, channel, book } = opts
+  /** ACP session id → the thread root (undefined until its first prompt). */
+  const roots = new Map<string, string | undefined>()
+  const turns = new Map<string, Turn>()
+  // The editor's side of the connection, set once it is made (handlers run only after).
+  const peer: { client?: Acp.AgentContext } = {}
+
+  // Updates are the remote agent's own session/update payloads, passed on as they came.
+  const update = (sessionId: string, u: unknown) =>
+    peer.client?.notify(acp.methods.client.session.update, {
+      sessionId,
+      update: u as Acp.SessionUpdate,
+    })
+
+  node.on('frame', (raw) => {
+    const frame = raw as WatchFrame
+    const turn = turns.get(frame.prompt)
+    if (turn === undefined) return
+    for (const u of frame.updates) {
+      // Kith's own markers (kith_turn) ride in the same frames; an editor gets ACP's updates.
+      if (!acpUpdates.has((u as { sessionUpdate?: string }).sessionUpdate ?? '')) continue
+      const text = agentText(u)
+      if (text !== undefined) turn.streamed += text
+      void update(turn.sessionId, u)
+    }
+  })
+  node.on('chat', (raw) => {
+    const { event } = raw as ChatItem
+    if (event.pubkey !== agent.pubkey) return
+    if (event.kind === Kind.PermissionRequest) {
+      void askEditor(event)
+      return
+    }
+    if (event.kind !== Kind.ChatMessage) return
+    const turn = turns.get(threadOf(event).parent ?? '')
+    if (turn === undefined) return
+    // What the frames did not bring (they are best effort), from the reply itself.
+    const rest = event.content.startsWith(turn.streamed)
+      ? event.content.slice(turn.streamed.length)
+      : turn.streamed === ''
+        ? event.content
+        : `\n\n${event.content}`
+    if (rest !== '')
+      void update(turn.sessionId, {
+        sessionUpdate: 'agent_message_chunk',
+        content: { type: 'text', text: rest },
+      })
+    turns.delete(turn.prompt)
+    turn.finish(stopReasonOf(event))
+  })
+
+  /** A card of one of this editor's turns: the editor's person answers it, signed here. */
+  const askEditor = async (event: NostrEvent) => {
+    let card: ReturnType<typeof parsePermissionRequest>
+    try {
+      card = parsePermissionRequest(event)
+    } catch (err) {
+      opts.log(`a permission request that does not parse: ${String(err)}`)
+      return
+    }
+    const turn = turns.get(card.prompt)
+    if (turn === undefined || turn.cards.has(card.id) || peer.client === undefined) return
+    turn.cards.add(card.id)
+    const answer = await peer.client.request<Acp.RequestPermissionResponse>(
+      acp.methods.client.session.requestPermission,
+      {
+        sessionId: turn.sessionId,
+        toolCall: {
+          toolCallId: card.toolCallId,
+          title: card.title,
+          kind: card.toolKind as Acp.ToolKind,
+        },
+        options: card.options.map((o) => ({
+          optionId: o.optionId,
+          name: o.name,
+          kind: o.kind as Acp.PermissionOptionKind,
+        })),
+      },
+    )
+    // A dismissed dialog answers nothing: the card stays open for the person's other devices.
+    if (answer.outcome.outcome !== 'selected') return
+    try {
+      await node.request('decide', { request: card.id, option: answer.outcome.optionId })
+    } catch (err) {
+      opts.log(`the decision on ${card.id.slice(0, 8)} was not sent: ${String(err)}`)
+    }
+  }
+
+  /** The root of a session id an editor names: one it made here, or a thread's id or prefix. */
+  const rootOf = async (sessionId: string): Promise<string | undefined> => {
+    if (roots.has(sessionId)) return roots.get(sessionId)
+    const kept = book.get(sessionId)
+    if (kept !== undefined) return kept
+    const sessions = await node.request<SessionState[]>('sessions')
+    const found = sessions.filter(
+      (s) =>
+        s.agent === agent.pubkey &&
+        s.thread !== undefined &&
+        (s.thread === sessionId || s.id === sessionId || s.thread.startsWith(sessionId)),
+    )
+    return found.length === 1 ? found[0]!.thread : undefined
+  }
+
+  const sessionSet = async (sessionId: string, request: Record<string, unknown>) => {
+    const root = await rootOf(sessionId)
+    if (root === undefined)
+      throw acp.RequestError.invalidParams(
+        undefined,
+        'this session has no thread yet: send its first prompt, then change it',
+      )
+    const { id } = await node.request<{ id: string }>('session-request', {
+      session: root,
+      request,
+    })
+    // The host answers with a notice in the thread; it may be on another machine.
+    for (let waited = 0; waited < 30_000; waited += 200) {
+      const answer = await node.request<NostrEvent | null>('session-answer', { request: id })
+      if (answer !== null) {
+        if (answer.content.startsWith('✓')) return
+        throw acp.RequestError.invalidRequest(undefined, answer.content)
+      }
+      await new Promise((r) => setTimeout(r, 200))
+    }
+    throw acp.RequestError.internalError(undefined, 'the hosting node did not answer within 30 s')
+  }
+
+  const conn = acp
+    .agent({ name: 'kith' })
+    .onRequest(acp.methods.agent.initialize, () => ({
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
+      agentInfo: { name: `kith: ${agent.name}`, version: '1' },
+    }))
+    .onRequest(acp.methods.agent.session.new, () => {
+      const sessionId = `kith-${randomBytes(8).toString('hex')}`
+      roots.set(sessionId, undefined)
+      return { sessionId }
+    })
+    .onRequest(acp.methods.agent.session.load, async ({ params }) => {
+      const root = await rootOf(params.sessionId)
+      if (root === undefined) throw acp.RequestError.resourceNotFound(params.sessionId)
+      roots.set(params.sessionId, root)
+      const history = await node.request<ChatItem[]>('history', { channel, limit: 5000 })
+      for (const { event } of history) {
+        if (event.kind !== Kind.ChatMessage) continue
+        if (event.id !== root && threadOf(event).root !== root) continue
+        const mine = event.pubkey !== agent.pubkey
+        await update(params.sessionId, {
+          sessionUpdate: mine ? 'user_message_chunk' : 'agent_message_chunk',
+          content: { type: 'text', text: event.content },
+        })
+      }
+      return {}
+    })
+    .onRequest(acp.methods.agent.session.setMode, async ({ params }) => {
+      await sessionSet(params.sessionId, { action: 'set', mode: params.modeId })
+      return {}
+    })
+    .onNotification(acp.methods.agent.session.cancel, async ({ params }) => {
+      const turn = [...turns.values()].find((t) => t.sessionId === params.sessionId)
+      if (turn === undefined) return
+      try {
+        await node.request('cancel', { channel, agent: agent.name, prompt: turn.prompt })
+      } catch (err) {
+        opts.log(`cancel not sent: ${String(err)}`)
+      }
+    })
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      if (!roots.has(params.sessionId)) {
+        const root = await rootOf(params.sessionId)
+        if (root === undefined) throw acp.RequestError.resourceNotFound(params.sessionId)
+        roots.set(params.sessionId, root)
+      }
+      if ([...turns.values()].some((t) => t.sessionId === params.sessionId))
+        throw acp.RequestError.invalidRequest(undefined, 'a turn of this session is under way')
+      const text = promptText(params.prompt).trim()
+      if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
+      const root = roots.get(params.sessionId)
+      const sent = await node.request<{ event: NostrEvent }>('send', {
+        channel,
+        text: `@${agent.name} ${text}`,
+        ...(root !== undefined
+          ? { reply: root }
+          : opts.project === undefined
+            ? {}
+            : {
+                session: {
+                  project: opts.project,
+                  ...(opts.worktree === true ? { worktree: true } : {}),
+                },
+              }),
+      })
+      if (root === undefined) {
+        roots.set(params.sessionId, sent.event.id)
+        book.set(params.sessionId, sent.event.id)
+      }
+      return new Promise<Acp.PromptResponse>((resolve) => {
+        turns.set(sent.event.id, {
+          prompt: sent.event.id,
+          sessionId: params.sessionId,
+          streamed: '',
+          cards: new Set(),
+          finish: (stopReason) => resolve({ stopReason }),
+        })
+      })
+    })
+    .connect(
+      acp.ndJsonStream(
+        Writable.toWeb(opts.output) as WritableStream<Uint8Array>,
+        Readable.toWeb(opts.input) as ReadableStream<Uint8Array>,
+      ),
+    )
+  peer.client = conn.client
+  await node.request('subscribe', { channel })
+  await node.request('watch', { agent: agent.name })
+  await conn.closed
+}
+
+/** The session/update kinds of ACP (v1) an editor is given. */
+const acpUpdates: ReadonlySet<string> = new Set([
+  'user_message_chunk',
+  'agent_message_chunk',
+  'agent_thought_chunk',
+  'tool_call',
+  'tool_call_update',
+  'plan',
+  'available_commands_update',
+  'current_mode_update',
+  'config_option_update',
+  'session_info_update',
+  'usage_update',
+])
+
+/** The text of an agent_message_chunk update, if it is one. */
+function agentText(u: unknown): string | undefined {
+  if (typeof u !== 'object' || u === null) return undefined
+  const { sessionUpdate, content } = u as { sessionUpdate?: unknown; content?: unknown }
+  if (sessionUpdate !== 'agent_message_chunk') return undefined
+  const c = content as { type?: unknown; text?: unknown } | undefined
+  return c?.type === 'text' && typeof c.text === 'string' ? c.text : undefined
+}

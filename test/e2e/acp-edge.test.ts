@@ -1,0 +1,181 @@
+import { spawn } from 'node:child_process'
+import { Readable, Writable } from 'node:stream'
+import { fileURLToPath } from 'node:url'
+import * as acp from '@agentclientprotocol/sdk'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { kithBin } from '../../scripts/hub-process.js'
+import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
+
+interface Editor {
+  agent: acp.ClientConnection['agent']
+  /** Every session/update the editor received, in order. */
+  updates: acp.SessionNotification[]
+  /** Permission requests the editor was asked, and how it answers the next one. */
+  asked: acp.RequestPermissionRequest[]
+  answer: (req: acp.RequestPermissionRequest) => acp.RequestPermissionResponse
+  /** Calls the agent made on the editor's own files or terminals (there must be none). */
+  reached: string[]
+  stderr: () => string
+  close: () => Promise<void>
+}
+
+/** `kith acp AGENT` launched as an editor launches an ACP agent, driven by the SDK's client. */
+function editor(home: string, target: string): Editor {
+  const child = spawn(kithBin, ['acp', target], {
+    env: { ...process.env, KITH_HOME: home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  let err = ''
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
+  const e: Omit<Editor, 'agent'> = {
+    updates: [],
+    asked: [],
+    answer: () => ({ outcome: { outcome: 'cancelled' } }),
+    reached: [],
+    stderr: () => err,
+    close: async () => {
+      child.stdin.end()
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+  const conn = acp
+    .client({ name: 'test-editor' })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      e.updates.push(params)
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      e.asked.push(params)
+      return e.answer(params)
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      e.reached.push(`read ${params.path}`)
+      return { content: 'the laptop file' }
+    })
+    .connect(
+      acp.ndJsonStream(
+        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+        Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+      ),
+    )
+  onTestFinished(() => e.close())
+  // One object: the test sets `answer` on it, and the handlers above read it there.
+  return Object.assign(e, { agent: conn.agent })
+}
+
+const textOf = (updates: acp.SessionNotification[], sessionId: string) =>
+  updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === 'agent_message_chunk')
+    .map((u) => {
+      const c = (u.update as { content: { type: string; text?: string } }).content
+      return c.type === 'text' ? (c.text ?? '') : ''
+    })
+    .join('')
+
+describe(
+  'kith acp: an ACP editor uses a devbox agent through the fleet',
+  { timeout: 180_000 },
+  () => {
+    it('prompts with streaming, approves a tool call, cancels, and loads a session after a restart', async () => {
+      const { laptop, devbox } = await laptopAndDevbox(tempDir())
+      const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
+        home: devbox,
+      })
+      expect(added.code, added.stderr).toBe(0)
+      const nd = await startNodeProcess(devbox, ['--no-web', '--permission-timeout', '120'])
+      const nl = await startNodeProcess(laptop, ['--no-web'])
+      await nd.waitFor(/linked to/)
+      await nl.waitFor(/linked to/)
+      // AGENT@MACHINE names where it runs; the laptop learns that from the devbox's presence.
+      await expect
+        .poll(async () => (await runKith(['acp', 'claude@laptop'], { home: laptop })).stderr, {
+          timeout: 60_000,
+        })
+        .toMatch(/@claude runs on devbox, not laptop: kith acp claude@devbox/)
+
+      const ed = editor(laptop, 'claude@devbox')
+      const init = await ed.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        // An editor that offers its files: the remote agent must never reach them.
+        clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+      })
+      expect(init.agentCapabilities?.loadSession).toBe(true)
+      const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, {
+        cwd: '/home/me/laptop-project',
+        mcpServers: [],
+      })
+
+      // A prompt: the model's words stream back, and the turn ends when the devbox's reply does.
+      const first = await ed.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'stream 3' }],
+      })
+      expect(first.stopReason).toBe('end_turn')
+      expect(textOf(ed.updates, sessionId)).toBe('chunk 1 chunk 2 chunk 3')
+      // The same thread, as the rest of the fleet sees it: signed by this device and the agent.
+      const log = await runKith(['log', '#acp', '--json'], { home: devbox })
+      expect(log.stdout).toContain('@claude stream 3')
+
+      // A permission request: the editor's person answers it, as a decision signed here.
+      ed.answer = (req) => {
+        const once = req.options.find((o) => o.kind === 'allow_once')!
+        return { outcome: { outcome: 'selected', optionId: once.optionId } }
+      }
+      ed.updates.length = 0
+      const asked = await ed.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'permission deploy' }],
+      })
+      expect(asked.stopReason).toBe('end_turn')
+      expect(ed.asked.map((a) => a.toolCall.title)).toEqual(['deploy'])
+      expect(textOf(ed.updates, sessionId), ed.stderr()).toMatch(/allow/)
+
+      // A cancel stops this session's turn.
+      const hanging = ed.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'hang' }],
+      })
+      await expect
+        .poll(async () => (await runKith(['session', 'list', '--json'], { home: laptop })).stdout, {
+          timeout: 30_000,
+        })
+        .toMatch(/"status": ?"working"/)
+      await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+      expect((await hanging).stopReason).toBe('cancelled')
+      expect(ed.reached).toEqual([])
+      await ed.close()
+
+      // A new kith acp (the editor restarted) loads the session by the id it was given.
+      const again = editor(laptop, 'claude')
+      await again.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      await again.agent.request(acp.methods.agent.session.load, {
+        sessionId,
+        cwd: '/home/me/laptop-project',
+        mcpServers: [],
+      })
+      const replayed = again.updates.filter((u) => u.sessionId === sessionId)
+      expect(
+        replayed.some(
+          (u) =>
+            u.update.sessionUpdate === 'user_message_chunk' &&
+            JSON.stringify(u.update).includes('stream 3'),
+        ),
+      ).toBe(true)
+      const more = await again.agent.request(acp.methods.agent.session.prompt, {
+        sessionId,
+        prompt: [{ type: 'text', text: 'echo still here' }],
+      })
+      expect(more.stopReason).toBe('end_turn')
+      expect(textOf(again.updates, sessionId)).toContain('still here')
+      await nl.stop()
+      await nd.stop()
+    })
+  },
+)
