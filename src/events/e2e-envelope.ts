@@ -5,7 +5,7 @@ import {
 } from 'nostr-tools/nip44'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { e2eError } from './e2e-codes.js'
-import { epochKeyFromHex, makeEpoch, type Epoch } from './e2e-epoch.js'
+import { epochKeyFromHex, makeEpoch, maxEpochNumber, type Epoch } from './e2e-epoch.js'
 import {
   isHex64,
   publicKeyOf,
@@ -87,7 +87,8 @@ export function parseEnvelopeHead(event: Pick<NostrEvent, 'kind' | 'tags'>): Env
     !isHex64(recipient) ||
     n === undefined ||
     !/^(0|[1-9][0-9]{0,15})$/.test(n) ||
-    !Number.isSafeInteger(number)
+    !Number.isSafeInteger(number) ||
+    number > maxEpochNumber
   )
     throw e2eError('malformed', 'an envelope needs h, ["epoch", <id>, <number>] and p')
   return { channel: h, epochId, number, recipient }

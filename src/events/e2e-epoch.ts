@@ -18,14 +18,22 @@ export interface Epoch {
 const epochLabel = 'kith-e2e/1 epoch:'
 
 /**
+ * The highest epoch number (kith-e2e/1, "Epochs"): rotations happen on removals, so a real
+ * channel never comes near it; a number above it is malformed. Without a bound, a member could
+ * hand out epoch 2^53-1 and make every later rotation fail; at the bound, a rotation makes
+ * another epoch of the same number instead (Rotation), so the channel keeps sealing.
+ */
+export const maxEpochNumber = 2 ** 31 - 1
+
+/**
  * The epoch id: `sha256(utf8("kith-e2e/1 epoch:" + channel + ":" + number + ":") || key)`, hex.
  * Binding channel and number means a key handed out for one channel or epoch number cannot be
  * passed off as another's (`wrong-epoch`), and anyone holding the key can check the id.
  */
 export function epochId(channel: string, number: number, key: Uint8Array): string {
   if (key.length !== 32) throw e2eError('malformed', 'an epoch key is 32 bytes')
-  if (!Number.isSafeInteger(number) || number < 0)
-    throw e2eError('malformed', 'an epoch number is a non-negative integer')
+  if (!Number.isSafeInteger(number) || number < 0 || number > maxEpochNumber)
+    throw e2eError('malformed', `an epoch number is an integer from 0 to ${maxEpochNumber}`)
   return bytesToHex(sha256(concatBytes(utf8ToBytes(`${epochLabel}${channel}:${number}:`), key)))
 }
 

@@ -1,4 +1,4 @@
-import { currentEpoch } from './e2e-epoch.js'
+import { currentEpoch, maxEpochNumber } from './e2e-epoch.js'
 
 /** An epoch as the members of a channel can all see it: its id, number, and who was sent it. */
 export interface EpochView {
@@ -6,6 +6,11 @@ export interface EpochView {
   number: number
   /** The keys an envelope of this epoch was addressed to (their `p` tags), as seen so far. */
   holders: ReadonlySet<string>
+  /**
+   * Of those, the keys known to hold it (not only claimed by another's envelope); absent: all of
+   * `holders`. Only these are not sent it again.
+   */
+  sure?: ReadonlySet<string>
 }
 
 /**
@@ -18,8 +23,8 @@ export interface EpochView {
  *   A key that lacks the current epoch and may read no history (`joinsFresh`: an agent a device
  *   granted) rotates too (`joined`): it is never handed an epoch that sealed messages from before
  *   it arrived;
- * - `use`: seal under the current epoch, after sending it to `missing` (member keys that do not
- *   hold it yet: a new member, device or agent).
+ * - `use`: seal under the current epoch, after sending it to `missing` (member keys not known to
+ *   hold it yet: a new member, device or agent, or one only another's envelope claims holds it).
  */
 export type SealPlan =
   | { action: 'create'; number: 0 }
@@ -35,9 +40,13 @@ export function sealPlan(
   const current = currentEpoch(epochs)
   if (current === undefined) return { action: 'create', number: 0 }
   const removed = [...current.holders].filter((k) => !isMember(k)).sort()
-  const missing = members.filter((k) => !current.holders.has(k))
-  const joined = missing.filter(joinsFresh).sort()
+  // At the bound, another epoch of the same number: it is sealed under all the same.
+  const next = Math.min(current.number + 1, maxEpochNumber)
+  // Claims decide who joined (another device may have sent it already); only keys known to hold
+  // the epoch are spared an envelope.
+  const joined = members.filter((k) => !current.holders.has(k) && joinsFresh(k)).sort()
   if (removed.length > 0 || joined.length > 0)
-    return { action: 'rotate', number: current.number + 1, removed, joined }
+    return { action: 'rotate', number: next, removed, joined }
+  const missing = members.filter((k) => !(current.sure ?? current.holders).has(k))
   return { action: 'use', epochId: current.id, missing }
 }

@@ -32,6 +32,8 @@ export interface LinkOptions {
   /** Receives events from the hub; catch-up waits for each page to be processed. */
   deliver: (events: NostrEvent[]) => Promise<void>
   onLive?: () => void
+  /** After each catch-up with this hub (lastSync is set): what it held has been taken in. */
+  onCaughtUp?: () => void
   /** The hub refused AUTH because this device's grant is revoked (its person was removed). */
   onRevoked?: (message: string) => void
   log: (line: string) => void
@@ -279,6 +281,7 @@ export class HubLink {
       `${caught} events in ${seconds.toFixed(1)} s` +
       (caught > 0 && seconds > 0 ? ` (${Math.round(caught / seconds)}/s)` : '')
     this.opts.log(`caught up with ${this.url}: ${this.lastSync}`)
+    this.opts.onCaughtUp?.()
     this.setState('live')
     this.attempt = 0
     this.lastError = undefined

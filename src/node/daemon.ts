@@ -12,6 +12,7 @@ import { OutboxPump } from './outbox-pump.js'
 import { notifyStatus, startNotifications, type TargetStatus } from './notifications.js'
 import type { Notifier } from '../notify/notifier.js'
 import { E2eKeys } from './e2e-keys.js'
+import { makeFleetSetting } from '../events/e2e-setting.js'
 import { sealingLapse } from '../grants/e2e-sealing.js'
 import { judgeHubRevoked } from '../grants/hub-revoked.js'
 import { isSealed } from '../events/e2e-seal.js'
@@ -342,6 +343,7 @@ export class KithNode {
           this.pump(link)
           void this.sendPresence(link)
         },
+        onCaughtUp: () => void this.applying.then(() => this.sealUnsetFleet()),
         onRevoked: (message) => {
           this.hubSaidRevoked.set(url, message)
           this.judgeHubRevocations()
@@ -376,6 +378,24 @@ export class KithNode {
       id.deviceSecret,
     )
     this.store.enqueue(profile, this.now())
+  }
+
+  /**
+   * A fleet founded with an imported owner key (`kith init --owner-key-stdin`) signs no setting,
+   * since the key may already lead a fleet. Its founder's node, once it has caught up with every
+   * hub and found no setting that counts, signs "on" (kith-e2e/1, "Turning it on"), so such a
+   * fleet is sealed too; an explicit "off" (kith init --plain, kith fleet encrypt off) stays.
+   */
+  private sealUnsetFleet(): void {
+    const { id } = this
+    if (this.stopped || id.ownerSecret === undefined || id.ownerPubkey !== this.fleet) return
+    if (this.links.some((l) => l.lastSync === undefined)) return
+    if (this.e2e.sealing().decidedBy !== undefined) return
+    const now = this.now()
+    this.store.enqueue(signEvent(makeFleetSetting(this.fleet, true, now), id.ownerSecret), now)
+    this.e2e.settingChanged()
+    this.log('this fleet had no encryption setting: signed "on" (kith fleet encrypt off to undo)')
+    for (const link of this.links) this.pump(link)
   }
 
   /** This device's presence: online (with its agents' states) or offline. */

@@ -1,8 +1,6 @@
 import { isKithError } from '../errors.js'
-import { e2eError } from '../events/e2e-codes.js'
-import { currentEpoch, newEpoch, type Epoch } from '../events/e2e-epoch.js'
-import { makeEnvelope, openEnvelope, parseEnvelopeHead } from '../events/e2e-envelope.js'
-import { sealPlan, type EpochView } from '../events/e2e-rotation.js'
+import { currentEpoch, type Epoch } from '../events/e2e-epoch.js'
+import { makeEnvelope } from '../events/e2e-envelope.js'
 import {
   isSealed,
   openSealed,
@@ -20,7 +18,8 @@ import {
   type NostrEvent,
 } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { e2eRecipients, historyShare, isE2eReader } from '../grants/e2e-recipients.js'
+import { Keyring } from '../grants/e2e-keyring.js'
+import { historyShare } from '../grants/e2e-recipients.js'
 import { fleetSealing, type Sealing } from '../grants/e2e-sealing.js'
 import { personOf } from '../grants/members.js'
 import type { Identity } from '../identity/keys.js'
@@ -97,7 +96,11 @@ export class E2eKeys {
     return this.keys.get(id)
   }
 
-  constructor(private readonly ctx: E2eContext) {}
+  private readonly keyring: Keyring
+
+  constructor(private readonly ctx: E2eContext) {
+    this.keyring = new Keyring(ctx.store.e2e, ctx.book.state, ctx.id.devicePubkey)
+  }
 
   /** Whether the fleet seals its channels (kith fleet encrypt), as its settings here say. */
   encrypts(): boolean {
@@ -148,51 +151,23 @@ export class E2eKeys {
 
   /** The epoch to seal under now, after queueing what must go before (kith-e2e/1, Rotation). */
   private epochFor(channel: string): Epoch {
-    const now = this.ctx.now()
-    const members = this.recipients(channel, now)
-    const held = new Map(this.ctx.store.e2e.epochsOf(channel).map((e) => [e.id, e]))
-    const seen = this.ctx.store.e2e.holdersOf(channel)
-    const views: EpochView[] = [...held.values()].map((e) => ({
-      id: e.id,
-      number: e.number,
-      holders: seen.get(e.id)?.holders ?? new Set(),
-    }))
-    const plan = sealPlan(
-      views,
-      members,
-      (k) => this.isMember(k, channel, now),
-      (k) => historyShare(this.ctx.book.verifier, k, now) === 'none',
-    )
-    if (plan.action === 'use') {
-      const epoch = held.get(plan.epochId)!
-      this.sendEnvelopes(epoch, plan.missing)
-      return epoch
-    }
-    const epoch = newEpoch(channel, plan.number, random)
-    this.ctx.store.e2e.addEpoch(epoch)
+    const { epoch, to, plan } = this.keyring.epochFor(channel, this.ctx.now(), random)
     this.keys.delete(epoch.id)
     if (plan.action === 'rotate')
       this.ctx.log(
         `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members, ` +
           `${plan.joined.length} new key(s) that may read no history)`,
       )
-    this.sendEnvelopes(epoch, members)
+    this.signEnvelopes(epoch, to)
     return epoch
   }
 
-  /** The keys an epoch of `channel` goes to: member devices and agents (not people, not hubs). */
-  private recipients(channel: string, now: number): string[] {
-    const { book, id } = this.ctx
-    return e2eRecipients(book.verifier, book.state.channels, channel, now, id.devicePubkey)
-  }
-
   private isMember(key: string, channel: string, now: number): boolean {
-    const { book, id } = this.ctx
-    return isE2eReader(book.verifier, book.state.channels, key, channel, now, id.devicePubkey)
+    return this.keyring.isReader(key, channel, now)
   }
 
-  private sendEnvelopes(epoch: Epoch, to: readonly string[]): void {
-    if (to.length === 0) return
+  /** Queues envelopes of `epoch` to `to` (already noted as its holders). */
+  private signEnvelopes(epoch: Epoch, to: readonly string[]): void {
     const { id, store, fleet } = this.ctx
     const now = this.ctx.now()
     for (const p of to)
@@ -200,7 +175,6 @@ export class E2eKeys {
         signEvent(makeEnvelope(epoch, p, id.deviceSecret, fleet, now), id.deviceSecret),
         now,
       )
-    store.e2e.addHolders(epoch.id, epoch.channel, epoch.number, to)
   }
 
   /**
@@ -231,20 +205,14 @@ export class E2eKeys {
   }
 
   private takeEnvelope(e: NostrEvent): void {
-    const { store, id } = this.ctx
+    const { id } = this.ctx
     try {
-      const head = parseEnvelopeHead(e)
-      // The signer holds the key it sent: its removal must rotate, even if no envelope went to it.
-      store.e2e.addHolders(head.epochId, head.channel, head.number, [head.recipient, e.pubkey])
-      const secret =
-        head.recipient === id.devicePubkey ? id.deviceSecret : this.ctx.agentSecret(head.recipient)
-      if (secret === undefined) return
-      const epoch = openEnvelope(e, secret)
-      // Keys come only from those who may read the channel when they handed them out.
-      if (!this.isMember(e.pubkey, head.channel, e.created_at))
-        throw e2eError('not-a-member', `its signer was not a member of #${head.channel}`)
-      if (store.e2e.addEpoch(epoch)) this.fresh.push(epoch.id)
-      this.keys.delete(epoch.id)
+      const taken = this.keyring.takeEnvelope(e, (recipient) =>
+        recipient === id.devicePubkey ? id.deviceSecret : this.ctx.agentSecret(recipient),
+      )
+      if (taken === undefined) return
+      if (taken.fresh) this.fresh.push(taken.epoch.id)
+      this.keys.delete(taken.epoch.id)
     } catch (err) {
       this.ctx.log(`refused key envelope ${e.id.slice(0, 12)}…: ${errText(err)}`)
     }
@@ -298,12 +266,14 @@ export class E2eKeys {
       const epochs = store.e2e.epochsOf(channel)
       const current = currentEpoch(epochs)
       for (const epoch of epochs) {
-        const holders = seen.get(epoch.id)?.holders
-        const lacking = [...own]
+        const holders = seen.get(epoch.id)?.sure
+        const to = [...own]
           .filter(([, share]) => share === 'all' || epoch === current)
           .map(([k]) => k)
           .filter((k) => !(holders?.has(k) ?? false) && this.isMember(k, channel, now))
-        this.sendEnvelopes(epoch, lacking)
+        if (to.length === 0) continue
+        store.e2e.addHolders(epoch.id, epoch.channel, epoch.number, to, true)
+        this.signEnvelopes(epoch, to)
       }
     }
   }

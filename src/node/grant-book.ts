@@ -283,3 +283,17 @@ export class GrantBook {
     this.onClose()
   }
 }
+
+/**
+ * The fleet's setting an enrollment carried, signed, with the grants above its author (kith-e2e/1,
+ * "New devices"): kept in node.db, so the new node seals from its first message whatever its
+ * hubs send. Signatures were checked by the pairing (JoinerSession).
+ */
+export function keepSealing(book: GrantBook, enrollment: { sealing?: NostrEvent[] }): void {
+  const events = enrollment.sealing ?? []
+  book.learn(
+    events.filter((e) => e.kind === Kind.Grant),
+    { verified: true },
+  )
+  book.keep(events.filter((e) => e.kind === Kind.FleetSetting))
+}

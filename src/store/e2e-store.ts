@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Epoch } from '../events/e2e-epoch.js'
 import type { NostrEvent } from '../events/event.js'
 import type { Db, Migration } from './db.js'
+import type { Holders } from '../grants/e2e-keyring.js'
 
 /**
  * node.db's kith-e2e/1 tables: the epoch keys this node holds (for itself and the agents it
@@ -35,6 +36,15 @@ export const e2eMigration: Migration = (db) => {
   `)
 }
 
+/**
+ * Which holders are known, not claimed (kith-e2e/1, "Envelopes"): this node sent them the key,
+ * opened it for them, or they signed an envelope of it themselves. Rows from before were all
+ * claims taken as known, as they were then.
+ */
+export const e2eSureHoldersMigration: Migration = (db) => {
+  db.exec('ALTER TABLE e2e_holders ADD COLUMN sure INTEGER NOT NULL DEFAULT 1')
+}
+
 /** Tag values longer than this are not indexed (as event-store.ts). */
 const maxTagValueIndexed = 1024
 
@@ -51,8 +61,11 @@ export class E2eStore {
     epoch: Statement<[string], EpochRow>
     epochsOf: Statement<[string], EpochRow>
     channels: Statement<[], { channel: string }>
-    addHolder: Statement<[string, string, number, string]>
-    holdersOf: Statement<[string], { epoch_id: string; number: number; pubkey: string }>
+    addHolder: Statement<[string, string, number, string, number]>
+    holdersOf: Statement<
+      [string],
+      { epoch_id: string; number: number; pubkey: string; sure: number }
+    >
     markSealed: Statement<[string, string]>
     sealedFor: Statement<[string], { event_id: string }>
     unseal: Statement<[string]>
@@ -73,10 +86,11 @@ export class E2eStore {
       ),
       channels: db.prepare('SELECT DISTINCT channel FROM e2e_epochs ORDER BY channel'),
       addHolder: db.prepare(
-        'INSERT OR IGNORE INTO e2e_holders (epoch_id, channel, number, pubkey) VALUES (?, ?, ?, ?)',
+        `INSERT INTO e2e_holders (epoch_id, channel, number, pubkey, sure) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT (epoch_id, pubkey) DO UPDATE SET sure = max(sure, excluded.sure)`,
       ),
       holdersOf: db.prepare(
-        'SELECT epoch_id, number, pubkey FROM e2e_holders WHERE channel = ? ORDER BY epoch_id',
+        'SELECT epoch_id, number, pubkey, sure FROM e2e_holders WHERE channel = ? ORDER BY epoch_id',
       ),
       markSealed: db.prepare('INSERT OR IGNORE INTO e2e_sealed (event_id, epoch_id) VALUES (?, ?)'),
       sealedFor: db.prepare('SELECT event_id FROM e2e_sealed WHERE epoch_id = ?'),
@@ -110,18 +124,29 @@ export class E2eStore {
     return this.s.channels.all().map((r) => r.channel)
   }
 
-  /** Notes that an envelope of this epoch went to each of `pubkeys`. */
-  addHolders(epochId: string, channel: string, number: number, pubkeys: readonly string[]): void {
-    for (const p of pubkeys) this.s.addHolder.run(epochId, channel, number, p)
+  /**
+   * Notes that an envelope of this epoch went to each of `pubkeys`; `sure` when it is known to
+   * have (see e2eSureHoldersMigration), not only claimed by another's envelope.
+   */
+  addHolders(
+    epochId: string,
+    channel: string,
+    number: number,
+    pubkeys: readonly string[],
+    sure: boolean,
+  ): void {
+    for (const p of pubkeys) this.s.addHolder.run(epochId, channel, number, p, sure ? 1 : 0)
   }
 
   /** Every epoch of `channel` an envelope was seen for, with the keys it went to. */
-  holdersOf(channel: string): Map<string, { number: number; holders: Set<string> }> {
-    const out = new Map<string, { number: number; holders: Set<string> }>()
+  holdersOf(channel: string): Map<string, Holders> {
+    const out = new Map<string, Holders>()
     for (const r of this.s.holdersOf.all(channel)) {
       let e = out.get(r.epoch_id)
-      if (e === undefined) out.set(r.epoch_id, (e = { number: r.number, holders: new Set() }))
+      if (e === undefined)
+        out.set(r.epoch_id, (e = { number: r.number, holders: new Set(), sure: new Set() }))
       e.holders.add(r.pubkey)
+      if (r.sure === 1) e.sure.add(r.pubkey)
     }
     return out
   }

@@ -1,5 +1,5 @@
 import type { Migration } from './db.js'
-import { e2eMigration } from './e2e-store.js'
+import { e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
 import { threadSessionsMigration } from './session-schema.js'
 
@@ -131,4 +131,5 @@ export const nodeMigrations: readonly Migration[] = [
     // (kith notify add --full-text); targets from before are sent the brief.
     db.exec('ALTER TABLE notify_targets ADD COLUMN full_text INTEGER NOT NULL DEFAULT 0')
   },
+  e2eSureHoldersMigration,
 ]

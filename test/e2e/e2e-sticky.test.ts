@@ -1,7 +1,13 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import {
+  laptopAndDevbox,
+  runKith,
+  setupKith,
+  startHubProcess,
+  startNodeProcess,
+} from '../helpers/cli.js'
 import { ask, history } from '../helpers/node-chat.js'
 import { pairUp } from '../helpers/pair-up.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -76,6 +82,31 @@ describe(
       expect(raw.includes('sentinel-okapi'), 'hub.db holds the message after the removal').toBe(
         false,
       )
+    })
+
+    it('attacker: a fleet founded with an imported owner key is sealed once its founder caught up', async () => {
+      const dir = tempDir()
+      // Both machines were set up with --owner-key-stdin: no setting was signed by init.
+      const { hub, laptop, devbox } = await laptopAndDevbox(dir)
+      const nl = await startNodeProcess(laptop)
+      const nd = await startNodeProcess(devbox)
+      await nl.waitFor(/no encryption setting: signed/)
+      await expect.poll(() => encrypts(devbox), { timeout: 30_000 }).toBe(true)
+      await ask(laptop, 'imported-sentinel-quokka')
+      await expect
+        .poll(async () => (await history(devbox)).map((i) => i.event.content), { timeout: 30_000 })
+        .toContain('imported-sentinel-quokka')
+      await ask(devbox, 'imported-reply-sentinel-tapir')
+      await expect
+        .poll(async () => (await history(laptop)).map((i) => i.event.content), { timeout: 30_000 })
+        .toContain('imported-reply-sentinel-tapir')
+      await nd.stop()
+      await nl.stop()
+      await hub.stop()
+      const raw = rawDb(join(dir, 'hub.db'))
+      expect(raw).toContain('"e2e"')
+      for (const s of ['sentinel-quokka', 'sentinel-tapir'])
+        expect(raw.includes(s), `hub.db holds "${s}"`).toBe(false)
     })
   },
 )

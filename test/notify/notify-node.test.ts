@@ -69,6 +69,10 @@ describe(
     it('pushes cards to the person’s web device (RFC 8291), ntfy and webhooks; withdraws answered cards; never twice; ignores another person’s device', async () => {
       const { hub, laptop, devbox, ownerSk } = await laptopAndDevbox(tempDir())
       const owner = remember(ownerSk)
+      // Full texts to third-party targets are what this test is about: a plain fleet (a sealed
+      // one sends them the brief unless asked, which test/notify covers elsewhere). Without
+      // this, the founder's node would seal the fleet once caught up (kith-e2e/1).
+      expect((await runKith(['fleet', 'encrypt', 'off'], { home: laptop })).code).toBe(0)
       expect(
         (
           await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {

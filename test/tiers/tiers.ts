@@ -20,6 +20,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/authority-spec.test.ts',
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
+    'test/grants/e2e-keyring.test.ts',
     'test/grants/e2e-sealing.test.ts',
     'test/grants/hub-role.test.ts',
     'test/grants/issuer.test.ts',

@@ -27,7 +27,7 @@ export async function fleetEncrypt(
         fleetSealingHere(store, node.book, node.fleet, now),
       )
       const lapse = sealingLapse(s)
-      if (json) out.json({ encrypt: s.on, sealLapse: lapse ?? null })
+      if (json) out.json({ encrypt: s.on, ...(lapse === undefined ? {} : { sealLapse: lapse }) })
       else
         out.line(
           s.on ? 'this fleet seals its channels (kith-e2e/1)' : (lapse ?? 'encryption is off'),

@@ -5,7 +5,7 @@ import { readConfig, writeConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { ensureOwnDeviceGrant, describeReports, syncHubs } from '../../node/fleet.js'
-import { GrantBook } from '../../node/grant-book.js'
+import { GrantBook, keepSealing } from '../../node/grant-book.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -236,6 +236,7 @@ async function join(
         const book = GrantBook.open(home, enrollment.fleet)
         try {
           book.learn([...enrollment.chain, enrollment.grant])
+          keepSealing(book, enrollment)
         } finally {
           book.close()
         }

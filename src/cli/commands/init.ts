@@ -12,32 +12,41 @@ import { signEvent } from '../../events/event.js'
 
 /**
  * A fleet founded here is sealed from its first message (kith-e2e/1, "Turning it on"): the
- * founder signs "encrypt on" before anything else is sent. Only for an owner key made here: an
- * imported one may already lead a fleet whose setting lives on its hubs, and this must not
- * overrule it.
+ * founder signs "encrypt on" before anything else is sent; with --plain, an explicit "off" (a
+ * founder's node signs "on" for a fleet it finds with no setting at all). Only for an owner key
+ * made here: an imported one may already lead a fleet whose setting lives on its hubs, and this
+ * must not overrule it (its node decides once it has caught up).
  */
-function sealNewFleet(home: string, fleet: string, owner: Uint8Array, now: number): string {
-  const setting = signEvent(makeFleetSetting(fleet, true, now), owner)
+function signFleetSetting(
+  home: string,
+  fleet: string,
+  owner: Uint8Array,
+  on: boolean,
+  now: number,
+): string {
+  const setting = signEvent(makeFleetSetting(fleet, on, now), owner)
   withStore(home, (store) => store.enqueue(setting, now))
   return setting.id
 }
 
 /**
  * With the owner key here: the device's grant and, when this run founded the fleet, its sealing
- * setting, both kept in the outbox; the grant goes to the hubs at once (the setting with it).
+ * setting (`seal`: on or off), both kept in the outbox; the grant goes to the hubs at once (the
+ * setting with it).
  */
-async function issueOwnerEvents(seal: boolean) {
+async function issueOwnerEvents(seal: boolean | undefined) {
   const id = loadIdentity(resolveKithHome())
   if (id.config.fleet === undefined) return undefined
   const now = Math.floor(Date.now() / 1000)
-  const sealed =
-    seal && id.ownerSecret !== undefined
-      ? sealNewFleet(id.home, id.config.fleet, id.ownerSecret, now)
+  const setting =
+    seal !== undefined && id.ownerSecret !== undefined
+      ? signFleetSetting(id.home, id.config.fleet, id.ownerSecret, seal, now)
       : undefined
+  const sealed = seal === true ? setting : undefined
   const node = openLocalFleet(id)
   try {
     const event = ensureOwnDeviceGrant(node, now)
-    if (event === undefined) return sealed === undefined ? undefined : { sealed, reports: [] }
+    if (event === undefined) return setting === undefined ? undefined : { sealed, reports: [] }
     return { event, sealed, reports: await syncHubs(node, now) }
   } finally {
     node.book.close()
@@ -71,8 +80,10 @@ export const initCommand = declare({
   - a device key, made here and never exported;
   - on a person's first machine, an owner key (the person's identity).
 A fleet founded here is end-to-end encrypted from its first message: hubs and relays carry
-only ciphertext (kith-e2e/1). --plain founds it unencrypted; with --owner-key-stdin the fleet
-may already exist, so its setting is left as its hubs have it (kith fleet encrypt on).
+only ciphertext (kith-e2e/1). --plain founds it unencrypted (it signs "encrypt off"). With
+--owner-key-stdin the fleet may already exist, so its setting is left as its hubs have it; once
+this machine's node (kith up) has caught up with its hubs and found no setting at all, it signs
+"encrypt on" (kith fleet encrypt off to undo).
 Running it again never overwrites a key: it says what already exists.`,
 })
 
@@ -101,7 +112,7 @@ export async function runInit(argv: string[], out: Out): Promise<number> {
       'usage',
       '--plain applies only when kith init founds a fleet, and this machine is already initialised (use kith fleet encrypt off)',
     )
-  const grant = await issueOwnerEvents(founded && !values.plain)
+  const grant = await issueOwnerEvents(founded ? values.plain !== true : undefined)
   const ownerNpub = result.ownerPubkey === undefined ? undefined : npub(result.ownerPubkey)
   if (values.json) {
     out.json({

@@ -16,7 +16,8 @@ import type { Out } from '../io.js'
 import { askYesNo, closePrompt } from '../prompt.js'
 import { notifyDaemon } from './fleet-common.js'
 import { connectNode } from '../control-client.js'
-import { openLocalFleet } from '../local-node.js'
+import { openLocalFleet, withStore } from '../local-node.js'
+import { fleetSealingHere } from '../../node/e2e-keys.js'
 
 export interface InviteSpec {
   role: PairRole
@@ -156,7 +157,8 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
             ...id.config.hubs.filter((h) => !/\/\/(127\.|localhost|\[::1\])/.test(h)),
           ]),
         ]
-        for (const m of s.finish({ grant, chain, fleet: node.fleet, hubs }))
+        const sealing = sealingEvidence(node, now())
+        for (const m of s.finish({ grant, chain, fleet: node.fleet, hubs, sealing }))
           await run.until(ch.send(m))
         await run.until(acked.promise, ackTimeoutMs, 'unconfirmed')
         // Both yeses, both confirmations and the acknowledgement: only now is anything granted.
@@ -212,4 +214,18 @@ async function embeddedHubUrl(): Promise<string | undefined> {
 
 export function formatSas(sas: string): string {
   return sas.length === 6 ? `${sas.slice(0, 3)} ${sas.slice(3)}` : sas
+}
+
+/**
+ * The fleet's setting in effect, signed, with the grants above its author (kith-e2e/1, "New
+ * devices"): the new device seals from its first message even if a hub withholds settings.
+ */
+function sealingEvidence(node: FleetNode, now: number): NostrEvent[] {
+  const setting = withStore(node.id.home, (store) =>
+    fleetSealingHere(store, node.book, node.fleet, now),
+  ).decidedBy
+  if (setting === undefined) return []
+  const chain =
+    setting.pubkey === node.fleet ? [] : node.book.chainEvents(setting.pubkey, setting.created_at)
+  return [...chain, setting]
 }

@@ -4,7 +4,7 @@ import { resolveKithHome } from '../../identity/home.js'
 import type { NostrEvent } from '../../events/event.js'
 import { loadIdentity, prepareJoiningDevice } from '../../identity/keys.js'
 import { describeReports, syncHubs } from '../../node/fleet.js'
-import { GrantBook } from '../../node/grant-book.js'
+import { GrantBook, keepSealing } from '../../node/grant-book.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
@@ -61,6 +61,7 @@ export async function runJoin(argv: string[], out: Out): Promise<number> {
         const book = GrantBook.open(home, enrollment.fleet)
         try {
           book.learn([...enrollment.chain, enrollment.grant])
+          keepSealing(book, enrollment)
         } finally {
           book.close()
         }

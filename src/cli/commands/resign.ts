@@ -57,7 +57,6 @@ function resignSealing(node: FleetNode, removed: string, revokedAt: number): str
     if (!sealing.on) return undefined
     const at = Math.max(revokedAt, (sealing.decidedBy?.created_at ?? 0) + 1)
     const setting = signEvent(makeFleetSetting(node.fleet, true, at), owner)
-    store.events.insertBatch([setting])
     store.enqueue(setting, revokedAt)
     return setting.id
   })

@@ -71,7 +71,16 @@ export interface Enrollment {
   chain: NostrEvent[]
   fleet: string
   hubs: string[]
+  /**
+   * Whether the fleet seals, signed (kith-e2e/1, "Turning it on"): the setting in effect and
+   * the grants above its author, so a new device knows it before any hub can withhold it.
+   * Absent from an older inviter, and when the fleet has no setting.
+   */
+  sealing?: NostrEvent[]
 }
+
+/** At most this many events in an enrollment's `sealing` (a setting and its author's chain). */
+export const maxSealingEvents = 16
 
 const hex = (v: unknown, bytes: number): v is string =>
   typeof v === 'string' && v.length === bytes * 2 && /^[0-9a-f]+$/.test(v)
@@ -592,11 +601,25 @@ export class JoinerSession {
         d.ok ? 'the grant is not on the chain sent' : `${d.code}: ${d.reason}`,
       )
     }
+    const sealing = e.sealing ?? []
+    if (
+      !Array.isArray(sealing) ||
+      sealing.length > maxSealingEvents ||
+      !sealing.every(
+        (x) =>
+          typeof x === 'object' &&
+          x !== null &&
+          (x.kind === Kind.FleetSetting || x.kind === Kind.Grant) &&
+          verifyEventSignature(x),
+      )
+    )
+      throw new PairError('wrong-owner', 'the fleet setting sent is not signed')
     return {
       grant,
       chain: e.chain,
       fleet: e.fleet,
       hubs: e.hubs.filter((h): h is string => typeof h === 'string'),
+      ...(sealing.length === 0 ? {} : { sealing }),
     }
   }
 

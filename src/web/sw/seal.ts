@@ -38,12 +38,13 @@ export function keysFrom(
   const keys = new WebKeys(r.pubkey, device.secret, r.fleet, state)
   const take = (events: readonly NostrEvent[]) => {
     for (const { event, admission } of state.admitBatch(events, now, { keepPending: true }))
-      if (admission.ok) keys.take(event)
+      if (admission.ok || event.kind === Kind.FleetSetting) keys.take(event)
   }
   take([
     ...r.chain,
     r.grant,
     ...(r.revocations ?? []),
+    ...(r.sealing ?? []),
     ...stored.filter((e) => authorityKinds.includes(e.kind) || e.kind === Kind.KeyEnvelope),
   ])
   const verified = fresh.filter(verifyEventSignature)

@@ -25,6 +25,8 @@ export interface DeviceRecord {
   hubs: string[]
   grant: NostrEvent
   chain: NostrEvent[]
+  /** The fleet's setting and its author's grants, signed, from the enrollment (kith-e2e/1). */
+  sealing?: NostrEvent[]
   /** Revocations learned at pairing (older records); a device now learns them from its hubs. */
   revocations?: NostrEvent[]
   pairedAt: number
@@ -81,6 +83,7 @@ export async function saveDevice(
     hubs,
     grant: enrollment.grant,
     chain: enrollment.chain,
+    ...(enrollment.sealing === undefined ? {} : { sealing: enrollment.sealing }),
     pairedAt: Math.floor(Date.now() / 1000),
     secret: await wrap(key.secret),
   }

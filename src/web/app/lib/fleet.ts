@@ -135,7 +135,12 @@ export class FleetModel {
     let changed = false
     let authority = false
     for (const { event: e, admission } of this.state.admitBatch(fresh, t, { keepPending: true })) {
-      if (!admission.ok) continue
+      if (!admission.ok) {
+        // A setting counts by its author's standing at its date (e2e-sealing), not now: one
+        // whose author was removed since is still taken, as it was when it was signed.
+        if (e.kind === Kind.FleetSetting) this.e2e.take(e)
+        continue
+      }
       authority ||= admission.authority || admission.revoked
       if (e.kind === Kind.ObserverFrame) {
         if (e.tags.some((tag) => tag[0] === 'p' && tag[1] === this.me) && this.turns.receive(e))

@@ -86,6 +86,7 @@ export class Session {
       ...r.chain,
       r.grant,
       ...(r.revocations ?? []),
+      ...(r.sealing ?? []),
     ])
   }
 
