@@ -51,7 +51,7 @@ describe('which option a word means (one rule for every surface)', () => {
   it("a notification's Allow (what the service worker signs) is the once option", () => {
     const parsed = parsePermissionRequest(card)
     const ctx: ClassifyContext = {
-      person: parsed.prompter!,
+      person: parsed.prompter,
       personOf: (k) => k,
       isAgent: () => false,
       nameOf: () => 'bot',
