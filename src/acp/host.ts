@@ -77,6 +77,8 @@ export type TurnFailure =
   | 'cannot-start'
   | 'stopped'
   | 'no-reply'
+  /** A person rejected a tool call and the turn ended without an answer (set by the bridge). */
+  | 'rejected'
   | 'dropped'
   | 'error'
 

@@ -28,6 +28,11 @@ export function readLine(): Promise<string | undefined> {
   return new Promise((resolve) => waiting.push(resolve))
 }
 
+/** Drops lines typed before now: an answer typed ahead is not an answer to what is shown next. */
+export function discardTypedAhead(): void {
+  lines.length = 0
+}
+
 /** Asks a yes/no question on stderr; only "y" or "yes" is a yes (EOF is a no). */
 export async function askYesNo(question: string): Promise<boolean> {
   process.stderr.write(`${question} [y/N] `)

@@ -9,10 +9,10 @@ import { diffLines } from './unified-diff.js'
 
 /**
  * At most this many UTF-8 bytes of preview in a request, the truncation marker included: a
- * sealed request (NIP-44, at most 65535 bytes of plaintext) holds it even when JSON escapes
+ * sealed request (at most 40,960 bytes of plaintext: e2e-seal.ts) holds it even when JSON escapes
  * every character twice.
  */
-export const previewMaxBytes = 8192
+export const previewMaxBytes = 6144
 
 /** The parts of an ACP tool call a preview is made of (request, or its announcing updates). */
 export interface PreviewCall {

@@ -10,6 +10,7 @@ import { parseAgentControl, type AgentControl } from '../events/agent-control.js
 import { channelOf, isInterrupt } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { WorkLog, workMaxBytes, workTags } from '../events/turn-work.js'
 import type { PromptJob, TurnOutcome } from '../acp/host.js'
 import { describePlace } from '../acp/session-key.js'
 import { personOf } from '../grants/members.js'
@@ -45,6 +46,8 @@ export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
  */
 export function replyText(name: string, outcome: TurnOutcome): string {
   if (outcome.ok) return outcome.text
+  if (outcome.reason === 'rejected')
+    return `${outcome.partial === undefined ? '' : `${outcome.partial.replace(/\s+$/, '')}\n\n`}✋ ${name} ${outcome.message}`
   const cancelled = outcome.reason === 'cancelled'
   if (outcome.partial === undefined)
     return cancelled
@@ -54,6 +57,22 @@ export function replyText(name: string, outcome: TurnOutcome): string {
     ? `⏹ ${name}: ${outcome.message} (what it said before is above)`
     : `⚠ ${name} did not finish: ${outcome.message}`
   return `${outcome.partial.replace(/\s+$/, '')}\n\n${line}`
+}
+
+/**
+ * A turn that ended without an answer after a person rejected one of its tool calls: the agent
+ * stopped because it was told to, which is neither a failure nor silence. Reported as rejected
+ * (outcome cancelled, code rejected), so nobody is told it "did not answer" or sent an error.
+ */
+export function rejectedTurn(outcome: TurnOutcome, rejected: string | undefined): TurnOutcome {
+  if (outcome.ok || rejected === undefined) return outcome
+  if (outcome.reason !== 'no-reply' && outcome.reason !== 'error') return outcome
+  return {
+    ok: false,
+    reason: 'rejected',
+    message: `stopped: "${rejected}" was rejected`,
+    ...(outcome.partial === undefined ? {} : { partial: outcome.partial }),
+  }
 }
 
 /** The message text without its @mentions of `name` (plain or person-qualified). */
@@ -380,6 +399,10 @@ export class AgentBridge {
       void this.sessionControl(agent, event, place, request)
       return
     }
+    // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
+    let rejected: string | undefined
+    // What the turn did, kept with its answer: frames show it live but are never stored.
+    const work = new WorkLog()
     const job: PromptJob = {
       ...route.job,
       text,
@@ -408,12 +431,23 @@ export class AgentBridge {
         this.sessions.status(pubkey, place, 'awaiting-permission')
         return this.permissions
           .ask(agent, event, ask)
+          .then((answer) => {
+            const kind = ask.options.find(
+              (o) => answer !== 'cancelled' && o.optionId === answer.optionId,
+            )?.kind
+            if (kind?.startsWith('reject') === true) rejected = ask.title
+            return answer
+          })
           .finally(() => this.sessions.status(pubkey, place, 'working'))
       },
-      update: (u) => this.frames.observe(agent, event, u),
-      done: (outcome) => {
+      update: (u) => {
+        work.note(u)
+        this.frames.observe(agent, event, u)
+      },
+      done: (ended) => {
         // A turn ended by this node stopping is answered after its restart (resumeJournal).
-        if (this.stopping && !outcome.ok) return
+        if (this.stopping && !ended.ok) return
+        const outcome = rejectedTurn(ended, rejected)
         journal.done(event.id, agent.record.pubkey)
         if (outcome.ok !== true || outcome.steered !== true)
           this.sessions.status(pubkey, place, 'idle')
@@ -425,22 +459,25 @@ export class AgentBridge {
             state: 'ended',
             outcome: outcome.ok
               ? 'answered'
-              : outcome.reason === 'cancelled'
+              : outcome.reason === 'cancelled' || outcome.reason === 'rejected'
                 ? 'cancelled'
                 : 'failed',
           })
           this.frames.flush(agent, event)
         }
-        const reply = this.replyAs(
-          agent,
-          event,
-          replyText(agent.record.name, outcome),
-          outcome.ok
+        const reply = this.replyAs(agent, event, replyText(agent.record.name, outcome), {
+          work: work.tools(),
+          ...(outcome.ok
             ? {}
             : {
-                outcome: [outcome.reason === 'cancelled' ? 'cancelled' : 'failed', outcome.reason],
-              },
-        )
+                outcome: [
+                  outcome.reason === 'cancelled' || outcome.reason === 'rejected'
+                    ? 'cancelled'
+                    : 'failed',
+                  outcome.reason,
+                ],
+              }),
+        })
         if (
           reply &&
           outcome.ok &&
@@ -833,6 +870,15 @@ export class AgentBridge {
         ? `${text.slice(0, maxContent)}
 … (truncated)`
         : text
+    // Within what a sealed reply holds with its content (e2e-seal.ts: 40,960 bytes, JSON escapes
+    // included); the answer comes first.
+    if (opts.work !== undefined && opts.work.length > 0)
+      tags.push(
+        ...workTags(
+          opts.work,
+          Math.max(0, Math.min(workMaxBytes, 30_000 - Buffer.byteLength(content, 'utf8'))),
+        ),
+      )
     const reply = signAsAgent(
       agent,
       { kind: Kind.ChatMessage, created_at: createdAt, tags, content },

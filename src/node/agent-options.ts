@@ -1,3 +1,4 @@
+import type { WorkTool } from '../events/turn-work.js'
 // The bridge's option shapes, apart from agent-bridge.ts so that the loader and the permission
 // requests it uses can name them without importing the bridge back (no cycle).
 
@@ -9,6 +10,8 @@ export interface ReplyOptions {
    * turn's failure code) or `cancelled`, as an `outcome` tag (kith-agents, "Outcome").
    */
   outcome?: ['refused' | 'failed' | 'cancelled', string]
+  /** The turn's tool calls, kept with the answer as `work` tags (events/turn-work.ts). */
+  work?: readonly WorkTool[]
 }
 
 export interface AgentBridgeOptions {

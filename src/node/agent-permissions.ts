@@ -4,6 +4,7 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
 import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
+import { isSealed } from '../events/e2e-seal.js'
 import { Kind } from '../events/kinds.js'
 import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
@@ -477,9 +478,20 @@ export class PermissionRequests {
 
   /**
    * The permission requests still open as this node knows them (not expired, not decided by this
-   * person, their turn not over), oldest first; in `channel`, or of `agent`, when given.
+   * person, their turn not over), oldest first; in `channel`, or of `agent`, when given. A card
+   * this device cannot open (sealed under an epoch it never had: it joined later) or read is not
+   * open for it: it could not answer it (`sealedCards` counts them).
    */
   openCards(params: Record<string, unknown>): OpenCard[] {
+    return this.scanCards(params).cards
+  }
+
+  /** How many cards in `channel` (or of `agent`) this device holds sealed, unable to open them. */
+  sealedCards(params: Record<string, unknown>): number {
+    return this.scanCards(params).sealed
+  }
+
+  private scanCards(params: Record<string, unknown>): { cards: OpenCard[]; sealed: number } {
     const filter: {
       kinds: number[]
       limit: number
@@ -494,12 +506,19 @@ export class PermissionRequests {
       filter.authors = [resolveAgent(this.node.names, params.agent, this.node.id.devicePubkey)]
     const now = this.node.now()
     const cards: OpenCard[] = []
+    let sealed = 0
     for (const row of this.node.store.events.query([filter], {
       defaultLimit: 500,
       maxLimit: 500,
     })) {
       const request = JSON.parse(row.raw) as NostrEvent
+      if (isSealed(request)) {
+        sealed++
+        continue
+      }
       const content = parseContent(request)
+      // Unreadable: no options to answer with.
+      if (content.options === undefined) continue
       if (typeof content.expires === 'number' && content.expires < now) continue
       if (this.closed(request, content) !== undefined) continue
       const who = this.node.names.who(request.pubkey)
@@ -520,7 +539,7 @@ export class PermissionRequests {
         expires: typeof content.expires === 'number' ? content.expires : null,
       })
     }
-    return cards.reverse()
+    return { cards: cards.reverse(), sealed }
   }
 
   /** The known permission request whose id starts with `text` (exactly one). */

@@ -5,7 +5,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { nsecEncode, npubEncode } from 'nostr-tools/nip19'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { publicKeyOf } from '../../src/events/event.js'
-import { runKith } from '../helpers/cli.js'
+import { runKith, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 describe('kith CLI', () => {
@@ -171,5 +171,22 @@ describe('kith CLI', () => {
     expect(bad.code).toBe(2)
     expect(bad.stderr).toMatch(/ws:\/\/ or wss:\/\//)
     expect((await runKith(['hub', 'rm', 'ws://missing:1'], { home })).code).toBe(2)
+  })
+
+  it("hub add of the running node's embedded hub is refused: it would turn that hub off", async () => {
+    const home = join(tempDir(), 'h')
+    await runKith(['init', '--name', 'box'], { home })
+    const node = await startNodeProcess(home, ['--port', '0', '--no-web'])
+    const embedded = (JSON.parse(await node.waitFor(/"event":"ready"/)) as { embedded: string })
+      .embedded
+    for (const url of [embedded, embedded.replace('127.0.0.1', 'localhost')]) {
+      const r = await runKith(['hub', 'add', url], { home })
+      expect(r.code).toBe(1)
+      expect(r.stderr).toMatch(/is the hub kith up embeds here.*adding it would turn it off/)
+    }
+    expect(JSON.parse((await runKith(['hub', 'list', '--json'], { home })).stdout)).toEqual({
+      hubs: [],
+    })
+    await node.stop()
   })
 })

@@ -126,6 +126,14 @@ describe(
       const card7 = await replyTo(laptop, q7, 4142)
       await runKith(['permit', card7.event.id, 'reject'], { home: laptop })
       expect((await replyTo(laptop, q7, 9)).event.content).toBe('permission: selected reject')
+      // An agent that ends its turn saying nothing after a Reject (as real ones do) is reported
+      // as rejected, not as a failure: no "did not answer", no error outcome.
+      const qr = await ask(laptop, '@claude quiet-permission README.md')
+      const cardR = await replyTo(laptop, qr, 4142)
+      await runKith(['permit', cardR.event.id, 'reject'], { home: laptop })
+      const rejectedReply = (await replyTo(laptop, qr, 9)).event
+      expect(rejectedReply.content).toBe('✋ claude stopped: "README.md" was rejected')
+      expect(rejectedReply.tags).toContainEqual(['outcome', 'cancelled', 'rejected'])
       const q8 = await ask(laptop, '@claude permission wait forever')
       await expect
         .poll(

@@ -23,7 +23,7 @@ async function replyTo(home: string, question: string, kind = 9): Promise<ChatIt
   return (await threadedUnder(home, question, { kind }))[0]!
 }
 
-describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout: 120_000 }, () => {
+describe('end-to-end encrypted channels (kith-e2e/1, real processes)', { timeout: 240_000 }, () => {
   it("prompts, streamed answers, permission cards (with an edit's diff) and decisions reach the hub and a plain relay only as ciphertext", async () => {
     const dir = tempDir()
     const { hub, laptop, devbox } = await laptopAndDevbox(dir)

@@ -35,5 +35,37 @@ describe(
         await f.stop()
       }
     })
+
+    it('a reloaded page still shows what an agent did: its tool calls, their output and diff', async () => {
+      const f = await pairedBrowser({ encrypt: true })
+      try {
+        const { page } = f
+        await say(page, '@claude worked src/emu.ts')
+        await page
+          .locator('article.message.agent', { hasText: 'worked' })
+          .waitFor({ timeout: 30_000 })
+        // Observer frames are never stored: after a reload only the answer's record remains.
+        await page.reload()
+        await page
+          .locator('article.message.agent', { hasText: 'worked' })
+          .waitFor({ timeout: 30_000 })
+        await page.getByRole('button', { name: /claude: 2 tool calls/ }).click()
+        const turn = page.getByRole('region', { name: "claude's progress" })
+        await turn.getByText('npm test').waitFor()
+        expect(await turn.locator('.tool-output').first().textContent()).toContain('12 passing')
+        await turn.getByText('Edit src/emu.ts').waitFor()
+        expect(await turn.locator('.diff .del').textContent()).toContain(
+          '-const greeting = "hello wrold"',
+        )
+        expect(await turn.locator('.diff .add').textContent()).toContain(
+          '+const greeting = "hello world"',
+        )
+        expect(await turn.locator('.tool.completed').count()).toBe(2)
+        await snap(page, 'turn-after-reload')
+        expect(f.problems).toEqual([])
+      } finally {
+        await f.stop()
+      }
+    })
   },
 )

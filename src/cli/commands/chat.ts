@@ -87,6 +87,8 @@ class ChatSession {
   /** Cards are numbered as they are shown, once per chat session (across /join). */
   private readonly cards = new Map<number, Card>()
   private readonly cardOf = new Map<string, number>()
+  /** Channels whose cards sealed before this device joined were already counted here. */
+  private readonly sealedSaid = new Set<string>()
   private readonly turns = new Map<string, Turn>()
   /** Tool calls already shown, by prompt and toolCallId, with the status last shown. */
   private readonly tools = new Map<string, { title: string; status: string }>()
@@ -234,8 +236,24 @@ class ChatSession {
       .sort((a, b) => a.n - b.n)
   }
 
+  /**
+   * Once per channel: how many of its cards this device holds sealed under keys it never had
+   * (they were made before it joined); they are not open for it, and no /allow means them.
+   */
+  private async sealedNote(): Promise<void> {
+    const channel = this.channel()
+    if (this.sealedSaid.has(channel)) return
+    this.sealedSaid.add(channel)
+    const { count } = await this.daemon.request<{ count: number }>('cards-sealed', { channel })
+    if (count > 0)
+      this.show(
+        `${count} earlier card${count === 1 ? '' : 's'} sealed before this device joined (it never had their keys): not shown, and not open for it`,
+      )
+  }
+
   private async listCards(): Promise<void> {
     const open = await this.openCards()
+    await this.sealedNote()
     if (open.length === 0) {
       this.show(`no open permission cards in #${this.channel()}`)
       return
@@ -293,6 +311,7 @@ class ChatSession {
         return
       }
       if (open.length === 0) {
+        await this.sealedNote()
         this.show(
           `no open card${agent === undefined ? '' : ` of ${agent}`} in #${this.channel()} to ${verb}`,
         )

@@ -60,7 +60,7 @@ export const fleetCommand = declare({
     yes: {
       type: 'boolean',
       description:
-        '(join) do not ask before contacting the hub (the 6 digits are always asked); (remove) do not ask for confirmation',
+        '(join) accepted for scripts (the 6 digits are the one question, always asked); (remove) do not ask for confirmation',
     },
     offline: { type: 'boolean', description: '(members) do not sync grants with the hubs first' },
     rearm: {

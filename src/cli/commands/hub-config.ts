@@ -6,6 +6,7 @@ import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { describeReports, syncHubs } from '../../node/fleet.js'
+import { connectNode } from '../control-client.js'
 import { openLocalFleet } from '../local-node.js'
 
 export const hubConfigCommand = declare({
@@ -18,8 +19,31 @@ export const hubConfigCommand = declare({
   ],
   options: { json: { type: 'boolean', description: '(list) print as JSON' } },
   about: `Hubs are kept in KITH_HOME/config.json. With none configured, kith up embeds a hub on
-127.0.0.1:7447.`,
+127.0.0.1:7447, and only then: hub add of the running node's embedded hub is refused, since
+adding it would turn it off (run kith hub on its own to keep a hub there).`,
 })
+
+/** ws://localhost:7447 and ws://127.0.0.1:7447/ are the same place. */
+function samePlace(a: string, b: string): boolean {
+  const norm = (u: string) => {
+    const url = new URL(u)
+    const host =
+      url.hostname === 'localhost' || url.hostname === '[::1]' ? '127.0.0.1' : url.hostname
+    return `${url.protocol}//${host}:${url.port}${url.pathname.replace(/\/$/, '')}`
+  }
+  return norm(a) === norm(b)
+}
+
+/** The running node's embedded hub, if it runs one. */
+async function runningEmbeddedHub(): Promise<string | undefined> {
+  const node = await connectNode()
+  if (node === undefined) return undefined
+  try {
+    return (await node.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined
+  } finally {
+    node.close()
+  }
+}
 
 function loadConfig() {
   const home = resolveKithHome()
@@ -58,6 +82,12 @@ export async function runHubConfig(
       out.line(`${url} is already configured`)
       return 0
     }
+    const embedded = await runningEmbeddedHub()
+    if (embedded !== undefined && samePlace(embedded, url))
+      throw new KithError(
+        'invalid',
+        `${url} is the hub kith up embeds here, which runs only while no hub is configured: adding it would turn it off. To keep a hub there, run one on its own (kith hub --port ${new URL(url).port || '7447'}) and stop kith up's first; or add another machine's hub`,
+      )
     writeConfig(home, { ...config, hubs: [...config.hubs, url] })
     out.line(`added ${url}`)
     if (config.fleet === undefined) return 0

@@ -7,14 +7,14 @@ import { PairingRun, pending } from '../../pairing/run.js'
 import { JoinerSession, type Enrollment, type PairMessage } from '../../pairing/protocol/session.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
-import { askYesNo, closePrompt, readLine } from '../prompt.js'
+import { askYesNo, closePrompt, discardTypedAhead, readLine } from '../prompt.js'
 import { asPairError, formatSas } from './invite-flow.js'
 
 export interface JoinSpec {
   /** The code as typed, or `-` to read it from stdin. */
   text: string
   role: PairRole
-  /** Skip the question before contacting the hub (the 6 digits are always asked). */
+  /** Kept for scripts; there is no question before the 6 digits any more, which are always asked. */
   yes: boolean
   /** Checks this machine can take the invitation, before anything is sent. */
   check: (code: PairingCode) => void
@@ -26,7 +26,7 @@ export interface JoinSpec {
 
 /**
  * The joiner's side of kith-pair/1, shared by `kith join` (a device key) and `kith fleet join`
- * (a person's owner key): decode, ask, exchange, show the 6 digits, ask, prove the key, accept
+ * (a person's owner key): decode, say what it joins, exchange, show the 6 digits, ask once, prove the key, accept
  * the grant, acknowledge it, and only then store it. If the other side stops (its person says
  * no, Ctrl-C, a hub refusal) this side says so at once, with the other side's reason.
  */
@@ -53,9 +53,11 @@ export async function runJoinExchange(
     const hub = normalizeRelayUrl(code.hub)
     const s = new JoinerSession(code, { now: now() })
     session = s
+    // One question, after the digits: it says what is joined, so a person answers y once.
     out.err(`Join the fleet of ${code.name} (${npub(code.owner)})`)
-    out.err(`via the hub ${hub}, as a ${code.role === 'owner' ? 'member (owner)' : 'device'}?`)
-    if (!spec.yes && !(await askYesNo('Continue?'))) throw new PairError('declined')
+    out.err(
+      `via the hub ${hub}, as a ${code.role === 'owner' ? 'member (owner)' : 'device'}? (contacting the hub for the 6 digits)`,
+    )
     const key = spec.key()
     const ch = await PairingChannel.open(hub, code.pid)
     channel = ch
@@ -87,8 +89,12 @@ export async function runJoinExchange(
         out.err(
           `\nCompare with the other screen; do not type it anywhere:\n\n    ${formatSas(s.sas!)}\n`,
         )
+        // An answer typed before the digits were shown is not an answer to them.
+        discardTypedAhead()
         const yes = await run.until(
-          askYesNo('Does the other screen show the same 6 digits?'),
+          askYesNo(
+            `Does the other screen show the same 6 digits? y joins the fleet of ${code.name}`,
+          ),
           untilExpiry(),
           'expired',
         )

@@ -28,13 +28,13 @@ export const joinCommand = declare({
     },
     yes: {
       type: 'boolean',
-      description: 'do not ask before contacting the hub (the 6 digits are always asked)',
+      description: 'accepted for scripts: the only question is the 6 digits, always asked',
     },
   },
   about: `Joins this machine to a fleet with a code from kith pair on the owner's machine. Works on a
 machine with no keys yet: it makes this device's key (never an owner key), shows whose fleet
-it joins and through which hub, and asks. Both screens then show the same 6 digits: compare
-them, do not type them anywhere, and answer y on both sides. On success this machine has a
+it joins and through which hub, and contacts it. Both screens then show the same 6 digits:
+compare them, do not type them anywhere, and answer y on both sides (the one question here). On success this machine has a
 device grant from the owner and the fleet's hubs; start it with kith up.`,
 })
 

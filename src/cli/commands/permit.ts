@@ -19,8 +19,9 @@ export const permitCommand = declare({
   },
   about: `Without arguments: lists the permission requests (the cards in kith chat) still open as this
 node knows them: not expired, not answered by you (from any of your devices), their turn not
-over; with --channel, those of one channel. Under each, what the call will do as the agent told
-it: the diff of an edit, the command and its cwd, the path of a read (at most 8 KiB: a longer one
+over; with --channel, those of one channel. Cards this device cannot open (sealed before it
+joined a sealed fleet) are not open for it: they are counted, not listed (--json: sealed). Under each, what the call will do as the agent told
+it: the diff of an edit, the command and its cwd, the path of a read (at most 6 KiB: a longer one
 is cut, and says how much of how much it shows); --json has it as preview (and previewBytes
 when cut).
 
@@ -79,10 +80,18 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
         'cards',
         channel === undefined ? {} : { channel },
       )
+      const { count: sealed } = await daemon.request<{ count: number }>(
+        'cards-sealed',
+        channel === undefined ? {} : { channel },
+      )
       if (values.json) {
-        out.json({ requests: cards })
+        out.json({ requests: cards, sealed })
         return 0
       }
+      if (sealed > 0)
+        out.line(
+          `${sealed} earlier card${sealed === 1 ? '' : 's'} sealed before this device joined (it never had their keys): not listed, and not open for it`,
+        )
       if (cards.length === 0)
         out.line(
           `no open permission requests${channel === undefined ? '' : ` in #${channel}`} (as this node knows)`,

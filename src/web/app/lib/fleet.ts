@@ -15,6 +15,7 @@ import {
   personOf,
   threadOf,
   verifyEventSignature,
+  workOf,
   type NostrEvent,
   type PermissionDecision,
   type PermissionRequest,
@@ -23,7 +24,7 @@ import {
   type Who,
 } from '../../../browser-core.js'
 import { WebKeys } from './e2e.js'
-import { Turns, type Turn } from './turns.js'
+import { turnFromWork, Turns, type Turn } from './turns.js'
 
 /** Kinds followed and caught up from the cursor, as a node follows them. */
 export const followedKinds: number[] = [
@@ -359,8 +360,18 @@ export class FleetModel {
     return this.decisions.get(request) ?? []
   }
 
+  /**
+   * The agent's turn on `prompt`: as its frames showed it live here, else as its answer keeps it
+   * (the `work` tags of the reply: what ran and what changed, for a page that was not watching).
+   */
   turn(prompt: string): Turn | undefined {
-    return this.turns.byPrompt.get(prompt)
+    const live = this.turns.byPrompt.get(prompt)
+    if (live !== undefined) return live
+    for (const reply of this.repliesTo(prompt)) {
+      const work = workOf(reply)
+      if (work.tools.length > 0) return turnFromWork(prompt, reply, work.tools)
+    }
+    return undefined
   }
 
   /** Names as a node shows them; remembered until the fleet changes (the next revision). */

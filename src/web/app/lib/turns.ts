@@ -1,5 +1,5 @@
 import { decrypt as nip44Decrypt, getConversationKey } from 'nostr-tools/nip44'
-import { channelOf, type NostrEvent } from '../../../browser-core.js'
+import { channelOf, type NostrEvent, type WorkTool } from '../../../browser-core.js'
 
 /**
  * An agent's turn as its observer frames (kind 24142, kith-agents/1) show it: the ACP
@@ -15,6 +15,8 @@ export interface ToolCall {
   text: string[]
   /** Allowed by the host's policy, without asking (kith_auto_allowed). */
   autoAllowed?: string
+  /** From the stored answer (its `work` tags): the unified diff of its edits. */
+  unified?: string
 }
 
 export interface PlanEntry {
@@ -110,6 +112,35 @@ export function applyUpdate(turn: Turn, update: unknown): void {
       return
     }
     default:
+  }
+}
+
+/**
+ * A turn as the agent's answer keeps it (kith-agents/1, "Work"): its tool calls with their last
+ * status, diff and output end; no plan, thoughts or streamed text (the answer says the rest).
+ */
+export function turnFromWork(prompt: string, reply: NostrEvent, work: WorkTool[]): Turn {
+  const tools = new Map<string, ToolCall>()
+  for (const w of work)
+    tools.set(w.id, {
+      id: w.id,
+      title: w.title,
+      kind: w.kind,
+      status: w.status,
+      diffs: [],
+      text: w.output === undefined ? [] : [w.output],
+      ...(w.allowedBy === undefined ? {} : { autoAllowed: w.allowedBy }),
+      ...(w.diff === undefined ? {} : { unified: w.diff }),
+    })
+  return {
+    prompt,
+    agent: reply.pubkey,
+    channel: channelOf(reply) ?? 'general',
+    tools,
+    plan: [],
+    thoughts: '',
+    message: '',
+    updatedAt: reply.created_at,
   }
 }
 

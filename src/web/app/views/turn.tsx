@@ -125,6 +125,31 @@ function Tool({ tool }: { tool: ToolCall }) {
           </pre>
         </figure>
       ))}
+      {tool.unified !== undefined && (
+        <figure class="diff">
+          <pre>
+            {tool.unified.split('\n').map((l, i) => (
+              <span
+                key={i}
+                class={
+                  l.startsWith('+++') || l.startsWith('---')
+                    ? 'ctx'
+                    : l.startsWith('+')
+                      ? 'add'
+                      : l.startsWith('-')
+                        ? 'del'
+                        : l.startsWith('@@')
+                          ? 'hunk'
+                          : 'ctx'
+                }
+              >
+                {l}
+                {'\n'}
+              </span>
+            ))}
+          </pre>
+        </figure>
+      )}
       {tool.text.map((t, i) => (
         <pre key={i} class="tool-output">
           {t.slice(-1000)}
