@@ -6,7 +6,14 @@
 //                cheap check; only the signature fails), ~1.6 MB/s, reconnecting when closed;
 //   req-flood    a member re-sends REQ with 10 filters × limit 5000 under one id, reading;
 //   never-reads  a member sends that REQ and stops reading its socket;
-//   idle-strangers  400 connections that never authenticate, from 20 other loopback addresses.
+//   idle-strangers  400 connections that never authenticate, from 20 other loopback addresses;
+//   lane-squatters  strangers holding pairing-room connections from 8 addresses and the member's
+//                own, re-opened as closed (issue 30, item 5);
+//   held-revocations  a plain member publishing revocations naming 999 keys, 50/s (item 1);
+//   neg-flood    a member re-opening NIP-77 reconciliations over every stored event on 4
+//                connections (item 4).
+// (Items 2 and 3, a node's pending set and a peer bridge, have no hub-side row: their bounds are
+// counted, not timed; see test/grants/verifier.test.ts and test/link/peer-sync.test.ts.)
 // Prints JSON: per phase the honest member's p50/p95 latencies, the hub's RSS, and what the
 // hub did to the abuser (closed or not).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -15,7 +22,11 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
+import { nip77 } from 'nostr-tools'
 import { signAuthEvent } from '../dist/events/nip42.js'
+import { signGrant } from '../dist/grants/grant.js'
+import { makeRevocation } from '../dist/grants/revocation.js'
+import { signEvent } from '../dist/events/event.js'
 import { spawnHub } from './hub-process.js'
 
 const { values } = parseArgs({
@@ -52,7 +63,7 @@ const rssMb = () => {
 }
 
 /** A connection; `auth` authenticates it as the founder. Resolves once open (and authed). */
-function open({ auth = true, url = hub.url, localAddress = undefined } = {}) {
+function open({ auth = true, url = hub.url, localAddress = undefined, sk = founderSk } = {}) {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, {
       maxPayload: 64 * 1024 * 1024,
@@ -68,7 +79,7 @@ function open({ auth = true, url = hub.url, localAddress = undefined } = {}) {
         resolve(ws)
         return
       }
-      const e = signAuthEvent(url, msg[1], founderSk)
+      const e = signAuthEvent(url, msg[1], sk)
       ws.on('message', function ok(d) {
         const m = JSON.parse(d.toString())
         if (m[0] === 'OK' && m[1] === e.id) {
@@ -155,6 +166,7 @@ async function honest(ms) {
   return {
     ok_p50_ms: pct(ok, 50),
     ok_p95_ms: pct(ok, 95),
+    ok_p99_ms: pct(ok, 99),
     req_p50_ms: pct(eose, 50),
     req_p95_ms: pct(eose, 95),
     answered: `${ok.length + eose.length}/${2 * i}`,
@@ -245,6 +257,113 @@ const abuses = {
     }
   },
 }
+
+// A plain member (an owner without deleg) for the held-revocations row.
+const plainSk = generateSecretKey()
+{
+  const ws = await open()
+  const grant = signGrant(
+    { subject: getPublicKey(plainSk), role: 'owner', fleet: founder },
+    founderSk,
+    plainSk,
+    Math.floor(Date.now() / 1000) - 10,
+  )
+  await new Promise((resolve) => {
+    ws.on('message', (d) => JSON.parse(d.toString())[0] === 'OK' && resolve())
+    ws.send(JSON.stringify(['EVENT', grant]))
+  })
+  ws.close()
+}
+const randomHex = () => Buffer.from(generateSecretKey()).toString('hex')
+const negInitiate = () => {
+  const storage = new nip77.NegentropyStorageVector()
+  storage.seal()
+  return new nip77.Negentropy(storage).initiate()
+}
+
+Object.assign(abuses, {
+  'lane-squatters': async () => {
+    let stop = false
+    let reopened = 0
+    const held = new Set()
+    const hold = async (localAddress) => {
+      while (!stop) {
+        const ws = await open({ auth: false, localAddress }).catch(() => undefined)
+        if (ws === undefined) {
+          await sleep(10)
+          continue
+        }
+        held.add(ws)
+        ws.send(JSON.stringify(['REQ', 'pair', { kinds: [24140], '#d': [randomHex()] }]))
+        await new Promise((r) => ws.once('close', r))
+        held.delete(ws)
+        reopened++
+      }
+    }
+    const addresses = [...Array.from({ length: 8 }, (_, i) => `127.0.2.${i + 1}`), '127.0.0.1']
+    const loops = addresses.flatMap((a) => Array.from({ length: 32 }, () => hold(a)))
+    return async () => {
+      stop = true
+      for (const ws of held) ws.terminate()
+      await Promise.all(loops)
+      return { stranger_connections_reopened: reopened }
+    }
+  },
+  'held-revocations': async () => {
+    const ws = await open({ sk: plainSk })
+    let stop = false
+    const answers = {}
+    ws.on('message', (d) => {
+      const m = JSON.parse(d.toString())
+      if (m[0] !== 'OK') return
+      const k = m[2]
+        ? String(m[3]).split(':')[0] || 'ok'
+        : String(m[3]).split(':').slice(0, 2).join(':')
+      answers[k] = (answers[k] ?? 0) + 1
+    })
+    const loop = (async () => {
+      while (!stop && ws.readyState === WebSocket.OPEN) {
+        const keys = Array.from({ length: 999 }, randomHex)
+        const rev = signEvent(
+          makeRevocation({ fleet: founder, keys }, Math.floor(Date.now() / 1000)),
+          plainSk,
+        )
+        ws.send(JSON.stringify(['EVENT', rev]))
+        await sleep(20)
+      }
+    })()
+    return async () => {
+      stop = true
+      await loop
+      ws.terminate()
+      return { answers }
+    }
+  },
+  'neg-flood': async () => {
+    const conns = await Promise.all(Array.from({ length: 4 }, () => open()))
+    let stop = false
+    const answers = {}
+    const loops = conns.map(async (ws, n) => {
+      ws.on('message', (d) => {
+        const m = JSON.parse(d.toString())
+        if (m[0] !== 'NEG-MSG' && m[0] !== 'NEG-ERR') return
+        const k = m[0] === 'NEG-MSG' ? 'answered' : String(m[2]).split(':')[0]
+        answers[k] = (answers[k] ?? 0) + 1
+      })
+      let i = 0
+      while (!stop && ws.readyState === WebSocket.OPEN) {
+        ws.send(JSON.stringify(['NEG-OPEN', `n${n}-${i++ % 2}`, {}, negInitiate()]))
+        await sleep(10)
+      }
+    })
+    return async () => {
+      stop = true
+      await Promise.all(loops)
+      for (const ws of conns) ws.terminate()
+      return { answers }
+    }
+  },
+})
 
 const report = { bench: 'abuse', node: process.version, seconds_per_phase: seconds, phases: {} }
 let peak = rssMb()

@@ -6,8 +6,6 @@ import { Kind } from '../events/kinds.js'
 import { threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
-import type { ChatItem } from '../node/chat-store.js'
-import type { WatchFrame } from '../node/observer-frames.js'
 
 /**
  * `kith acp`: an ACP agent on stdio whose sessions are threads with an agent somewhere in the
@@ -16,6 +14,17 @@ import type { WatchFrame } from '../node/observer-frames.js'
  * back as its observer frames. The editor's own capabilities (fs/*, terminal/*) are never used:
  * the agent works with its own tools on the machine it runs on.
  */
+
+/** A message the node passes on (its control socket's `chat`), as far as this edge reads it. */
+interface ChatItem {
+  event: NostrEvent
+}
+
+/** A slice of a turn's updates (the control socket's `frame`), as far as this edge reads it. */
+interface WatchFrame {
+  prompt: string
+  updates: unknown[]
+}
 
 /** What this adapter needs of the local node (its control socket). */
 export interface NodeApi {
@@ -29,7 +38,8 @@ export interface SessionBook {
   set(sessionId: string, root: string): void
 }
 
-export interface EdgeAgentOptions {
+/** What one editor connection relays: to which agent, in which channel and project. */
+export interface EdgeAgentCore {
   node: NodeApi
   /** The agent's name as a mention names it, and its key. */
   agent: { name: string; pubkey: string }
@@ -38,9 +48,14 @@ export interface EdgeAgentOptions {
   project?: string
   worktree?: boolean
   book: SessionBook
+  log: (line: string) => void
+  /** Called when the editor's connection closes. */
+  onClose?: () => void
+}
+
+export interface EdgeAgentOptions extends EdgeAgentCore {
   input: Readable
   output: Writable
-  log: (line: string) => void
 }
 
 interface Turn {
@@ -72,8 +87,23 @@ export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
   return 'end_turn'
 }
 
+/** `kith acp` on stdio: one editor, until it closes the pipe. */
 export async function serveEdgeAgent(opts: EdgeAgentOptions): Promise<void> {
   const acp = await import('@agentclientprotocol/sdk')
+  const conn = edgeAgentApp(acp, opts).connect(
+    acp.ndJsonStream(
+      Writable.toWeb(opts.output) as WritableStream<Uint8Array>,
+      Readable.toWeb(opts.input) as ReadableStream<Uint8Array>,
+    ),
+  )
+  await conn.closed
+}
+
+/**
+ * The ACP agent app of one editor connection (stdio, or the remote transport `kith up` serves):
+ * it starts following the channel and the agent's frames when the connection opens.
+ */
+export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp {
   const { node, agent, channel, book } = opts
   /** ACP session id → the thread root (undefined until its first prompt). */
   const roots = new Map<string, string | undefined>()
@@ -200,7 +230,7 @@ export async function serveEdgeAgent(opts: EdgeAgentOptions): Promise<void> {
     throw acp.RequestError.internalError(undefined, 'the hosting node did not answer within 30 s')
   }
 
-  const conn = acp
+  return acp
     .agent({ name: 'kith' })
     .onRequest(acp.methods.agent.initialize, () => ({
       protocolVersion: acp.PROTOCOL_VERSION,
@@ -280,16 +310,12 @@ export async function serveEdgeAgent(opts: EdgeAgentOptions): Promise<void> {
         })
       })
     })
-    .connect(
-      acp.ndJsonStream(
-        Writable.toWeb(opts.output) as WritableStream<Uint8Array>,
-        Readable.toWeb(opts.input) as ReadableStream<Uint8Array>,
-      ),
-    )
-  peer.client = conn.client
-  await node.request('subscribe', { channel })
-  await node.request('watch', { agent: agent.name })
-  await conn.closed
+    .onConnect(async (connection) => {
+      peer.client = connection.client
+      void connection.closed.then(() => opts.onClose?.())
+      await node.request('subscribe', { channel })
+      await node.request('watch', { agent: agent.name })
+    })
 }
 
 /** The session/update kinds of ACP (v1) an editor is given. */

@@ -331,7 +331,7 @@ export const authorityTable: readonly AuthorityRow[] = [
     what: 'ends grants: those the revoker stands above on their chain',
     allow: people,
     enforcedBy: ['admission'],
-    why: 'the founder ends any grant; anyone else only grants beneath them (their devices, agents, invitees)',
+    why: 'the founder ends any grant; anyone else only grants beneath them (their devices, agents, invitees). A hub key cannot revoke, and a hub\'s "restricted: revoked" at AUTH is not a revocation: a device retires nothing until its own grant book holds one (judgeHubRevoked)',
   },
   {
     action: 'channel.define',

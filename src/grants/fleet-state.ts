@@ -116,7 +116,7 @@ export class FleetState {
       opts.beforeChange?.(event)
       const r = this.grants.add(event, {
         verified: true,
-        ...(opts.keepPending ? { keepPending: true } : {}),
+        ...(opts.keepPending ? { keepPending: true, receivedAt: now } : {}),
       })
       if (r.status === 'rejected') {
         throw new KithError(grantCodePrefix(r.code), `${r.code}: ${r.reason}`, { reason: r.code })
@@ -124,7 +124,9 @@ export class FleetState {
       const held = r.status === 'pending' || (r.status === 'accepted' && r.held === true)
       return {
         ok: true,
-        store: true,
+        // One that waits (a node's pending) is kept in memory only, bounded, and stored once
+        // placed (GrantVerifier.drainPromoted): what cannot be placed does not grow node.db.
+        store: r.status !== 'pending',
         note: held ? 'held: it names nothing this hub can act on yet; kept until it does' : '',
         revoked: event.kind === Kind.Revocation && r.status === 'accepted' && r.held !== true,
         authority: r.status === 'accepted',

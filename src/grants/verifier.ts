@@ -30,7 +30,20 @@ export interface VerifierOptions {
   verifySignature: (event: NostrEvent) => boolean
   /** Targets one signer's held revocations may name in all (default heldTargetsPerSigner). */
   heldTargetsPerSigner?: number
+  /** Grants and revocations kept waiting at once (default maxPending). */
+  maxPending?: number
+  /** How long one waits, in seconds of `receivedAt` (default pendingMaxAgeSeconds). */
+  pendingMaxAgeSeconds?: number
 }
+
+/**
+ * Grants waiting for their parent and revocations for their signer's grant (nodes syncing out of
+ * order) kept at once; past it the oldest goes. Anyone who can write to a relay a node links to
+ * can send them, so they are bounded in number and in age; a dropped one comes back with the
+ * next fetch of the fleet's authority, and is placed once what it needs is there.
+ */
+export const maxPending = 1000
+export const pendingMaxAgeSeconds = 24 * 3600
 
 /**
  * Targets (`e` and `p` values) one signer's held revocations may name, all together. A held one
@@ -76,8 +89,12 @@ export class GrantVerifier {
   /** Targets named by each signer's held revocations, bounded by maxHeldTargets. */
   private readonly heldTargets = new Map<string, number>()
   private readonly maxHeldTargets: number
-  /** Grants waiting for the parent they name (nodes syncing out of order). */
-  private readonly pending = new Map<string, NostrEvent>()
+  /** Waiting for the parent or signer they need (nodes syncing out of order), oldest first. */
+  private readonly pending = new Map<string, { event: NostrEvent; receivedAt: number }>()
+  private readonly maxPending: number
+  private readonly pendingMaxAge: number
+  /** Pending events accepted since the last `drainPromoted` (recorded with recordAccepted). */
+  private promoted: NostrEvent[] = []
   /** Structural positions; immutable, since a grant's parents are immutable events. */
   private readonly effective = new Map<string, Effective>()
   /** Whether each grant is revoked (itself or above); cleared when a revocation arrives. */
@@ -98,23 +115,30 @@ export class GrantVerifier {
     this.skew = opts.skewSeconds ?? grantSkewSeconds
     this.verifySignature = opts.verifySignature
     this.maxHeldTargets = opts.heldTargetsPerSigner ?? heldTargetsPerSigner
+    this.maxPending = opts.maxPending ?? maxPending
+    this.pendingMaxAge = opts.pendingMaxAgeSeconds ?? pendingMaxAgeSeconds
   }
 
   /**
    * Adds a grant (4140) or revocation (4141) after checking its structure. `verified` skips the
    * signature check for events the caller has already verified. `keepPending` holds a grant whose
    * parent is not known yet and retries it as grants arrive; otherwise it is refused
-   * `unknown-parent` (a hub answers so; the publisher sends the chain founder-first).
+   * `unknown-parent` (a hub answers so; the publisher sends the chain founder-first). Held ones
+   * are bounded (maxPending, oldest out) and age out `pendingMaxAgeSeconds` after `receivedAt`
+   * (seconds; a replay passes none and counts as received long ago).
    */
-  add(event: NostrEvent, opts: { verified?: boolean; keepPending?: boolean } = {}): AddResult {
+  add(
+    event: NostrEvent,
+    opts: { verified?: boolean; keepPending?: boolean; receivedAt?: number } = {},
+  ): AddResult {
     if (this.grants.has(event.id) || this.revocations.has(event.id)) return { status: 'accepted' }
     if (!opts.verified && !this.verifySignature(event)) {
       return { status: 'rejected', code: 'bad-signature', reason: 'bad signature' }
     }
     const result = this.tryAdd(event)
     if (result.status === 'pending') {
-      if (opts.keepPending) this.pending.set(event.id, event)
-      else return { status: 'rejected', code: result.code, reason: result.reason }
+      if (!opts.keepPending) return { status: 'rejected', code: result.code, reason: result.reason }
+      this.keepPending(event, opts.receivedAt)
     }
     if (result.status === 'accepted') {
       if (this.recordAccepted) this.accepted.push(event.id)
@@ -136,20 +160,53 @@ export class GrantVerifier {
     }
   }
 
+  private keepPending(event: NostrEvent, receivedAt: number | undefined): void {
+    if (receivedAt !== undefined) {
+      // Oldest first: stop at the first one still young enough.
+      for (const [id, p] of this.pending) {
+        if (p.receivedAt >= receivedAt - this.pendingMaxAge) break
+        this.pending.delete(id)
+      }
+    }
+    this.pending.delete(event.id)
+    while (this.pending.size >= this.maxPending) {
+      this.pending.delete(this.pending.keys().next().value!)
+    }
+    this.pending.set(event.id, { event, receivedAt: receivedAt ?? 0 })
+  }
+
   private retryPending(): void {
     let progress = true
     while (progress && this.pending.size > 0) {
       progress = false
-      for (const [id, event] of this.pending) {
+      for (const [id, { event }] of this.pending) {
         const r = this.tryAdd(event)
         if (r.status === 'pending') continue
         this.pending.delete(id)
         if (r.status === 'accepted') {
           progress = true
-          if (this.recordAccepted) this.accepted.push(id)
+          if (this.recordAccepted) {
+            this.accepted.push(id)
+            this.promoted.push(event)
+          }
         }
       }
     }
+  }
+
+  /**
+   * Events that waited (pending) and were accepted since the last call: a node stores them now,
+   * since it keeps nothing it cannot place.
+   */
+  drainPromoted(): NostrEvent[] {
+    const out = this.promoted
+    this.promoted = []
+    return out
+  }
+
+  /** Whether `id` is an accepted grant or a kept revocation. */
+  holds(id: string): boolean {
+    return this.grants.has(id) || this.revocations.has(id)
   }
 
   private addGrant(grant: Grant): AddResult {

@@ -35,6 +35,8 @@ export class Connection implements Streaming {
   alive = true
   private corked = false
   private readonly gate: ChannelGate
+  /** The person whose connection cap this connection counts toward, once a member. */
+  private countedAs: string | undefined
   /** AUTH frames received, successful or not. */
   private authAttempts = 0
   /** This connection's events and AUTHs waiting for their signature check. */
@@ -57,10 +59,20 @@ export class Connection implements Streaming {
     readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
-    this.neg = new NegSessions(ctx.store, ctx.limits, {
-      send: (frame) => this.send(frame),
-      hidden: () => this.gate.hidden(this.ctx.now()),
-    })
+    this.neg = new NegSessions(
+      ctx.store,
+      ctx.limits,
+      {
+        send: (frame) => this.send(frame),
+        hidden: () => this.gate.hidden(this.ctx.now()),
+        payer: () => this.payer(),
+      },
+      {
+        work: ctx.reqWork,
+        open: ctx.perPerson.negSessions,
+        maxOpenPerPerson: ctx.limits.negMaxSessionsPerPerson,
+      },
+    )
     this.send(['AUTH', this.challenge])
   }
 
@@ -117,6 +129,13 @@ export class Connection implements Streaming {
     this.heldBytes = 0
     this.ctx.reqs.remove(this)
     this.neg.closeAll()
+    if (this.countedAs !== undefined) {
+      const { connections } = this.ctx.perPerson
+      const n = (connections.get(this.countedAs) ?? 1) - 1
+      if (n <= 0) connections.delete(this.countedAs)
+      else connections.set(this.countedAs, n)
+      this.countedAs = undefined
+    }
   }
 
   private ok(id: string, accepted: boolean, message: string): void {
@@ -156,9 +175,12 @@ export class Connection implements Streaming {
 
   /**
    * Forgets keys that are no longer members; when none is left, ends every subscription with
-   * `restricted: revoked` and closes the connection (1008). Returns true when it closed.
+   * `restricted: revoked` and closes the connection (1008). Returns true when it closed. The
+   * revocation that caused it (`cause`), when there is one, is sent first on each subscription it
+   * matches: a node checks a hub's "revoked" against its own grant book (kith-hub, "AUTH"), so
+   * the hub hands over the signed proof before it cuts the connection.
    */
-  enforceMembership(): boolean {
+  enforceMembership(cause?: NostrEvent): boolean {
     const now = this.ctx.now()
     let reason = ''
     for (const key of this.authed) {
@@ -169,6 +191,8 @@ export class Connection implements Streaming {
       }
     }
     if (reason === '' || this.authed.size > 0) return false
+    if (cause !== undefined)
+      for (const subId of this.ctx.subs.matching(this, cause)) this.send(['EVENT', subId, cause])
     for (const subId of this.ctx.subs.ids(this)) {
       this.send(['CLOSED', subId, `restricted: ${reason}`])
     }
@@ -333,7 +357,7 @@ export class Connection implements Streaming {
       return
     }
     // A revocation takes effect before it is stored, so no event slips in meanwhile.
-    if (admission.revoked) ctx.enforce()
+    if (admission.revoked) ctx.enforce(event)
     if (!admission.store) {
       if (reservation !== undefined) ctx.eventLimits.settle(reservation)
       this.ok(event.id, true, admission.note)
@@ -534,10 +558,17 @@ export class Connection implements Streaming {
   private payer(): string {
     const now = this.ctx.now()
     for (const key of this.authed) {
-      const person = personOf(this.ctx.grants, key, now)
+      const person = this.personOfKey(key, now)
       if (person !== undefined) return person
     }
     return this.remote
+  }
+
+  /** A key's person; a hub key is its own, so a peer's work is not charged to the founder. */
+  private personOfKey(key: string, now: number): string | undefined {
+    const d = this.ctx.grants.isMember(key, now)
+    if (d.ok && d.role === 'hub') return key
+    return personOf(this.ctx.grants, key, now)
   }
 
   /** Sends a slice of the oldest streaming REQ (see ReqScheduler). */
@@ -686,6 +717,24 @@ export class Connection implements Streaming {
         this.ctx.admission.authenticating(this.socket, false)
         this.ok(event.id, false, again)
         return
+      }
+      if (this.countedAs === undefined) {
+        // Its first member key: the connection counts toward that person's cap from now on.
+        const person = this.personOfKey(event.pubkey, this.ctx.now()) ?? event.pubkey
+        const { connections } = this.ctx.perPerson
+        const held = connections.get(person) ?? 0
+        const max = this.ctx.limits.maxConnectionsPerPerson
+        if (held >= max) {
+          this.ctx.admission.authenticating(this.socket, false)
+          this.ok(
+            event.id,
+            false,
+            `rate-limited: connections: this person holds ${held} connections (max_connections_per_person ${max}); close one`,
+          )
+          return
+        }
+        connections.set(person, held + 1)
+        this.countedAs = person
       }
       this.authed.add(event.pubkey)
       this.ctx.admission.admit(this.socket)

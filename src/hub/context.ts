@@ -24,15 +24,18 @@ export interface HubContext<C> {
   /** Channel definitions: who may read and post in a private channel. */
   channels: ChannelBook
   /** Re-checks every live connection after a revocation; drops those no longer members. */
-  enforce: () => void
+  /** Ends what no longer stands; `cause` (the revocation) goes first to those it ends. */
+  enforce: (cause?: import('../events/event.js').NostrEvent) => void
   /** Rate limits (per person, per hub, per key for authority kinds) and storage quotas. */
   eventLimits: EventLimits
   /** Strangers' sockets: deadlines, caps per address and in all. */
   admission: Admission
   /** Sends REQs' stored parts a slice at a time, round robin over connections. */
   reqs: ReqScheduler<C & Streaming>
-  /** Main-thread time for REQs' stored parts, per person. */
+  /** Main-thread time for REQs' stored parts and NIP-77 work, per person. */
   reqWork: WorkBudget
+  /** Per person: authenticated connections and open NIP-77 reconciliations (limits' caps). */
+  perPerson: { connections: Map<string, number>; negSessions: Map<string, number> }
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>
   /** Unix seconds. */

@@ -89,6 +89,13 @@ export interface HubLimits {
   negMaxItems: number
   /** NIP-77 reconciliations open at once on one connection. */
   negMaxSessions: number
+  /** NIP-77 reconciliations open at once for one person, all their connections together. */
+  negMaxSessionsPerPerson: number
+  /**
+   * Connections one person may hold authenticated at once (all their keys); an AUTH past it is
+   * refused `rate-limited: connections: …`. A hub key is its own person.
+   */
+  maxConnectionsPerPerson: number
   /** A reconciliation with no NEG-MSG for this long is closed (NEG-ERR `closed:`). */
   negIdleMs: number
 }
@@ -126,6 +133,8 @@ export const defaultHubLimits: HubLimits = {
   maxUnauthenticated: 256,
   negMaxItems: 500_000,
   negMaxSessions: 2,
+  negMaxSessionsPerPerson: 8,
+  maxConnectionsPerPerson: 64,
   negIdleMs: 60_000,
 }
 

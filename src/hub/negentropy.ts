@@ -2,12 +2,25 @@ import { nip77 } from 'nostr-tools'
 import type { Filter } from '../events/filter.js'
 import type { EventStore, HideRule } from '../store/event-store.js'
 import type { HubLimits } from './limits.js'
+import type { WorkBudget } from './req-scheduler.js'
 
 /** What one reconciliation needs from its connection. */
 export interface NegPeer {
   send(frame: unknown[]): void
   /** The private channels this connection may not read, now (as for its REQs). */
   hidden(): readonly HideRule[]
+  /** Who pays: the person of the connection (as for its REQs). */
+  payer(): string
+}
+
+/**
+ * The hub-wide budgets a reconciliation draws on: main-thread time per person (the REQs' work
+ * budget) and open reconciliations per person.
+ */
+export interface NegBudget {
+  work: WorkBudget
+  open: Map<string, number>
+  maxOpenPerPerson: number
 }
 
 /** The protocol's "nothing more to say" answer: the version byte alone (NIP-77 v1). */
@@ -72,6 +85,9 @@ export function asResponderQuery(hex: string): string {
 interface Session {
   neg: nip77.Negentropy
   timer: NodeJS.Timeout
+  payer: string
+  /** A NEG-MSG waiting for its person's work budget to refill. */
+  deferred?: NodeJS.Timeout | undefined
 }
 
 /**
@@ -86,6 +102,7 @@ export class NegSessions {
     private readonly store: EventStore,
     private readonly limits: HubLimits,
     private readonly peer: NegPeer,
+    private readonly budget: NegBudget,
   ) {}
 
   /** NEG-OPEN: a filter already parsed and checked, and the client's first message (hex). */
@@ -99,6 +116,25 @@ export class NegSessions {
       )
       return
     }
+    const payer = this.peer.payer()
+    const { work, open, maxOpenPerPerson } = this.budget
+    if ((open.get(payer) ?? 0) >= maxOpenPerPerson) {
+      this.error(
+        subId,
+        `blocked: at most ${maxOpenPerPerson} reconciliations at once per person (negentropy_max_sessions_per_person)`,
+      )
+      return
+    }
+    // Building the set is the costly part: it waits for none, so it needs budget left now.
+    const wait = work.wait(payer, Date.now())
+    if (wait > 0) {
+      this.error(
+        subId,
+        `rate-limited: work: this person's REQ and reconciliation work is over ${this.limits.reqWorkMsPerSecond} ms/s; retry in ${wait} ms`,
+      )
+      return
+    }
+    const startedAt = performance.now()
     const storage = new nip77.NegentropyStorageVector()
     // A reconciliation covers the whole match: NIP-77 has no use for a REQ's limit.
     const unlimited: Filter = { ...filter }
@@ -113,6 +149,7 @@ export class NegSessions {
     for (const row of cursor) {
       if (++count > this.limits.negMaxItems) {
         cursor.return?.()
+        work.charge(payer, performance.now() - startedAt, Date.now())
         this.error(
           subId,
           `blocked: the filter matches more than ${this.limits.negMaxItems} events; narrow it (since/until)`,
@@ -123,8 +160,10 @@ export class NegSessions {
     }
     storage.seal()
     const neg = new nip77.Negentropy(storage, this.limits.maxFrameBytes - 1024)
-    const session: Session = { neg, timer: this.idleTimer(subId) }
+    const session: Session = { neg, timer: this.idleTimer(subId), payer }
     this.sessions.set(subId, session)
+    open.set(payer, (open.get(payer) ?? 0) + 1)
+    work.charge(payer, performance.now() - startedAt, Date.now())
     this.answer(subId, session, message)
   }
 
@@ -136,14 +175,34 @@ export class NegSessions {
       return
     }
     session.timer.refresh()
-    this.answer(subId, session, message)
+    if (session.deferred !== undefined) {
+      // A client waits for each answer; one that does not is out of step.
+      this.close(subId)
+      this.error(subId, 'invalid: NEG-MSG sent before the previous one was answered')
+      return
+    }
+    const wait = this.budget.work.wait(session.payer, Date.now())
+    if (wait === 0) {
+      this.answer(subId, session, message)
+      return
+    }
+    // Out of budget: the answer waits (as a REQ's next slice does); the session stays open.
+    session.deferred = setTimeout(() => {
+      session.deferred = undefined
+      if (this.sessions.get(subId) === session) this.answer(subId, session, message)
+    }, wait)
   }
 
   close(subId: string): void {
     const session = this.sessions.get(subId)
     if (session === undefined) return
     clearTimeout(session.timer)
+    clearTimeout(session.deferred)
     this.sessions.delete(subId)
+    const { open } = this.budget
+    const n = (open.get(session.payer) ?? 1) - 1
+    if (n <= 0) open.delete(session.payer)
+    else open.set(session.payer, n)
   }
 
   closeAll(): void {
@@ -152,11 +211,13 @@ export class NegSessions {
 
   private answer(subId: string, session: Session, message: string): void {
     let reply: string | null
+    const startedAt = performance.now()
     try {
       if (!/^[0-9a-f]*$/.test(message) || message.length % 2 !== 0) {
         throw new Error('the message is not lowercase hex')
       }
       reply = session.neg.reconcile(asResponderQuery(message))
+      this.budget.work.charge(session.payer, performance.now() - startedAt, Date.now())
     } catch (err) {
       this.close(subId)
       this.error(subId, `invalid: ${err instanceof Error ? err.message : String(err)}`)

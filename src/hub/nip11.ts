@@ -45,6 +45,8 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       max_unread_bytes: limits.maxUnreadBytes,
       negentropy_max_items: limits.negMaxItems,
       negentropy_max_sessions: limits.negMaxSessions,
+      negentropy_max_sessions_per_person: limits.negMaxSessionsPerPerson,
+      max_connections_per_person: limits.maxConnectionsPerPerson,
       slow_reader_seconds: seconds(limits.slowReaderMs),
       req_work_ms_per_second_per_person: limits.reqWorkMsPerSecond,
       req_work_burst_ms_per_person: limits.reqWorkBurstMs,

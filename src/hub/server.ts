@@ -179,13 +179,14 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     state,
     grants,
     channels,
-    enforce: () => {
-      for (const conn of conns) conn.enforceMembership()
+    enforce: (cause) => {
+      for (const conn of conns) conn.enforceMembership(cause)
     },
     eventLimits: new EventLimits(limits, grants, store),
     admission,
     reqs: new ReqScheduler<Connection>(),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
+    perPerson: { connections: new Map(), negSessions: new Map() },
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,

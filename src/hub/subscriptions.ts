@@ -35,6 +35,14 @@ export class SubscriptionIndex<C> {
     this.byConnection.delete(conn)
   }
 
+  /** The ids of `conn`'s subscriptions that match `event`. */
+  matching(conn: C, event: NostrEvent): string[] {
+    const out: string[] = []
+    for (const [subId, filters] of this.byConnection.get(conn) ?? [])
+      if (matchFilters(filters, event)) out.push(subId)
+    return out
+  }
+
   /** Calls `deliver` once per matching subscription. */
   fanOut(event: NostrEvent, deliver: (conn: C, subId: string) => void): void {
     for (const [conn, subs] of this.byConnection) {

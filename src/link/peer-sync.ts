@@ -31,12 +31,20 @@ export interface PeerSyncOptions {
   store: EventStore
   log: (line: string) => void
   roundMs?: number
+  /**
+   * The fleet's founder. With it, the third phase covers the fleet only: events by the founder
+   * and every key a stored grant names (all a Kith hub admits). Without it, the peer's whole
+   * store (a relay that holds only this fleet).
+   */
+  fleet?: string
+  /** Ids fetched from the peer in one round at most (default maxNeedPerRound). */
+  maxNeed?: number
   /** Called after every reconciliation round (tests, status). */
   onRound?: (round: PeerRound) => void
 }
 
 export interface PeerRound {
-  /** Ids the peer had that this hub lacked, and the reverse. */
+  /** Ids the peer had that this hub lacked and were fetched, and the reverse. */
   need: number
   have: number
   /** Of those, how many the receiving side refused (retried next round). */
@@ -71,11 +79,19 @@ const liveOverlapSeconds = 60
 const maxRetryMs = 30_000
 const frameBytes = 16 * 1024 * 1024
 
-const phases: Filter[] = [
+const authorityPhases: Filter[] = [
   { kinds: [Kind.Grant, Kind.Revocation] },
   { kinds: [Kind.ChannelDefinition] },
-  {},
 ]
+/** Ids fetched from a peer in one round at most; the rest come in later rounds. */
+export const maxNeedPerRound = 5000
+/** An id this hub refused is not fetched again for this many rounds (about half an hour). */
+const refusedQuietRounds = 30
+const refusedCapacity = 100_000
+/** Authors per reconciliation filter: under every relay's filter limits (ours: 1000). */
+const authorsPerFilter = 500
+/** A peer whose rounds bring only refusals is asked at most once per this many rounds. */
+const maxRoundBackoff = 32
 
 export class PeerSync {
   private state: PeerState = 'connecting'
@@ -90,6 +106,11 @@ export class PeerSync {
   private roundTimer: ReturnType<typeof setInterval> | undefined
   private clients: RelayClient[] = []
   private readonly seen = new Set<string>()
+  /** Ids the peer offered and this hub refused, with the round they were refused in. */
+  private readonly refusedAt = new Map<string, number>()
+  /** Rounds to skip before asking again a peer that brought nothing but refusals. */
+  private backoff = 0
+  private skip = 0
   private running: Promise<void> | undefined
 
   constructor(private readonly opts: PeerSyncOptions) {}
@@ -167,6 +188,10 @@ export class PeerSync {
     this.attempt = 0
     this.state = 'live'
     this.roundTimer = setInterval(() => {
+      if (this.skip > 0) {
+        this.skip--
+        return
+      }
       this.round(local, peer).catch((err: unknown) => {
         this.lastError = err instanceof Error ? err.message : String(err)
         this.opts.log(`peer ${this.opts.peerUrl}: round failed: ${this.lastError}`)
@@ -221,25 +246,58 @@ export class PeerSync {
     await this.publishAll(peer, grants)
   }
 
-  /** One reconciliation in three phases, so authority reaches each side before what it admits. */
+  /**
+   * The phases of a round: authority first, so it reaches each side before what it admits, then
+   * the fleet's events (scoped when the fleet is known: a plain relay's strangers stay there).
+   */
+  private phases(): Filter[] {
+    const fleet = this.opts.fleet
+    if (fleet === undefined) return [...authorityPhases, {}]
+    const authors = new Set([fleet])
+    for (const g of this.opts.store.eventsOfKind(Kind.Grant)) {
+      for (const t of g.tags) if (t[0] === 'p' && t[1] !== undefined) authors.add(t[1])
+    }
+    const list = [...authors]
+    const byAuthor: Filter[] = []
+    for (let i = 0; i < list.length; i += authorsPerFilter) {
+      byAuthor.push({ authors: list.slice(i, i + authorsPerFilter) })
+    }
+    return [...authorityPhases, ...byAuthor]
+  }
+
+  /** One reconciliation, phase by phase; at most maxNeed ids fetched from the peer. */
   private async round(local: RelayClient, peer: RelayClient): Promise<void> {
     const started = Date.now()
     let need = 0
     let have = 0
     let refused = 0
-    for (const filter of phases) {
+    let refusedIn = 0
+    let acceptedIn = 0
+    const maxNeed = this.opts.maxNeed ?? maxNeedPerRound
+    const fetched = new Set<string>()
+    for (const filter of this.phases()) {
       const keys = this.opts.store.openCursor(filter, Number.MAX_SAFE_INTEGER, [], undefined)
       const diff = await reconcile(peer, { ...filter }, keys, requestTimeoutMs)
-      need += diff.need.length
+      const wanted: string[] = []
+      for (const id of diff.need) {
+        if (fetched.size >= maxNeed) break
+        const at = this.refusedAt.get(id)
+        if (fetched.has(id) || (at !== undefined && this.rounds - at < refusedQuietRounds)) continue
+        fetched.add(id)
+        wanted.push(id)
+      }
+      need += wanted.length
       have += diff.have.length
       await fetchIds(
         peer,
-        diff.need,
+        wanted,
         async (events) => {
           events.sort((a, b) => a.created_at - b.created_at)
           for (const e of events) this.seen.add(e.id)
-          const r = await this.publishAll(local, events)
+          const r = await this.publishAll(local, events, (e) => this.noteRefused(e.id))
           this.received += r.accepted
+          acceptedIn += r.accepted
+          refusedIn += r.refused
           refused += r.refused
         },
         requestTimeoutMs,
@@ -258,6 +316,11 @@ export class PeerSync {
     }
     this.trimSeen()
     this.rounds++
+    // A peer that brings nothing but refusals is asked less and less often (up to 1 in 32).
+    if (refusedIn > 0 && acceptedIn === 0)
+      this.backoff = Math.min(maxRoundBackoff, this.backoff * 2 || 1)
+    else this.backoff = 0
+    this.skip = this.backoff
     this.lastRound = { need, have, refused, ms: Date.now() - started }
     if (need + have > 0) {
       this.opts.log(
@@ -291,19 +354,32 @@ export class PeerSync {
   private async publishAll(
     to: RelayClient,
     events: readonly NostrEvent[],
+    onRefused?: (e: NostrEvent) => void,
   ): Promise<{ accepted: number; refused: number }> {
     let accepted = 0
     let refused = 0
     let next = 0
     const worker = async () => {
       while (next < events.length) {
-        const answer = await to.publish(events[next++]!)
+        const e = events[next++]!
+        const answer = await to.publish(e)
         if (answer.ok) accepted++
-        else refused++
+        else {
+          refused++
+          onRefused?.(e)
+        }
       }
     }
     await Promise.all(Array.from({ length: Math.min(publishWindow, events.length) }, worker))
     return { accepted, refused }
+  }
+
+  private noteRefused(id: string): void {
+    this.refusedAt.delete(id)
+    this.refusedAt.set(id, this.rounds)
+    if (this.refusedAt.size > refusedCapacity) {
+      this.refusedAt.delete(this.refusedAt.keys().next().value!)
+    }
   }
 
   private trimSeen(): void {

@@ -13,6 +13,7 @@ import { notifyStatus, startNotifications, type TargetStatus } from './notificat
 import type { Notifier } from '../notify/notifier.js'
 import { E2eKeys } from './e2e-keys.js'
 import { sealingLapse } from '../grants/e2e-sealing.js'
+import { judgeHubRevoked } from '../grants/hub-revoked.js'
 import { isSealed } from '../events/e2e-seal.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
@@ -135,8 +136,15 @@ export class KithNode {
   private stopped = false
   /** Where `kith up` serves the web app (kith open), if it does. */
   webUrl: string | undefined
-  /** Set once every hub refused this device as revoked: the node has no fleet to talk to. */
+  /**
+   * Set once this node's own grant book shows its device revoked after a hub refused it as such:
+   * the node has no fleet to talk to.
+   */
   removed: string | undefined
+  /** Hubs that refused this device as revoked, with their words (a link each ends for good). */
+  private readonly hubSaidRevoked = new Map<string, string>()
+  /** Those words this node's grant book does not bear out (kith-hub, "AUTH"), by hub. */
+  private readonly disputedRevocations = new Map<string, string>()
   private readonly bridge: AgentBridge
   private readonly outbox: OutboxPump
   private notifier: Notifier | undefined
@@ -170,6 +178,7 @@ export class KithNode {
     this.book.verifier.recordAccepted = true
     this.republishAuthority(this.book.allEventsInChainOrder())
     this.book.verifier.drainAccepted()
+    this.book.verifier.drainPromoted()
     this.bridge = new AgentBridge(
       {
         id,
@@ -264,6 +273,8 @@ export class KithNode {
       // A CLI command changed grants in node.db: take them in and send them out.
       'grants-changed': () => {
         this.book.reload()
+        const promoted = this.book.verifier.drainPromoted()
+        if (promoted.length > 0) this.book.keep(promoted)
         this.republishAuthority(
           this.book.verifier.drainAccepted().flatMap((id) => {
             const e = this.book.event(id)
@@ -331,15 +342,8 @@ export class KithNode {
           void this.sendPresence(link)
         },
         onRevoked: (message) => {
-          this.log(
-            `${url} refused this device: ${message}. This device was removed from the fleet ` +
-              '(its grant, or its person, was revoked); it will not reconnect. Nothing more will be sent.',
-          )
-          if (this.links.every((l) => l.state === 'revoked')) {
-            this.removed = message
-            // Nothing its agents say can reach anyone now: stop them (no orphan, no signing).
-            this.bridge.retireAll('this device was removed from the fleet')
-          }
+          this.hubSaidRevoked.set(url, message)
+          this.judgeHubRevocations()
         },
         log: this.log,
         ...(this.opts.pageSize === undefined ? {} : { pageSize: this.opts.pageSize }),
@@ -507,6 +511,9 @@ export class KithNode {
     // Sealed events are opened here (their keys first): node.db, chat and agents see them opened.
     const accepted = this.e2e.open(admitted)
     const outcomes = this.book.keep(accepted)
+    // What waited for these and is placed now was kept in memory only: it is stored now.
+    const promoted = this.book.verifier.drainPromoted()
+    if (promoted.length > 0) this.book.keep(promoted)
     this.republishAuthority(
       this.book.verifier.drainAccepted().flatMap((id) => {
         const e = accepted.find((x) => x.id === id) ?? this.book.event(id)
@@ -516,6 +523,7 @@ export class KithNode {
     if (revoked || results.some((r) => r.admission.ok && r.admission.authority)) {
       this.bridge.enforceMembership()
       this.e2e.shareHistory()
+      this.judgeHubRevocations()
     }
     const handOff = (e: NostrEvent, act = true) => {
       if (
@@ -658,6 +666,39 @@ export class KithNode {
     return this.bridge.cancelTurn(params)
   }
 
+  /**
+   * A hub's `restricted: revoked` is checked against this node's own grant book (judgeHubRevoked):
+   * borne out, the device was removed: agents are retired and nothing more is sent. Not borne
+   * out, only that hub's link has ended: said loudly (log and kith status), agents stay. Run when
+   * a hub says it and again whenever the book learns authority (a revocation that a hub sends
+   * before cutting the link may arrive after its refusal).
+   */
+  private judgeHubRevocations(): void {
+    if (this.removed !== undefined || this.hubSaidRevoked.size === 0) return
+    const verdict = judgeHubRevoked(this.book.verifier, this.id.devicePubkey, this.now())
+    if (verdict.verified) {
+      this.disputedRevocations.clear()
+      const [url, message] = [...this.hubSaidRevoked][0]!
+      this.log(
+        `${url} refused this device: ${message}. This device was removed from the fleet ` +
+          `(${verdict.reason}, as this node's grant book shows); it will not reconnect. Nothing more will be sent.`,
+      )
+      this.removed = message
+      // Nothing its agents say can reach anyone now: stop them (no orphan, no signing).
+      this.bridge.retireAll('this device was removed from the fleet')
+      return
+    }
+    for (const [url, message] of this.hubSaidRevoked) {
+      if (this.disputedRevocations.has(url)) continue
+      this.disputedRevocations.set(url, message)
+      this.log(
+        `WARNING: ${url} says this device is revoked (${message}), but ${verdict.reason}. ` +
+          'Only the link to that hub has ended; hosted agents keep running and other hubs are used. ' +
+          'If this device was removed, the revocation will reach this node through the fleet.',
+      )
+    }
+  }
+
   status(): {
     device: string
     name: string
@@ -665,6 +706,8 @@ export class KithNode {
     embeddedHub: string | null
     web: string | null
     removed: string | null
+    /** Hubs that said this device is revoked when its own grant book says not (kith-hub, AUTH). */
+    disputedRevocations: { url: string; message: string }[]
     /** Whether the fleet seals its channels (kith-e2e/1), as this node's settings say. */
     encrypt: boolean
     /** Why a fleet that sealed does not seal now; null when that is not so. */
@@ -683,6 +726,10 @@ export class KithNode {
       embeddedHub: this.embedded?.url ?? null,
       web: this.webUrl ?? null,
       removed: this.removed ?? null,
+      disputedRevocations: [...this.disputedRevocations].map(([url, message]) => ({
+        url,
+        message,
+      })),
       encrypt: this.e2e.encrypts(),
       sealLapse: sealingLapse(this.e2e.sealing()) ?? null,
       hubs: this.links.map((l) => ({

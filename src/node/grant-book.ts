@@ -53,12 +53,18 @@ export class GrantBook {
     const fresh = events.filter((e) => e.kind === Kind.Grant || e.kind === Kind.Revocation)
     let accepted = 0
     const keep: NostrEvent[] = []
+    const now = Math.floor(Date.now() / 1000)
     for (const e of fresh) {
       const before = this.verifier.generation
-      const r = this.verifier.add(e, { keepPending: true, verified: opts.verified ?? false })
-      if (r.status !== 'rejected') keep.push(e)
+      const r = this.verifier.add(e, {
+        keepPending: true,
+        receivedAt: now,
+        verified: opts.verified ?? false,
+      })
       if (r.status === 'accepted' && this.verifier.generation !== before) accepted++
     }
+    // Only what was placed (a pending one placed by a later one of the batch included).
+    for (const e of fresh) if (this.verifier.holds(e.id)) keep.push(e)
     if (keep.length > 0) this.store.insertBatch(keep)
     return accepted
   }

@@ -1,7 +1,14 @@
 import { spawn } from 'node:child_process'
+import { readFileSync, statSync } from 'node:fs'
+import { join } from 'node:path'
 import { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import * as acp from '@agentclientprotocol/sdk'
+import {
+  createWebSocketStream,
+  type WebSocketConstructor,
+} from '@agentclientprotocol/sdk/experimental/ws-client'
+import WebSocket from 'ws'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { kithBin } from '../../scripts/hub-process.js'
 import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
@@ -67,6 +74,24 @@ function editor(home: string, target: string): Editor {
   return Object.assign(e, { agent: conn.agent })
 }
 
+/** The HTTP status a WebSocket upgrade to `url` gets with these headers (101: accepted). */
+function upgradeStatus(url: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { headers })
+    socket.on('open', () => {
+      socket.close()
+      resolve(101)
+    })
+    socket.on('unexpected-response', (_req, res) => {
+      resolve(res.statusCode ?? 0)
+      socket.terminate()
+    })
+    socket.on('error', (err) => {
+      if (!/Unexpected server response/.test(err.message)) reject(err)
+    })
+  })
+}
+
 const textOf = (updates: acp.SessionNotification[], sessionId: string) =>
   updates
     .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === 'agent_message_chunk')
@@ -87,7 +112,8 @@ describe(
       })
       expect(added.code, added.stderr).toBe(0)
       const nd = await startNodeProcess(devbox, ['--no-web', '--permission-timeout', '120'])
-      const nl = await startNodeProcess(laptop, ['--no-web'])
+      const nl = await startNodeProcess(laptop, ['--no-web', '--acp-port', '0'])
+      const ready = JSON.parse(await nl.waitFor(/"event":"ready"/)) as { acp: string }
       await nd.waitFor(/linked to/)
       await nl.waitFor(/linked to/)
       // AGENT@MACHINE names where it runs; the laptop learns that from the devbox's presence.
@@ -118,7 +144,7 @@ describe(
       expect(textOf(ed.updates, sessionId)).toBe('chunk 1 chunk 2 chunk 3')
       // The same thread, as the rest of the fleet sees it: signed by this device and the agent.
       const log = await runKith(['log', '#acp', '--json'], { home: devbox })
-      expect(log.stdout).toContain('@claude stream 3')
+      expect(log.stdout, log.stderr).toContain('@claude stream 3')
 
       // A permission request: the editor's person answers it, as a decision signed here.
       ed.answer = (req) => {
@@ -174,6 +200,46 @@ describe(
       })
       expect(more.stopReason).toBe('end_turn')
       expect(textOf(again.updates, sessionId)).toContain('still here')
+
+      // The same over ACP's remote transport, served by kith up: only with this machine's token.
+      const token = readFileSync(join(laptop, 'acp-token'), 'utf8').trim()
+      expect(statSync(join(laptop, 'acp-token')).mode & 0o777).toBe(0o600)
+      const url = `${ready.acp}claude@devbox`
+      expect(await upgradeStatus(url, {})).toBe(401)
+      expect(
+        await upgradeStatus(url, {
+          authorization: `Bearer ${token}`,
+          origin: 'http://evil.example',
+        }),
+      ).toBe(403)
+      expect(await upgradeStatus(url, { authorization: 'Bearer not-the-token' })).toBe(401)
+      const remote: acp.SessionNotification[] = []
+      const conn = acp
+        .client({ name: 'remote-editor' })
+        .onNotification(acp.methods.client.session.update, ({ params }) => {
+          remote.push(params)
+        })
+        .connect(
+          createWebSocketStream(url, {
+            headers: { authorization: `Bearer ${token}` },
+            WebSocket: WebSocket as unknown as WebSocketConstructor,
+          }),
+        )
+      onTestFinished(() => conn.close())
+      await conn.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      const ws = await conn.agent.request(acp.methods.agent.session.new, {
+        cwd: '/anywhere',
+        mcpServers: [],
+      })
+      const overWs = await conn.agent.request(acp.methods.agent.session.prompt, {
+        sessionId: ws.sessionId,
+        prompt: [{ type: 'text', text: 'echo over the wire' }],
+      })
+      expect(overWs.stopReason).toBe('end_turn')
+      expect(textOf(remote, ws.sessionId)).toContain('over the wire')
       await nl.stop()
       await nd.stop()
     })

@@ -8,6 +8,7 @@ import {
 } from '../../src/events/event.js'
 import { signGrant } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
+import { FleetState } from '../../src/grants/fleet-state.js'
 import { GrantVerifier } from '../../src/grants/verifier.js'
 import { vectors } from './vectors.js'
 
@@ -153,6 +154,52 @@ describe('GrantVerifier', () => {
     })
     // Its own key, and the founder, it could never stand above.
     expect(verifier.add(revoke([publicKeyOf(ownerSk)]))).toMatchObject({ code: 'no-authority' })
+  })
+
+  it('keeps what it cannot place bounded and for a day at most; a node stores it only once placed', () => {
+    const verifier = new GrantVerifier({
+      founder,
+      verifySignature: verifyEventSignature,
+      maxPending: 3,
+      pendingMaxAgeSeconds: 60,
+    })
+    verifier.recordAccepted = true
+    // Grants naming parents nobody has: what a stranger writing to a linked relay can send.
+    const orphan = () => {
+      const sk = generateSecretKey()
+      return signGrant(
+        { subject: publicKeyOf(sk), role: 'device', fleet: founder, parent: 'ab'.repeat(32) },
+        generateSecretKey(),
+        sk,
+        now,
+      )
+    }
+    for (let i = 0; i < 10; i++) verifier.add(orphan(), { keepPending: true, receivedAt: now })
+    expect(verifier.pendingCount).toBe(3)
+    // A minute later the old ones are gone as the next arrives.
+    verifier.add(orphan(), { keepPending: true, receivedAt: now + 61 })
+    expect(verifier.pendingCount).toBe(1)
+    // One that can be placed once its parent comes is promoted for the node to store.
+    const ownerSk = generateSecretKey()
+    const deviceSk = generateSecretKey()
+    const parent = signGrant(
+      { subject: publicKeyOf(ownerSk), role: 'owner', fleet: founder },
+      founderSk,
+      ownerSk,
+      now,
+    )
+    const child = signGrant(
+      { subject: publicKeyOf(deviceSk), role: 'device', fleet: founder, parent: parent.id },
+      ownerSk,
+      deviceSk,
+      now,
+    )
+    const state = new FleetState({ founder, verifySignature: verifyEventSignature })
+    state.grants.recordAccepted = true
+    const waiting = state.admit(child, now, { keepPending: true })
+    expect(waiting).toMatchObject({ ok: true, store: false })
+    expect(state.admit(parent, now, { keepPending: true })).toMatchObject({ ok: true, store: true })
+    expect(state.grants.drainPromoted().map((e) => e.id)).toEqual([child.id])
   })
 
   it('checks every channel of an event, not only the first', () => {

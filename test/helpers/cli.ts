@@ -28,7 +28,9 @@ export function runKith(
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     child.on('error', reject)
     // A command that never ends is a bug to report, not a test to hang on.
-    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000)
+    // A stuck command is killed, but later than any wait of its own (kith session new waits 30 s
+    // for its host): on a loaded machine a slow command must fail on what it says, not on this.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000)
     child.on('close', (code) => {
       clearTimeout(timer)
       resolve({ code, stdout, stderr })

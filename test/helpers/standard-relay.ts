@@ -8,6 +8,7 @@ import { parseFilter } from '../../src/events/filter.js'
 import { EventStore } from '../../src/store/event-store.js'
 import { defaultHubLimits } from '../../src/hub/limits.js'
 import { NegSessions } from '../../src/hub/negentropy.js'
+import { WorkBudget } from '../../src/hub/req-scheduler.js'
 import { tempDir } from './tmp.js'
 
 /** Storage for the third-party relay engine: a plain sqlite event store. */
@@ -56,10 +57,16 @@ export async function startStandardRelay(
   wss.on('connection', (ws) => {
     relay.handleConnection(ws)
     const neg = opts.nip77
-      ? new NegSessions(store, defaultHubLimits, {
-          send: (frame) => ws.send(JSON.stringify(frame)),
-          hidden: () => [],
-        })
+      ? new NegSessions(
+          store,
+          defaultHubLimits,
+          {
+            send: (frame) => ws.send(JSON.stringify(frame)),
+            hidden: () => [],
+            payer: () => 'relay',
+          },
+          { work: new WorkBudget(0, 0), open: new Map(), maxOpenPerPerson: Infinity },
+        )
       : undefined
     ws.on('close', () => neg?.closeAll())
     ws.on('message', (data: Buffer) => {

@@ -2,7 +2,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, type NostrEvent } from '../../src/events/event.js'
 import { Kind } from '../../src/events/kinds.js'
-import { PeerSync, type PeerRound } from '../../src/link/peer-sync.js'
+import { PeerSync, type PeerRound, type PeerSyncOptions } from '../../src/link/peer-sync.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { signEvent } from '../../src/events/event.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
@@ -33,7 +33,13 @@ async function fleetOfThree() {
 }
 
 /** A bridge from `local` to `peerUrl`, stopped after the test; resolves its rounds as they end. */
-function bridge(local: TestHub, peerUrl: string, secretKey: Uint8Array, roundMs?: number) {
+function bridge(
+  local: TestHub,
+  peerUrl: string,
+  secretKey: Uint8Array,
+  roundMs?: number,
+  extra: Partial<PeerSyncOptions> = {},
+) {
   const rounds: PeerRound[] = []
   const lines: string[] = []
   let waiters: { n: number; resolve: (r: PeerRound) => void }[] = []
@@ -43,6 +49,7 @@ function bridge(local: TestHub, peerUrl: string, secretKey: Uint8Array, roundMs?
     localUrl: local.url,
     secretKey,
     store: local.hub.store,
+    ...extra,
     ...(roundMs === undefined ? {} : { roundMs }),
     log: (line) => {
       lines.push(line)
@@ -235,5 +242,61 @@ describe('hub-to-hub replication (kith hub --peer)', () => {
     expect(crossed()).toBe(1)
     expect(b.hub.store.getEvent(strangers.id)).toBeUndefined()
     expect(atB.seen.has(strangers.id)).toBe(false)
+  })
+  it('reconciles only the fleet with a plain relay, and does not fetch again what this hub refused', async () => {
+    const { b, hubKey, ownerSk } = await fleetOfThree()
+    const relay = await startStandardRelay({ nip77: true })
+    const atRelay = await RelayClient.connect(new WebSocket(relay.url), { url: relay.url })
+    onTestFinished(() => atRelay.close())
+    // A device the founder admitted and then revoked: its events are the fleet's, and refused.
+    const device = newKey()
+    const grant = signTestGrant(
+      { subject: device.pk, role: 'device', fleet: b.owner },
+      ownerSk,
+      now() - 5,
+    )
+    const revocation = signEvent(
+      makeRevocation({ fleet: b.owner, keys: [device.pk] }, now()),
+      ownerSk,
+    )
+    const founder = await b.member()
+    for (const e of [grant, revocation]) {
+      founder.send(['EVENT', e])
+      expect((await founder.ok(e.id))[2]).toBe(true)
+    }
+    const members = [0, 1, 2].map((i) =>
+      b.sign({ kind: 1, created_at: now() - 3600, content: `member ${i}` }),
+    )
+    const revoked = [0, 1, 2, 3, 4].map((i) =>
+      b.sign({ kind: 1, created_at: now() - 3600, content: `revoked ${i}` }, device.sk),
+    )
+    // Strangers' events on a public relay: nothing this hub should fetch, ever.
+    const strangers = Array.from({ length: 20 }, (_, i) =>
+      b.sign({ kind: 1, created_at: now() - 3600, content: `stranger ${i}` }, generateSecretKey()),
+    )
+    for (const e of [...members, ...revoked, ...strangers])
+      expect((await atRelay.publish(e)).ok).toBe(true)
+    // Dated before the live subscriptions' overlap: only a round brings them.
+    const toRelay = bridge(b, relay.url, hubKey.sk, 100, { fleet: b.owner })
+    const first = await toRelay.synced()
+    expect(first).toMatchObject({ need: 8, refused: 5 })
+    for (const e of members) expect(b.hub.store.getEvent(e.id)).toBeDefined()
+    // The refused ones are not asked for again next round (nor anything of the strangers').
+    expect(await toRelay.round(2)).toMatchObject({ need: 0, refused: 0 })
+  })
+
+  it('fetches at most maxNeed ids a round; the rest come next round', async () => {
+    const { b, hubKey } = await fleetOfThree()
+    const relay = await startStandardRelay({ nip77: true })
+    const atRelay = await RelayClient.connect(new WebSocket(relay.url), { url: relay.url })
+    onTestFinished(() => atRelay.close())
+    const events = [0, 1, 2].map((i) =>
+      b.sign({ kind: 1, created_at: now() - 3600, content: `member ${i}` }),
+    )
+    for (const e of events) expect((await atRelay.publish(e)).ok).toBe(true)
+    const toRelay = bridge(b, relay.url, hubKey.sk, 100, { fleet: b.owner, maxNeed: 2 })
+    expect((await toRelay.synced()).need).toBe(2)
+    expect((await toRelay.round(2)).need).toBe(1)
+    for (const e of events) expect(b.hub.store.getEvent(e.id)).toBeDefined()
   })
 })

@@ -201,7 +201,9 @@ describe(
       // A card: the laptop pushes it (RFC 8291, opened here with the subscription's keys); the
       // service worker gets exactly those bytes' plaintext and shows it with Reject only: a
       // notification action can be taken from a locked screen, so it may refuse, never permit.
-      const q = await ask(laptop, '@claude permission rm -rf build')
+      // Its options list allow_always first (as claude-agent-acp does): the payload's Allow (what
+      // the page offers) is still the once one.
+      const q = await ask(laptop, '@claude permission-execute rm -rf build')
       const card = (await threadedUnder(laptop, q, { kind: Kind.PermissionRequest }))[0]!.event
       const text = sub.open((await push.nth(0)).body)
       expect(parsePushPayload(text)).toMatchObject({

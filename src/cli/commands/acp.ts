@@ -1,9 +1,8 @@
-import { readFileSync, renameSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { resolveKithHome } from '../../identity/home.js'
-import { serveEdgeAgent, type SessionBook } from '../../acp/edge-agent.js'
+import { serveEdgeAgent } from '../../acp/edge-agent.js'
+import { acpSessionBook } from '../acp-sessions.js'
 import { requireNode } from '../control-client.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
@@ -39,30 +38,13 @@ come back to the editor as they happen; a cancel stops the session's turn; a mod
 session request the host's approvers policy decides. The editor's own files and terminals are
 never offered to the agent: it runs on its machine, with its own tools.
 
+kith up also serves the same over ACP's remote transport (WebSocket and Streamable HTTP) at
+ws://127.0.0.1:7449/acp/AGENT[@MACHINE] (--acp-port, --no-acp), for clients that speak it; they
+present the token in KITH_HOME/acp-token as "Authorization: Bearer TOKEN".
+
 For Zed, in settings.json: "agent_servers": { "devbox claude": { "command": "kith",
 "args": ["acp", "claude@devbox"] } }. Needs kith up running on this machine.`,
 })
-
-/** The editor's session ids and the threads they became, kept across restarts (0600). */
-function sessionBook(home: string): SessionBook {
-  const path = join(home, 'acp-sessions.json')
-  const read = (): Record<string, string> => {
-    try {
-      return JSON.parse(readFileSync(path, 'utf8')) as Record<string, string>
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
-      throw new KithError('config', `${path} is not readable JSON: ${String(err)}`)
-    }
-  }
-  return {
-    get: (id) => read()[id],
-    set: (id, root) => {
-      const all = { ...read(), [id]: root }
-      writeFileSync(`${path}.tmp`, `${JSON.stringify(all)}\n`, { mode: 0o600 })
-      renameSync(`${path}.tmp`, path)
-    },
-  }
-}
 
 export async function runAcp(argv: string[], out: Out): Promise<number> {
   const parsed = acpCommand.parse(argv, out)
@@ -93,7 +75,7 @@ export async function runAcp(argv: string[], out: Out): Promise<number> {
       channel,
       ...(values.project === undefined ? {} : { project: values.project }),
       worktree: values.worktree === true,
-      book: sessionBook(home),
+      book: acpSessionBook(home),
       input: process.stdin,
       output: process.stdout,
       log: (line) => out.err(`kith acp: ${line}`),

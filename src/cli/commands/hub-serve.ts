@@ -248,6 +248,7 @@ function startPeers(urls: string[], hub: Hub, home: string, founder: string, out
       localUrl: hub.url,
       secretKey,
       store: hub.store,
+      fleet: founder,
       log: (line) => out.err(`kith hub: ${line}`),
     })
     sync.start()

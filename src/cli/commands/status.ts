@@ -34,6 +34,8 @@ interface Status {
   embeddedHub: string | null
   web?: string | null
   removed?: string | null
+  /** Hubs that say this device is revoked when its own grant book says not; absent: older node. */
+  disputedRevocations?: { url: string; message: string }[]
   /** Whether the fleet seals its channels (kith-e2e/1); from an older node, absent. */
   encrypt?: boolean
   /** Why a fleet that sealed does not seal now (kith-e2e/1); null or absent when it is not so. */
@@ -174,6 +176,10 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   if (typeof status.removed === 'string') {
     out.line(`removed this device is no longer a member of the fleet (${status.removed})`)
   }
+  for (const d of status.disputedRevocations ?? [])
+    out.line(
+      `WARNING ${d.url} says this device is revoked (${d.message}), which this node's grants do not show: that link ended, nothing else did`,
+    )
   for (const h of status.hubs) {
     const cursor = h.cursor === null ? 'none yet' : new Date(h.cursor * 1000).toISOString()
     const lag = h.lagMs === null ? '' : `, lag ${h.lagMs} ms`

@@ -5,6 +5,7 @@ import { parseCount, parsePort } from '../args.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { runUntilSignal } from '../signals.js'
+import { defaultAcpPort, startAcpServer, type AcpServerHandle } from '../acp-server.js'
 import { npub } from '../key-text.js'
 import { KithError } from '../../errors.js'
 import { checkWebAddress, defaultWebPort, startWebServer, type WebServer } from '../../web/serve.js'
@@ -29,6 +30,12 @@ export const upCommand = declare({
       description: `port of the web app on 127.0.0.1 (default ${defaultWebPort}; 0 picks a free one)`,
     },
     'no-web': { type: 'boolean', description: 'do not serve the web app' },
+    'acp-port': {
+      type: 'string',
+      value: 'PORT',
+      description: `port of the ACP remote transport on 127.0.0.1 (default ${defaultAcpPort}; 0 picks a free one)`,
+    },
+    'no-acp': { type: 'boolean', description: 'do not serve the ACP remote transport' },
     'web-host': {
       type: 'string',
       value: 'HOST',
@@ -139,6 +146,23 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     log: (message) => say('log', { message }),
   })
   const hubs = node.links.map((l) => l.url)
+  let acpServer: AcpServerHandle | undefined
+  if (values['no-acp'] !== true) {
+    try {
+      acpServer = await startAcpServer({
+        home: node.id.home,
+        port: parsePort(values['acp-port'], defaultAcpPort),
+        log: (message) => say('log', { message: `acp: ${message}` }),
+      })
+    } catch (err) {
+      if (!(err instanceof KithError) || err.code !== 'io') {
+        await node.stop()
+        throw err
+      }
+      // The node is what matters; say why there is no ACP transport and go on.
+      say('log', { message: `ACP transport not served: ${err.message}` })
+    }
+  }
   let web: WebServer | undefined
   if (values['no-web'] !== true) {
     try {
@@ -168,14 +192,16 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   // Handlers first: the ready line can reach a supervisor that signals at once.
   const stopped = runUntilSignal(out, 'kith up', async () => {
     await web?.close()
+    await acpServer?.close()
     await node.stop()
   })
   say('ready', {
-    message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}${web ? `; web app: ${web.url}` : ''}`,
+    message: `${node.id.config.name} (${npub(node.id.devicePubkey)}) up; hubs: ${hubs.join(', ')}${web ? `; web app: ${web.url}` : ''}${acpServer ? `; ACP: ${acpServer.url}AGENT` : ''}`,
     device: npub(node.id.devicePubkey),
     hubs,
     embedded: node.embedded?.url ?? null,
     web: web?.url ?? null,
+    acp: acpServer?.url ?? null,
   })
   await stopped
   return 0

@@ -1,6 +1,7 @@
 import { signal } from '@preact/signals'
 import {
   channelOf,
+  judgeHubRevoked,
   Kind,
   KithError,
   makeAgentCancel,
@@ -139,7 +140,19 @@ export class Session {
           this.flush(l)
         },
         onRevoked: (message) => {
-          this.model.removed.value ??= message
+          // One hub's word is not a revocation (kith-hub, AUTH): only this app's own grants,
+          // which take a revocation only from someone with standing, make it forget its key.
+          // Otherwise only that link ends (it shows as revoked, with the hub's words).
+          const verdict = judgeHubRevoked(
+            this.model.state.grants,
+            this.device.record.pubkey,
+            Math.floor(Date.now() / 1000),
+          )
+          if (verdict.verified) this.model.removed.value ??= `${message} (${verdict.reason})`
+          else
+            console.warn(
+              `kith: ${url} says this device is revoked (${message}), but ${verdict.reason}`,
+            )
         },
         log: (line) => console.info(`kith: ${line}`),
       })
