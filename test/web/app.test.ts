@@ -231,6 +231,12 @@ describe(
       await fleet.getByText('this browser', { exact: true }).waitFor()
       for (const name of ['laptop', 'devbox', 'phone', 'claude'])
         expect(await fleet.locator('.key .name', { hasText: name }).count()).toBeGreaterThan(0)
+      // The machines whose nodes run are online (their presence, kind 24141), not "no presence seen".
+      for (const name of ['laptop', 'devbox'])
+        await fleet
+          .locator('li.key.device', { has: page.locator('.name', { hasText: name }) })
+          .locator('.state.online')
+          .waitFor({ timeout: 20_000 })
       // The agent's sessions as the devbox reports them (kind 34150), each opening its thread.
       const sessions = fleet.getByRole('region', { name: 'Sessions' })
       const prompted = sessions.locator(`a[href="#/c/ops/t/${promptId}"]`)

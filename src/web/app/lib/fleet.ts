@@ -53,7 +53,9 @@ export interface PushSenderInfo {
   vapid: string
 }
 
-/** A device counts as online this long after its last presence (nodes send one a minute). */
+/** How often a device sends its presence (kith-chat/1: nodes, and this page, once a minute). */
+export const presenceSeconds = 60
+/** A device counts as online this long after its last presence (one lost is not offline). */
 const presenceFreshSeconds = 150
 
 export type AgentState = 'idle' | 'working' | 'awaiting permission'
@@ -88,7 +90,8 @@ export class FleetModel {
   private readonly sessionMap = new Map<string, SessionState>()
   /** This device's newest push subscription: which sender it names, and when. */
   private mySubscription: { sender: string; at: number; event: NostrEvent } | undefined
-  private readonly presence = new Map<string, number>()
+  /** Each device's newest presence: when, and whether it said online or offline. */
+  private readonly presence = new Map<string, { at: number; online: boolean }>()
   private readonly channelsMap = new Map<string, Entry[]>()
   private readonly requests = new Map<string, PermissionRequest>()
   private readonly decisions = new Map<string, PermissionDecision[]>()
@@ -148,7 +151,11 @@ export class FleetModel {
         continue
       }
       if (e.kind === Kind.Presence) {
-        this.presence.set(e.pubkey, Math.max(e.created_at, this.presence.get(e.pubkey) ?? 0))
+        const before = this.presence.get(e.pubkey)
+        if (before !== undefined && before.at > e.created_at) continue
+        // A node that stops says so (status offline): it is gone now, not in 150 s.
+        const online = e.tags.find((t) => t[0] === 'status')?.[1] !== 'offline'
+        this.presence.set(e.pubkey, { at: e.created_at, online })
         changed = true
         continue
       }
@@ -393,12 +400,12 @@ export class FleetModel {
 
   /** When a device last said it was online (its presence, kind 24141), if this page saw it. */
   lastSeen(pubkey: string): number | undefined {
-    return this.presence.get(pubkey)
+    return this.presence.get(pubkey)?.at
   }
 
   online(pubkey: string): boolean {
-    const at = this.presence.get(pubkey)
-    return at !== undefined && now() - at < presenceFreshSeconds
+    const p = this.presence.get(pubkey)
+    return p !== undefined && p.online && now() - p.at < presenceFreshSeconds
   }
 
   /** The prompts still waiting for an agent in a channel (kith-agents/1, "Open prompts"). */

@@ -250,6 +250,8 @@ export class BrowserLink {
         [
           { kinds: [...this.opts.kinds, ...this.opts.fullKinds], limit: 0 },
           { kinds: [Kind.ObserverFrame], '#p': [this.opts.pubkey], limit: 0 },
+          // Who is online (ephemeral: only live): the Fleet page shows it.
+          { kinds: [Kind.Presence], limit: 0 },
         ],
         {
           onEvent: (e) => this.opts.deliver([e], this.url),

@@ -18,7 +18,7 @@ import {
   type PushSubscriptionBody,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
-import { FleetModel, followedKinds, vitalKinds } from './fleet.js'
+import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
 import { idbAll, idbDelete, idbGet, idbPut, idbWriteMany } from './idb.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
@@ -137,6 +137,7 @@ export class Session {
         onLive: (l) => {
           this.wasLive.value = true
           this.publishProfile()
+          this.announce(l)
           this.flush(l)
         },
         onRevoked: (message) => {
@@ -210,6 +211,39 @@ export class Session {
     void this.send({ kind: Kind.Profile, created_at: now(), tags: [], content })
   }
   private profileSent = false
+
+  /**
+   * This browser's presence (kind 24141, kith-chat/1) to a live hub, then once a minute while it
+   * stays live: nodes that had not heard it answer with their own, so the Fleet page shows who
+   * is online at once rather than within a minute. Not kept in the outbox: presence is ephemeral,
+   * and a late one would say something untrue.
+   */
+  private announce(link: BrowserLink): void {
+    const send = () => {
+      if (link.state !== 'live') return
+      const event = signEvent(
+        {
+          kind: Kind.Presence,
+          created_at: now(),
+          tags: [
+            ['status', 'online'],
+            ['interval', String(presenceSeconds)],
+          ],
+          content: '',
+        },
+        this.device.secret,
+      )
+      link.publish(event).catch((err: unknown) => {
+        console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
+      })
+    }
+    send()
+    if (!this.announcing.has(link)) {
+      this.announcing.add(link)
+      setInterval(send, presenceSeconds * 1000)
+    }
+  }
+  private readonly announcing = new Set<BrowserLink>()
 
   /** Signs, keeps in the outbox, shows, and sends to every live hub. */
   private async send(template: EventTemplate): Promise<NostrEvent> {
