@@ -30,7 +30,8 @@ describe(
   { timeout: 180_000 },
   () => {
     it('answers @mentions with replies signed by the agent key, streams, and survives a crash', async () => {
-      const { laptop, devbox } = await laptopAndDevbox(tempDir())
+      // A plain fleet: what a third-party Nostr client reads (the reply and its NIP-OA tag).
+      const { laptop, devbox } = await laptopAndDevbox(tempDir(), { plain: true })
       const added = await setupKith(['agent', 'add', 'claude', '--', process.execPath, fakeAgent], {
         home: devbox,
       })

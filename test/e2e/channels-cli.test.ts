@@ -165,6 +165,8 @@ describe('kith channel', () => {
       home: laptop,
       input: bytesToHex(founderSk),
     })
+    // A plain fleet: the raw clients below read what the hub relays.
+    expect((await runKith(['fleet', 'encrypt', 'off'], { home: laptop })).code).toBe(0)
     const node = await startNodeProcess(laptop, ['--port', '0'])
     const ready = JSON.parse(await node.waitFor(/"event":"ready"/)) as { embedded: string }
     const url = ready.embedded
@@ -264,11 +266,12 @@ describe('kith channel', () => {
           p.sk,
         )
       expect((await post(carol, 'ops', 'first', now() - 500))[2]).toBe(true)
-      // Bob back-dates a private #ops to before Carol's first message: it takes.
-      expect((await publish(bob.dev, define(bob, 'ops', [bob.pubkey], now() - 800)))[2]).toBe(true)
-      expect((await post(carol, 'ops', 'locked out'))[3]).toBe(
-        'restricted: channel-not-allowed: channel #ops is not allowed for this key',
-      )
+      // Bob back-dates a private #ops to before Carol's first message: refused, since it leaves
+      // out someone who posted there (only the founder or an admin may), and Carol stays in.
+      const squat = await publish(bob.dev, define(bob, 'ops', [bob.pubkey], now() - 800))
+      expect(squat[2]).toBe(false)
+      expect(squat[3]).toMatch(/already used by people this definition leaves out/)
+      expect((await post(carol, 'ops', 'still in'))[2]).toBe(true)
 
       // The founder opens it again and names Carol its creator.
       const repaired = await runKith(

@@ -128,7 +128,7 @@ describe('permission cards are hard to misanswer', { timeout: 150_000 }, () => {
     const n2 = (
       await chat.waitFor(
         new RegExp(
-          `\\[card (\\d)\\] bot asks to run: deploy \\(execute\\)\\n.*request ${second!.id.slice(0, 8)}`,
+          `\\[card (\\d)\\] bot asks to run: deploy \\(execute\\)\\n(?:(?!\\[card).*\\n)*?.*request ${second!.id.slice(0, 8)}`,
         ),
       )
     )[1]!

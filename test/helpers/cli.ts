@@ -256,7 +256,11 @@ export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv =
  * One person's laptop and devbox (the same owner key, each with its own KITH_HOME) on a real
  * `kith hub` process; nothing started on them yet.
  */
-export async function laptopAndDevbox(dir: string): Promise<{
+export async function laptopAndDevbox(
+  dir: string,
+  /** A fleet founded --plain (never sealed), for tests of what a plain Nostr client reads. */
+  opts: { plain?: boolean } = {},
+): Promise<{
   hub: Awaited<ReturnType<typeof startHubProcess>>
   laptop: string
   devbox: string
@@ -279,6 +283,11 @@ export async function laptopAndDevbox(dir: string): Promise<{
       input: owner,
     })
     if (init.code !== 0) throw new Error(`kith init failed: ${init.stderr}`)
+    // Each holds the owner key, so each says "off" itself: neither node then seals on catching up.
+    if (opts.plain === true) {
+      const off = await runKith(['fleet', 'encrypt', 'off'], { home })
+      if (off.code !== 0) throw new Error(`kith fleet encrypt off failed: ${off.stderr}`)
+    }
     const add = await setupKith(['hub', 'add', hub.url], { home })
     if (add.code !== 0) throw new Error(`kith hub add failed: ${add.stderr}`)
   }

@@ -131,8 +131,8 @@ describe(
         from: { name: 'claude', role: 'agent' },
       })
       await snap(page, 'chat-answered')
-      // This fleet was founded with an imported owner key and never sealed: no badge says it is.
-      expect(await page.locator('header .status.sealed').count()).toBe(0)
+      // A fleet founded with an imported owner key is sealed once its founder caught up: it says so.
+      await expect.poll(() => page.locator('header .status.sealed').count()).toBe(1)
 
       // A reply from the browser is threaded (NIP-10): root the prompt, parent the agent's answer.
       const reply = page.locator('article.message.agent', { hasText: 'Fixed the typo' })

@@ -86,7 +86,8 @@ describe(
         .waitFor({ timeout: 30_000 })
       await say(page, '@claude permission rm -rf lynx-den')
       const card = page.locator('article.permission.open')
-      await card.getByText('rm -rf lynx-den').waitFor({ timeout: 30_000 })
+      // The card's title and its preview of the command both name it.
+      await card.getByText('rm -rf lynx-den').first().waitFor({ timeout: 30_000 })
       await card.getByRole('button', { name: 'Allow', exact: true }).click()
       await page
         .locator('article.message.agent', { hasText: 'permission: selected allow' })
