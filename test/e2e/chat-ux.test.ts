@@ -124,11 +124,12 @@ describe('permission cards are hard to misanswer', { timeout: 150_000 }, () => {
     )
     chat.write('/cards\n')
     await chat.waitFor(/\[card 2\] bot: deploy \(execute\) {2}\[1\] Allow once {2}\[2\] Reject/)
-    // /allow ID OPTION names the card it answered.
+    // /allow ID OPTION names the card it answered. Its number: the card block (title, preview,
+    // options) that ends with its request id, never running on into the next card's block.
     const n2 = (
       await chat.waitFor(
         new RegExp(
-          `\\[card (\\d)\\] bot asks to run: deploy \\(execute\\)\\n(?:(?!\\[card).*\\n)*?.*request ${second!.id.slice(0, 8)}`,
+          `\\[card (\\d)\\] bot asks to run: deploy \\(execute\\)\\n(?:(?![^\\n]*\\[card).*\\n)*?.*request ${second!.id.slice(0, 8)}`,
         ),
       )
     )[1]!
