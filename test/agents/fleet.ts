@@ -83,7 +83,9 @@ export async function startFleet(opts: {
   env?: Record<string, string>
 }): Promise<Fleet> {
   const dir = tempDir('kith-agents-')
-  const { laptop, devbox } = await laptopAndDevbox(dir)
+  // A plain fleet: the tests check each card's and reply's own signature, as any Nostr client
+  // reading the fleet would (a sealed fleet's events are checked in the e2e tier).
+  const { laptop, devbox } = await laptopAndDevbox(dir, { plain: true })
   const agentHome = join(dir, `${opts.name}-home`)
   const agentCwd = join(dir, `${opts.name}-work`)
   mkdirSync(agentHome)
