@@ -70,3 +70,11 @@ function trimContext(lines: DiffLine[]): DiffLine[] {
   })
   return out
 }
+
+/** The class of one line of a unified diff (file headers are context, not changes). */
+export function unifiedLineClass(line: string): 'add' | 'del' | 'hunk' | 'ctx' {
+  if (line.startsWith('+++ ') || line.startsWith('--- ')) return 'ctx'
+  if (line.startsWith('+')) return 'add'
+  if (line.startsWith('-')) return 'del'
+  return line.startsWith('@@') ? 'hunk' : 'ctx'
+}

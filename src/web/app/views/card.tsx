@@ -2,6 +2,7 @@ import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
 import { optionLabel, optionsInOrder } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
+import { unifiedLineClass } from '../lib/diff.js'
 import { when } from './format.js'
 
 /**
@@ -99,16 +100,7 @@ function Preview({
   const all = useSignal(false)
   const lines = text.split('\n')
   const shown = all.value ? lines : lines.slice(0, previewFold)
-  const lineClass = (l: string) =>
-    !diff || l.startsWith('--- ') || l.startsWith('+++ ')
-      ? 'ctx'
-      : l.startsWith('+')
-        ? 'add'
-        : l.startsWith('-')
-          ? 'del'
-          : l.startsWith('@@')
-            ? 'hunk'
-            : 'ctx'
+  const lineClass = (l: string) => (diff ? unifiedLineClass(l) : 'ctx')
   return (
     <figure class="diff preview" aria-label="what it will do">
       <pre>

@@ -1,6 +1,6 @@
 import { useSignal } from '@preact/signals'
 import { channelOf, type NostrEvent } from '../../../browser-core.js'
-import { lineDiff } from '../lib/diff.js'
+import { lineDiff, unifiedLineClass } from '../lib/diff.js'
 import type { Session } from '../lib/session.js'
 import type { ToolCall, Turn } from '../lib/turns.js'
 
@@ -129,20 +129,7 @@ function Tool({ tool }: { tool: ToolCall }) {
         <figure class="diff">
           <pre>
             {tool.unified.split('\n').map((l, i) => (
-              <span
-                key={i}
-                class={
-                  l.startsWith('+++') || l.startsWith('---')
-                    ? 'ctx'
-                    : l.startsWith('+')
-                      ? 'add'
-                      : l.startsWith('-')
-                        ? 'del'
-                        : l.startsWith('@@')
-                          ? 'hunk'
-                          : 'ctx'
-                }
-              >
+              <span key={i} class={unifiedLineClass(l)}>
                 {l}
                 {'\n'}
               </span>
