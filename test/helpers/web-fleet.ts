@@ -21,7 +21,7 @@ const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.met
  * six digits on both sides), showing `#ops`.
  */
 export async function pairedBrowser(
-  opts: { encrypt?: boolean; agentArgs?: string[] } = {},
+  opts: { encrypt?: boolean; agentArgs?: string[]; devboxArgs?: string[] } = {},
 ): Promise<{
   laptop: string
   devbox: string
@@ -42,7 +42,12 @@ export async function pairedBrowser(
   expect(added.code, added.stderr).toBe(0)
   if (opts.encrypt === true)
     expect((await runKith(['fleet', 'encrypt', 'on'], { home: laptop })).code).toBe(0)
-  const nd = await startNodeProcess(devbox, ['--no-web', '--permission-timeout', '120'])
+  const nd = await startNodeProcess(devbox, [
+    '--no-web',
+    '--permission-timeout',
+    '120',
+    ...(opts.devboxArgs ?? []),
+  ])
   const nl = await startNodeProcess(laptop, ['--web-port', '0'])
   await nd.waitFor(/linked to/)
   await nl.waitFor(/linked to/)

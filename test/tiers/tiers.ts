@@ -106,5 +106,6 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
     'test/web/shell.test.ts',
+    'test/web/turn-state.test.ts',
   ],
 }
