@@ -19,8 +19,20 @@ export type Admission =
       revoked: boolean
       /** A grant or revocation was added (nodes re-publish it to their other hubs). */
       authority: boolean
+      /**
+       * Taken as history only (opts.history): its author's standing ended since, but it was
+       * signed while the author stood. Shown, never acted on.
+       */
+      past?: true
     }
   | { ok: false; error: KithError }
+
+export interface AdmitOptions {
+  beforeChange?: (event: NostrEvent) => void
+  keepPending?: boolean
+  /** A reader's admission: what a since-revoked author signed while it stood is history. */
+  history?: boolean
+}
 
 const isAuthorityKind = (kind: number) => kind === Kind.Grant || kind === Kind.Revocation
 
@@ -76,12 +88,12 @@ export class FleetState {
    * Admits one verified event at `now`, or says why not. `beforeChange` runs after the
    * read-only checks and before anything changes (the hub's rate and size checks; it throws a
    * KithError to refuse). `keepPending` holds grants whose parent is not known yet (nodes).
+   * `history` (readers: nodes and the web app, never hubs): an event whose author was revoked
+   * or expired since is still taken, marked `past`, when it was signed while the author stood
+   * (its date before the revocation's, inside the grant's window, not ahead of now), so every
+   * device tells the same history.
    */
-  admit(
-    event: NostrEvent,
-    now: number,
-    opts: { beforeChange?: (event: NostrEvent) => void; keepPending?: boolean } = {},
-  ): Admission {
+  admit(event: NostrEvent, now: number, opts: AdmitOptions = {}): Admission {
     try {
       return this.admitOrThrow(event, now, opts)
     } catch (err) {
@@ -94,7 +106,7 @@ export class FleetState {
   admitBatch(
     events: readonly NostrEvent[],
     now: number,
-    opts: { keepPending?: boolean } = {},
+    opts: { keepPending?: boolean; history?: boolean } = {},
   ): { event: NostrEvent; admission: Admission }[] {
     const ordered = [...events].sort(
       (a, b) => admissionRank(a.kind) - admissionRank(b.kind) || a.created_at - b.created_at,
@@ -102,11 +114,7 @@ export class FleetState {
     return ordered.map((event) => ({ event, admission: this.admit(event, now, opts) }))
   }
 
-  private admitOrThrow(
-    event: NostrEvent,
-    now: number,
-    opts: { beforeChange?: (event: NostrEvent) => void; keepPending?: boolean },
-  ): Admission {
+  private admitOrThrow(event: NostrEvent, now: number, opts: AdmitOptions): Admission {
     // Made for another fleet that shares the key (kith-agents, "Binding"): never this fleet's.
     const bound = checkFleetTag(event, this.founder)
     if (!bound.ok) {
@@ -158,21 +166,40 @@ export class FleetState {
         { reason: 'future-dated' },
       )
     }
-    const d = this.grants.authorize(event.pubkey, {
-      now,
-      kind: event.kind,
-      channels: hValues(event),
-    })
+    const query = { kind: event.kind, channels: hValues(event) }
+    let d = this.grants.authorize(event.pubkey, { now, ...query })
+    let past = false
+    if (
+      !d.ok &&
+      opts.history === true &&
+      (d.code === 'revoked' || d.code === 'expired') &&
+      !isEphemeralKind(event.kind) &&
+      event.created_at <= now + settingSkewSeconds
+    ) {
+      const then = this.grants.authorize(event.pubkey, {
+        now: event.created_at,
+        signedAt: event.created_at,
+        ...query,
+      })
+      if (then.ok) [d, past] = [then, true]
+    }
     if (!d.ok) {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
-    const c = this.channels.mayPost(event, now)
+    const c = this.channels.mayPost(event, past ? event.created_at : now)
     if (!c.ok) throw channelRefusal(c)
     opts.beforeChange?.(event)
     // Evidence that the channel is in use (a plain owner may not define it over others' posts);
     // only what is stored, so a replay of the store finds the same.
     if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
-    return { ok: true, store: true, note: '', revoked: false, authority: false }
+    return {
+      ok: true,
+      store: true,
+      note: '',
+      revoked: false,
+      authority: false,
+      ...(past ? { past: true as const } : {}),
+    }
   }
 }
 

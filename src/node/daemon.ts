@@ -537,10 +537,14 @@ export class KithNode {
     // The same admission a hub applies (grants first, then definitions, then the rest), so
     // whatever link an event came through, a node takes only what a hub would take.
     const now = this.now()
-    const results = this.book.state.admitBatch(valid, now, { keepPending: true })
+    // History too: what a since-revoked key signed while it stood is shown (as every device
+    // shows it), never acted on.
+    const results = this.book.state.admitBatch(valid, now, { keepPending: true, history: true })
     const admitted: NostrEvent[] = []
+    const past = new Set<string>()
     let revoked = false
     for (const { event: e, admission } of results) {
+      if (admission.ok && admission.past === true) past.add(e.id)
       if (!admission.ok) {
         if (
           e.kind === Kind.Grant ||
@@ -602,7 +606,7 @@ export class KithNode {
     }
     accepted.forEach((e, i) => {
       // Still sealed (no key yet, or refused): kept, never shown or acted on as it stands.
-      if (outcomes[i] === 'stored' && !isSealed(e)) handOff(e)
+      if (outcomes[i] === 'stored' && !isSealed(e)) handOff(e, !past.has(admitted[i]!.id))
     })
     // Events that waited for a key that just came: shown; acted on while still fresh.
     for (const e of this.e2e.reopen()) {

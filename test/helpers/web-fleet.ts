@@ -59,22 +59,7 @@ export async function pairedBrowser(
       })
       .toMatch(/"encrypt": true/)
   const browser = await launchChromium()
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-  const { page, problems } = await watchedPage(context)
-  await page.goto(web)
-  const pair = spawnKith(['pair', '--name', 'phone'], laptop)
-  const code = (await pair.waitFor(codeOf('kith join')))[1]!
-  await page.getByLabel('Pairing code').fill(code)
-  await page.getByRole('button', { name: 'Continue' }).click()
-  await page.getByRole('button', { name: 'Join' }).click()
-  const sasEl = page.getByLabel('six digits')
-  await sasEl.waitFor({ timeout: 20_000 })
-  expect((await sasEl.textContent())!.trim()).toBe((await pair.waitFor(sasLine))[1]!)
-  await page.getByRole('button', { name: 'Same digits' }).click()
-  pair.write('y\n')
-  expect(await pair.exit, pair.output()).toBe(0)
-  await page.goto(`${web}/#/c/ops`)
-  await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
+  const { page, problems } = await pairPage(browser, web, laptop, 'phone')
   return {
     laptop,
     devbox,
@@ -91,6 +76,35 @@ export async function pairedBrowser(
       await hub.stop()
     },
   }
+}
+
+/**
+ * A fresh browser profile paired as the person's device NAME (as a person pairs it: the code,
+ * the same six digits on both sides, from the laptop's `kith pair`), showing `#ops`.
+ */
+export async function pairPage(
+  browser: Browser,
+  web: string,
+  laptop: string,
+  name: string,
+): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  const { page, problems } = await watchedPage(context)
+  await page.goto(web)
+  const pair = spawnKith(['pair', '--name', name], laptop)
+  const code = (await pair.waitFor(codeOf('kith join')))[1]!
+  await page.getByLabel('Pairing code').fill(code)
+  await page.getByRole('button', { name: 'Continue' }).click()
+  await page.getByRole('button', { name: 'Join' }).click()
+  const sasEl = page.getByLabel('six digits')
+  await sasEl.waitFor({ timeout: 20_000 })
+  expect((await sasEl.textContent())!.trim()).toBe((await pair.waitFor(sasLine))[1]!)
+  await page.getByRole('button', { name: 'Same digits' }).click()
+  pair.write('y\n')
+  expect(await pair.exit, pair.output()).toBe(0)
+  await page.goto(`${web}/#/c/ops`)
+  await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
+  return { page, problems }
 }
 
 /** Types into the composer and sends with Enter, as a person would. */

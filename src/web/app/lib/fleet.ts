@@ -148,7 +148,11 @@ export class FleetModel {
     const t = now()
     let changed = false
     let authority = false
-    for (const { event: e, admission } of this.state.admitBatch(fresh, t, { keepPending: true })) {
+    for (const { event: e, admission } of this.state.admitBatch(fresh, t, {
+      keepPending: true,
+      // What a since-revoked device signed while it stood is history, told as it happened.
+      history: true,
+    })) {
       if (!admission.ok) {
         // A setting counts by its author's standing at its date (e2e-sealing), not now: one
         // whose author was removed since is still taken, as it was when it was signed.
