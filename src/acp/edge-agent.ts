@@ -87,6 +87,51 @@ export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
   return 'end_turn'
 }
 
+/** A mode, model or other option an editor chose for a session. */
+interface Choice {
+  mode?: string
+  model?: string
+  options?: Record<string, string>
+}
+
+/**
+ * A session state (kind 34150) as ACP's answer to session/new, load and set_config_option: the
+ * modes, and the model and other options as select config options. What the host reports is
+ * what its agent said, so an editor's menus show the remote agent's own choices.
+ */
+export function acpSettingsOf(
+  state: SessionState | undefined,
+  chosen: Choice = {},
+): { modes?: Acp.SessionModeState; configOptions?: Acp.SessionConfigOption[] } {
+  if (state === undefined) return {}
+  const mode = chosen.mode ?? state.mode
+  const model = chosen.model ?? state.model
+  const configOptions: Acp.SessionConfigOption[] = []
+  if (model !== undefined && (state.models ?? []).length > 0)
+    configOptions.push({
+      id: 'model',
+      name: 'Model',
+      type: 'select',
+      category: 'model',
+      currentValue: model,
+      options: (state.models ?? []).map((value) => ({ value, name: value })),
+    })
+  for (const o of state.options ?? [])
+    configOptions.push({
+      id: o.id,
+      name: o.name,
+      type: 'select',
+      currentValue: chosen.options?.[o.id] ?? o.value,
+      options: o.values.map((value) => ({ value, name: value })),
+    })
+  return {
+    ...(mode !== undefined && (state.modes ?? []).length > 0
+      ? { modes: { currentModeId: mode, availableModes: state.modes ?? [] } }
+      : {}),
+    ...(configOptions.length > 0 ? { configOptions } : {}),
+  }
+}
+
 /** `kith acp` on stdio: one editor, until it closes the pipe. */
 export async function serveEdgeAgent(opts: EdgeAgentOptions): Promise<void> {
   const acp = await import('@agentclientprotocol/sdk')
@@ -207,6 +252,38 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     return found.length === 1 ? found[0]!.thread : undefined
   }
 
+  /** Choices made before a session's first prompt: they ride in its start (a project's). */
+  const pending = new Map<string, Choice>()
+
+  /** The host's newest report of this session's thread, or else of any session of the agent. */
+  const stateOf = async (root: string | undefined): Promise<SessionState | undefined> => {
+    const mine = (await node.request<SessionState[]>('sessions'))
+      .filter((s) => s.agent === agent.pubkey)
+      .sort((a, b) => b.reportedAt - a.reportedAt)
+    return (root === undefined ? undefined : mine.find((s) => s.thread === root)) ?? mine[0]
+  }
+
+  /** A mode or option change: kept for the start before the first prompt, else a 4150 set. */
+  const choose = async (sessionId: string, choice: Choice) => {
+    const root = roots.has(sessionId) ? roots.get(sessionId) : await rootOf(sessionId)
+    if (root !== undefined) {
+      await sessionSet(sessionId, { action: 'set', ...choice })
+      return stateOf(root)
+    }
+    if (!roots.has(sessionId)) throw acp.RequestError.resourceNotFound(sessionId)
+    // A start carries a mode and a model, and only in a project (kith-agents, "Sessions").
+    if (opts.project === undefined || choice.options !== undefined)
+      throw acp.RequestError.invalidParams(
+        undefined,
+        opts.project === undefined
+          ? 'this session has no thread yet: send its first prompt, then change it (or start kith acp with --project to choose the mode and model of its start)'
+          : 'only the mode and model can be chosen before the first prompt; change this option after it',
+      )
+    const was = pending.get(sessionId) ?? {}
+    pending.set(sessionId, { ...was, ...choice })
+    return stateOf(undefined)
+  }
+
   const sessionSet = async (sessionId: string, request: Record<string, unknown>) => {
     const root = await rootOf(sessionId)
     if (root === undefined)
@@ -237,10 +314,10 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
       agentInfo: { name: `kith: ${agent.name}`, version: '1' },
     }))
-    .onRequest(acp.methods.agent.session.new, () => {
+    .onRequest(acp.methods.agent.session.new, async () => {
       const sessionId = `kith-${randomBytes(8).toString('hex')}`
       roots.set(sessionId, undefined)
-      return { sessionId }
+      return { sessionId, ...acpSettingsOf(await stateOf(undefined)) }
     })
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
       const root = await rootOf(params.sessionId)
@@ -256,11 +333,18 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
           content: { type: 'text', text: event.content },
         })
       }
-      return {}
+      return acpSettingsOf(await stateOf(root))
     })
     .onRequest(acp.methods.agent.session.setMode, async ({ params }) => {
-      await sessionSet(params.sessionId, { action: 'set', mode: params.modeId })
+      await choose(params.sessionId, { mode: params.modeId })
       return {}
+    })
+    .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
+      const value = String(params.value)
+      const choice: Choice =
+        params.configId === 'model' ? { model: value } : { options: { [params.configId]: value } }
+      const state = await choose(params.sessionId, choice)
+      return { configOptions: acpSettingsOf(state, choice).configOptions ?? [] }
     })
     .onNotification(acp.methods.agent.session.cancel, async ({ params }) => {
       const turn = [...turns.values()].find((t) => t.sessionId === params.sessionId)
@@ -282,6 +366,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       const text = promptText(params.prompt).trim()
       if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
       const root = roots.get(params.sessionId)
+      const chosen = pending.get(params.sessionId) ?? {}
       const sent = await node.request<{ event: NostrEvent }>('send', {
         channel,
         text: `@${agent.name} ${text}`,
@@ -293,10 +378,13 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
                 session: {
                   project: opts.project,
                   ...(opts.worktree === true ? { worktree: true } : {}),
+                  ...(chosen.mode === undefined ? {} : { mode: chosen.mode }),
+                  ...(chosen.model === undefined ? {} : { model: chosen.model }),
                 },
               }),
       })
       if (root === undefined) {
+        pending.delete(params.sessionId)
         roots.set(params.sessionId, sent.event.id)
         book.set(params.sessionId, sent.event.id)
       }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { readFileSync, statSync } from 'node:fs'
+import { mkdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
@@ -30,8 +30,8 @@ interface Editor {
 }
 
 /** `kith acp AGENT` launched as an editor launches an ACP agent, driven by the SDK's client. */
-function editor(home: string, target: string): Editor {
-  const child = spawn(kithBin, ['acp', target], {
+function editor(home: string, target: string, flags: string[] = []): Editor {
+  const child = spawn(kithBin, ['acp', target, ...flags], {
     env: { ...process.env, KITH_HOME: home },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
@@ -240,6 +240,105 @@ describe(
       })
       expect(overWs.stopReason).toBe('end_turn')
       expect(textOf(remote, ws.sessionId)).toContain('over the wire')
+      await nl.stop()
+      await nd.stop()
+    })
+    it("shows the remote agent's modes and models, and sets them: in a thread, and before a project start", async () => {
+      const dir = tempDir()
+      const { laptop, devbox } = await laptopAndDevbox(dir)
+      const project = join(dir, 'app')
+      mkdirSync(project)
+      for (const args of [
+        ['agent', 'add', 'coder', '--', process.execPath, fakeAgent, '--modes', '--model-option'],
+        ['project', 'add', 'app', project],
+      ]) {
+        const r = await setupKith(args, { home: devbox })
+        expect(r.code, r.stderr).toBe(0)
+      }
+      const nd = await startNodeProcess(devbox, ['--no-web', '--no-acp'])
+      const nl = await startNodeProcess(laptop, ['--no-web', '--no-acp'])
+      await nd.waitFor(/linked to/)
+      await nl.waitFor(/linked to/)
+      await expect
+        .poll(async () => (await runKith(['acp', 'coder@laptop'], { home: laptop })).stderr, {
+          timeout: 60_000,
+        })
+        .toMatch(/runs on devbox/)
+      const replyTo = async (ed: Editor, sessionId: string, text: string) => {
+        ed.updates.length = 0
+        const r = await ed.agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: 'text', text }],
+        })
+        expect(r.stopReason, ed.stderr()).toBe('end_turn')
+        return textOf(ed.updates, sessionId)
+      }
+
+      const ed = editor(laptop, 'coder')
+      await ed.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      const first = await ed.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      // No project: a choice before the first prompt is refused, saying what to do instead.
+      await expect(
+        ed.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId: first.sessionId,
+          configId: 'model',
+          value: 'fake-small',
+        }),
+      ).rejects.toThrow(/send its first prompt/)
+      expect(await replyTo(ed, first.sessionId, 'mode')).toMatch(/model: fake-large/)
+      // In the thread: each change is a request the host checks and applies (kind 4150).
+      const set = await ed.agent.request(acp.methods.agent.session.setConfigOption, {
+        sessionId: first.sessionId,
+        configId: 'model',
+        value: 'fake-small',
+      })
+      expect(set.configOptions.find((o) => o.id === 'model')?.currentValue).toBe('fake-small')
+      await ed.agent.request(acp.methods.agent.session.setMode, {
+        sessionId: first.sessionId,
+        modeId: 'plan',
+      })
+      expect(await replyTo(ed, first.sessionId, 'mode')).toMatch(/mode: plan, model: fake-small/)
+
+      // A new session shows the remote agent's own menus, from its host's session reports.
+      const second = await ed.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      expect(second.modes?.availableModes.map((m) => m.id)).toEqual([
+        'default',
+        'acceptEdits',
+        'plan',
+        'bypassPermissions',
+      ])
+      const model = second.configOptions?.find((o) => o.id === 'model')
+      expect(model?.type === 'select' ? model.options : []).toEqual([
+        { value: 'fake-large', name: 'fake-large' },
+        { value: 'fake-small', name: 'fake-small' },
+      ])
+      await ed.close()
+
+      // In a project, a model chosen before the first prompt rides in the session's start.
+      const inApp = editor(laptop, 'coder', ['--project', 'app'])
+      await inApp.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      const started = await inApp.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      await inApp.agent.request(acp.methods.agent.session.setConfigOption, {
+        sessionId: started.sessionId,
+        configId: 'model',
+        value: 'fake-small',
+      })
+      expect(await replyTo(inApp, started.sessionId, 'mode')).toMatch(/model: fake-small/)
       await nl.stop()
       await nd.stop()
     })
