@@ -6,6 +6,15 @@ import { Kind } from '../events/kinds.js'
 import { threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
+import {
+  acpSettingsOf,
+  choiceOf,
+  permissionParams,
+  promptText,
+  setRequestOf,
+  stopReasonOf,
+  type Choice,
+} from './edge-mapping.js'
 
 /**
  * `kith acp`: an ACP agent on stdio whose sessions are threads with an agent somewhere in the
@@ -64,72 +73,6 @@ interface Turn {
   streamed: string
   cards: Set<string>
   finish: (reason: Acp.StopReason) => void
-}
-
-/** The text an editor's prompt carries (text blocks, and links as their URIs). */
-export function promptText(blocks: readonly Acp.ContentBlock[]): string {
-  return blocks
-    .map((b) => {
-      if (b.type === 'text') return b.text
-      if (b.type === 'resource_link') return b.uri
-      if (b.type === 'resource' && 'text' in b.resource) return b.resource.text
-      return ''
-    })
-    .filter((t) => t !== '')
-    .join('\n')
-}
-
-/** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
-export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
-  const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]
-  if (outcome === 'cancelled') return 'cancelled'
-  if (outcome === 'refused') return 'refusal'
-  return 'end_turn'
-}
-
-/** A mode, model or other option an editor chose for a session. */
-interface Choice {
-  mode?: string
-  model?: string
-  options?: Record<string, string>
-}
-
-/**
- * A session state (kind 34150) as ACP's answer to session/new, load and set_config_option: the
- * modes, and the model and other options as select config options. What the host reports is
- * what its agent said, so an editor's menus show the remote agent's own choices.
- */
-export function acpSettingsOf(
-  state: SessionState | undefined,
-  chosen: Choice = {},
-): { modes?: Acp.SessionModeState; configOptions?: Acp.SessionConfigOption[] } {
-  if (state === undefined) return {}
-  const mode = chosen.mode ?? state.mode
-  const model = chosen.model ?? state.model
-  const configOptions: Acp.SessionConfigOption[] = []
-  if (model !== undefined && (state.models ?? []).length > 0)
-    configOptions.push({
-      id: 'model',
-      name: 'Model',
-      type: 'select',
-      category: 'model',
-      currentValue: model,
-      options: (state.models ?? []).map((value) => ({ value, name: value })),
-    })
-  for (const o of state.options ?? [])
-    configOptions.push({
-      id: o.id,
-      name: o.name,
-      type: 'select',
-      currentValue: chosen.options?.[o.id] ?? o.value,
-      options: o.values.map((value) => ({ value, name: value })),
-    })
-  return {
-    ...(mode !== undefined && (state.modes ?? []).length > 0
-      ? { modes: { currentModeId: mode, availableModes: state.modes ?? [] } }
-      : {}),
-    ...(configOptions.length > 0 ? { configOptions } : {}),
-  }
 }
 
 /** `kith acp` on stdio: one editor, until it closes the pipe. */
@@ -215,17 +158,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     const answer = await peer.client.request<Acp.RequestPermissionResponse>(
       acp.methods.client.session.requestPermission,
       {
-        sessionId: turn.sessionId,
-        toolCall: {
-          toolCallId: card.toolCallId,
-          title: card.title,
-          kind: card.toolKind as Acp.ToolKind,
-        },
-        options: card.options.map((o) => ({
-          optionId: o.optionId,
-          name: o.name,
-          kind: o.kind as Acp.PermissionOptionKind,
-        })),
+        ...permissionParams(card, turn.sessionId),
       },
     )
     // A dismissed dialog answers nothing: the card stays open for the person's other devices.
@@ -267,7 +200,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
   const choose = async (sessionId: string, choice: Choice) => {
     const root = roots.has(sessionId) ? roots.get(sessionId) : await rootOf(sessionId)
     if (root !== undefined) {
-      await sessionSet(sessionId, { action: 'set', ...choice })
+      await sessionSet(sessionId, setRequestOf(choice))
       return stateOf(root)
     }
     if (!roots.has(sessionId)) throw acp.RequestError.resourceNotFound(sessionId)
@@ -340,9 +273,13 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       return {}
     })
     .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
-      const value = String(params.value)
-      const choice: Choice =
-        params.configId === 'model' ? { model: value } : { options: { [params.configId]: value } }
+      // A session state carries select options only (their values are strings).
+      if (typeof params.value !== 'string')
+        throw acp.RequestError.invalidParams(
+          undefined,
+          `${params.configId}: only select options can be set`,
+        )
+      const choice = choiceOf(params.configId, params.value)
       const state = await choose(params.sessionId, choice)
       return { configOptions: acpSettingsOf(state, choice).configOptions ?? [] }
     })
