@@ -6,7 +6,7 @@ import { KithError } from '../errors.js'
 /** git can take a while on a large repository; it never runs unbounded. */
 const gitTimeoutMs = 60_000
 
-function git(cwd: string, args: string[]): string {
+export function git(cwd: string, args: string[]): string {
   try {
     return execFileSync('git', ['-C', cwd, ...args], {
       encoding: 'utf8',
@@ -37,7 +37,7 @@ export function isGitRepo(dir: string): boolean {
  * fsmonitor command in its config): switched off for every git call made for a remote start,
  * so nothing runs outside a card.
  */
-const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
+export const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
 
 /** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook run. */
 export function addWorktree(repo: string, path: string, branch: string): void {
