@@ -108,6 +108,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
     'test/web/revoked-history.test.ts',
+    'test/web/sessions-web.test.ts',
     'test/web/shell.test.ts',
     'test/web/turn-state.test.ts',
   ],

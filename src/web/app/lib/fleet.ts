@@ -350,10 +350,22 @@ export class FleetModel {
     return this.replies.get(id) ?? []
   }
 
-  /** Agents' sessions not closed, the most recently active first. */
-  sessions(): SessionState[] {
+  /**
+   * The notice a host answered a request with (kith-agents/1: it names the request, `e` …
+   * `mention`), once it is here.
+   */
+  answerTo(request: string, channel: string): NostrEvent | undefined {
+    return this.timeline(channel).find(
+      (e) =>
+        e.kind === Kind.ChatMessage &&
+        e.tags.some((t) => t[0] === 'e' && t[1] === request && t[3] === 'mention'),
+    )
+  }
+
+  /** Agents' sessions (closed ones only with `all`), the most recently active first. */
+  sessions(all = false): SessionState[] {
     return [...this.sessionMap.values()]
-      .filter((s) => s.status !== 'closed')
+      .filter((s) => all || s.status !== 'closed')
       .sort((a, b) => (b.activeAt ?? b.reportedAt) - (a.activeAt ?? a.reportedAt))
   }
 

@@ -6,6 +6,11 @@ import {
   KithError,
   makeAgentCancel,
   makeChatMessage,
+  makeSessionControl,
+  sessionStartTags,
+  type SessionAction,
+  type SessionStart,
+  type SessionState,
   makePermissionDecision,
   makePushSubscription,
   mentionedNames,
@@ -323,7 +328,7 @@ export class Session {
   async post(
     channel: string,
     text: string,
-    opts: { reply?: string; interrupt?: boolean } = {},
+    opts: { reply?: string; interrupt?: boolean; start?: SessionStart } = {},
   ): Promise<NostrEvent> {
     const m = this.model
     const mentions = [
@@ -343,22 +348,48 @@ export class Session {
       const root = threadOf(parent).root
       replyTo = { id: parent.id, ...(root === undefined ? {} : { root }) }
     }
+    const message = makeChatMessage(
+      {
+        channel,
+        text,
+        mentions,
+        fleet: this.device.record.fleet,
+        ...(replyTo === undefined ? {} : { replyTo }),
+        ...(opts.interrupt === true
+          ? { interrupt: true, interruptPrompts: m.openPrompts(channel, agents) }
+          : {}),
+      },
+      now(),
+    )
+    // A new session somewhere (kith session new): where it starts, on the prompt itself.
+    if (opts.start !== undefined) {
+      if (agents.size === 0)
+        throw new KithError('usage', 'a session is started by mentioning its agent (@name)')
+      message.tags.push(...sessionStartTags(opts.start))
+    }
+    return this.send(message)
+  }
+
+  /**
+   * A request about one of the fleet's sessions (kind 4150, as kith session close|set|diff): its
+   * host answers with a notice in the session's thread (FleetModel.answerTo).
+   */
+  async sessionRequest(s: SessionState, request: SessionAction): Promise<NostrEvent> {
     return this.send(
-      makeChatMessage(
+      makeSessionControl(
         {
-          channel,
-          text,
-          mentions,
+          agent: s.agent,
+          channel: s.channel,
+          ...(s.thread === undefined ? {} : { thread: s.thread }),
           fleet: this.device.record.fleet,
-          ...(replyTo === undefined ? {} : { replyTo }),
-          ...(opts.interrupt === true
-            ? { interrupt: true, interruptPrompts: m.openPrompts(channel, agents) }
-            : {}),
+          request,
         },
-        now(),
+        // Two requests in one second would be one event: each goes after the last.
+        (this.lastRequestAt = Math.max(now(), this.lastRequestAt + 1)),
       ),
     )
   }
+  private lastRequestAt = 0
 
   /** Answers a permission card with one of its options (a kind-4143 decision). */
   async decide(request: PermissionRequest, optionId: string): Promise<NostrEvent> {

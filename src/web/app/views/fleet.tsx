@@ -88,7 +88,7 @@ export function FleetView({ session }: { session: Session }) {
         kept by the node that hosts it and is not published: by default, only its owner's devices. A
         refused prompt or answer gets a reply that names the policy.
       </p>
-      <SessionsView model={m} />
+      <SessionsView session={session} />
       <NotifySettings session={session} />
     </main>
   )
