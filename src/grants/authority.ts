@@ -170,10 +170,10 @@ export const authorityTable: readonly AuthorityRow[] = [
     action: 'session.start.worktree',
     kind: Kind.ChatMessage,
     marker: '["worktree"]',
-    what: 'starts the session in a new git worktree of the project (no repository hooks run)',
+    what: 'starts the session in a new git worktree of the project (no repository hook or filter runs)',
     allow: usesAgent,
     enforcedBy: ['host'],
-    why: 'bounded per agent (live sessions, worktrees: the refusal names the cap); git runs with hooks off, so nothing an agent wrote earlier runs outside a card',
+    why: 'bounded per agent (live sessions, worktrees: the refusal names the cap); git runs with hooks, fsmonitor and filter drivers off, so nothing an agent wrote earlier runs outside a card',
   },
   {
     action: 'session.start.mode',

@@ -96,6 +96,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/process.test.ts',
     'test/node/hub-revoked.test.ts',
     'test/node/stop.test.ts',
+    'test/node/worktree-filters.test.ts',
     'test/notify/*.test.ts',
     'test/pairing/relay-lane.test.ts',
     'test/web/serve.test.ts',
