@@ -16,6 +16,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/identity/*.test.ts',
     'test/store/*.test.ts',
     'test/grants/authority.test.ts',
+    'test/grants/admission-table.test.ts',
     'test/grants/authority-admission.test.ts',
     'test/grants/authority-spec.test.ts',
     'test/grants/channel-authority.test.ts',
