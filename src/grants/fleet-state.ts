@@ -5,6 +5,7 @@ import { KithError } from '../errors.js'
 import { channelRefusal, ChannelBook } from './channels.js'
 import { grantCodePrefix } from './codes.js'
 import { settingSkewSeconds } from './e2e-sealing.js'
+import { actionOf, fleetActor, mayAdmit, pushSubscriber } from './event-authority.js'
 import { GrantVerifier, type VerifierOptions } from './verifier.js'
 
 /** What admitting one event did, for the hub's OK and the node's follow-up. */
@@ -166,6 +167,7 @@ export class FleetState {
     if (!d.ok) {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
+    this.mayTake(event)
     const c = this.channels.mayPost(event, now)
     if (!c.ok) throw channelRefusal(c)
     opts.beforeChange?.(event)
@@ -174,6 +176,41 @@ export class FleetState {
     if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
     return { ok: true, store: true, note: '', revoked: false, authority: false }
   }
+
+  private mayTake(event: NostrEvent): void {
+    const refusal = refuseByTable(this, event)
+    if (refusal !== undefined) throw refusal
+  }
+}
+
+/**
+ * The "who" of admission, asked of the authority table (event-authority.ts): the event's row and
+ * its author's classes at the event's date. Grants, revocations and definitions ask it in the
+ * verifier and the channel book, where their structure and date are read.
+ */
+function refuseByTable(state: FleetState, event: NostrEvent): KithError | undefined {
+  const action = actionOf(event)
+  if (event.kind === Kind.PushSubscription) {
+    const sender = event.tags.find((t) => t[0] === 'p')?.[1]
+    const classes =
+      sender === undefined
+        ? fleetActor(state.grants, event.pubkey, event.created_at)
+        : pushSubscriber(state.grants, event.pubkey, sender, event.created_at)
+    if (mayAdmit(action, classes)) return undefined
+    // Another person's device asking for this person's notifications (kith-notify).
+    return new KithError(
+      'restricted',
+      "not-owner: a push subscription goes only to a node of its device's own person",
+      { reason: 'not-owner' },
+    )
+  }
+  const classes = fleetActor(state.grants, event.pubkey, event.created_at)
+  if (mayAdmit(action, classes)) return undefined
+  return new KithError(
+    'restricted',
+    `no-authority: the authority table does not let ${classes.join(', ')} take ${action}`,
+    { reason: 'no-authority' },
+  )
 }
 
 /** Every `h` value of an event: a grant's channel caps must allow each one. */

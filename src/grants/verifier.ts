@@ -1,6 +1,8 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { mayAct } from './authority.js'
 import { extendChain, founderRoot, type Effective } from './chain.js'
+import { positionActor } from './event-authority.js'
 import type { GrantCode } from './codes.js'
 import { GrantError, parseGrant, type Grant, type Role } from './grant.js'
 import { parseRevocation, type Revocation } from './revocation.js'
@@ -302,6 +304,15 @@ export class GrantVerifier {
       // Nothing it says can count before its signer's own grant is known.
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
+    if (!this.mayRevoke(rev.revoker)) {
+      // Judged on structure, like the rest: a grant of another role that arrives later counts.
+      return {
+        status: 'pending',
+        code: 'no-authority',
+        reason:
+          'the authority table lets no key of this position revoke (a hub key revokes nothing)',
+      }
+    }
     const never = this.neverAbove(rev)
     if (never !== undefined) return { status: 'rejected', code: 'no-authority', reason: never }
     // Otherwise kept whatever it targets: its effect is decided per grant, now and for grants
@@ -316,6 +327,13 @@ export class GrantVerifier {
       }
     }
     return { status: 'accepted', held: true }
+  }
+
+  /** The table's `revocation` row, asked with every position the revoker's known grants give. */
+  private mayRevoke(revoker: string): boolean {
+    if (revoker === this.founder) return true
+    const classes = this.grantsOf(revoker).flatMap((eff) => positionActor(eff.grant))
+    return mayAct('revocation', classes)
   }
 
   /**
