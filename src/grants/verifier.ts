@@ -302,6 +302,17 @@ export class GrantVerifier {
       // Nothing it says can count before its signer's own grant is known.
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
+    // A hub key signs nothing but AUTH (the authority table): it stands above no grant, and its
+    // revocation, held, would only be stored and re-published for nothing. Its grants are
+    // structural (a hub is a hub on every chain), so this does not depend on order.
+    const own = this.grantsOf(rev.revoker)
+    if (own.length > 0 && own.every((eff) => eff.grant.role === 'hub')) {
+      return {
+        status: 'rejected',
+        code: 'kind-not-allowed',
+        reason: 'a hub key signs nothing but AUTH',
+      }
+    }
     const never = this.neverAbove(rev)
     if (never !== undefined) return { status: 'rejected', code: 'no-authority', reason: never }
     // Otherwise kept whatever it targets: its effect is decided per grant, now and for grants

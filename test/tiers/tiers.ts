@@ -18,6 +18,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/authority.test.ts',
     'test/grants/authority-admission.test.ts',
     'test/grants/authority-spec.test.ts',
+    'test/grants/fleet-properties.test.ts',
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
     'test/grants/e2e-keyring.test.ts',
