@@ -4,7 +4,7 @@ import { isEphemeralKind, Kind } from '../events/kinds.js'
 import { KithError } from '../errors.js'
 import { channelRefusal, ChannelBook } from './channels.js'
 import { grantCodePrefix } from './codes.js'
-import { settingSkewSeconds } from './e2e-sealing.js'
+import { plaintextRefusal, settingSkewSeconds } from './e2e-sealing.js'
 import { GrantVerifier, type VerifierOptions } from './verifier.js'
 
 /** What admitting one event did, for the hub's OK and the node's follow-up. */
@@ -24,12 +24,16 @@ export type Admission =
 
 const isAuthorityKind = (kind: number) => kind === Kind.Grant || kind === Kind.Revocation
 
-/** Admission order inside a batch: grants, revocations, definitions, then everything else. */
+/**
+ * Admission order inside a batch: grants, revocations, definitions, fleet settings, then
+ * everything else (a setting decides whether a plaintext message in the same batch is taken).
+ */
 function admissionRank(kind: number): number {
   if (kind === Kind.Grant) return 0
   if (kind === Kind.Revocation) return 1
   if (kind === Kind.ChannelDefinition) return 2
-  return 3
+  if (kind === Kind.FleetSetting) return 3
+  return 4
 }
 
 /**
@@ -40,6 +44,11 @@ function admissionRank(kind: number): number {
 export class FleetState {
   readonly grants: GrantVerifier
   readonly channels: ChannelBook
+  /**
+   * The fleet's settings (kith-e2e/1) whose author had standing at their date, every version:
+   * whether the fleet sealed when an event was made decides whether its plaintext is taken.
+   */
+  private readonly settings = new Map<string, NostrEvent>()
 
   constructor(opts: VerifierOptions) {
     this.grants = new GrantVerifier(opts)
@@ -61,10 +70,13 @@ export class FleetState {
     firsts?: Iterable<{ channel: string; pubkey: string; createdAt: number }>
     /** Definitions stored before every version was kept (EventStore.legacyVersionIds). */
     legacy?: Iterable<string>
+    /** Every stored version of the fleet's setting (kind 34145). */
+    settings?: Iterable<NostrEvent>
   }): void {
     for (const e of input.authority) {
       if (isAuthorityKind(e.kind)) this.grants.add(e, { verified: true, keepPending: true })
     }
+    for (const e of input.settings ?? []) this.noteSetting(e)
     this.channels.replay({
       definitions: input.definitions ?? [],
       firsts: input.firsts ?? [],
@@ -158,6 +170,9 @@ export class FleetState {
         { reason: 'future-dated' },
       )
     }
+    // Noted before the author's standing now is asked: a setting counts by its author's standing
+    // at its date, so an admin's "on" arriving after their removal still seals (e2e-sealing).
+    if (event.kind === Kind.FleetSetting) this.noteSetting(event)
     const d = this.grants.authorize(event.pubkey, {
       now,
       kind: event.kind,
@@ -168,11 +183,23 @@ export class FleetState {
     }
     const c = this.channels.mayPost(event, now)
     if (!c.ok) throw channelRefusal(c)
+    const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
+    if (plain !== undefined) throw plain
     opts.beforeChange?.(event)
     // Evidence that the channel is in use (a plain owner may not define it over others' posts);
     // only what is stored, so a replay of the store finds the same.
     if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
     return { ok: true, store: true, note: '', revoked: false, authority: false }
+  }
+
+  /**
+   * Keeps a setting that may count (its author had standing at its date); others decide nothing.
+   * Admission calls it; so does a node for a setting it signed itself.
+   */
+  noteSetting(event: NostrEvent): void {
+    if (event.kind !== Kind.FleetSetting) return
+    if (!this.channels.hadAuthority(event.pubkey, event.created_at, Kind.FleetSetting)) return
+    this.settings.set(event.id, event)
   }
 }
 

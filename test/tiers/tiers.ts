@@ -65,6 +65,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/negentropy.test.ts',
     'test/hub/pairing-lane.test.ts',
     'test/hub/private-channels.test.ts',
+    'test/hub/sealed-intake.test.ts',
     'test/hub/semantics.test.ts',
     'test/hub/slow-reader.test.ts',
     'test/link/*.test.ts',
