@@ -21,6 +21,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
     'test/grants/e2e-keyring.test.ts',
+    'test/grants/definitions-first.test.ts',
     'test/grants/e2e-sealing.test.ts',
     'test/grants/fleet-state-permutations.test.ts',
     'test/grants/hub-role.test.ts',
