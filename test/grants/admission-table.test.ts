@@ -129,7 +129,7 @@ describe('admission asks the authority table who may (issue 28)', () => {
     )
     const a = state.admit(rev, now)
     expect(a.ok).toBe(false)
-    if (!a.ok) expect(a.error.reason).toBe('no-authority')
+    if (!a.ok) expect(a.error.reason).toBe('kind-not-allowed')
     expect(mayAct('revocation', fleetActor(state.grants, k.hub.pk, now))).toBe(false)
   })
 

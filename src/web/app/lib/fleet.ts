@@ -180,6 +180,10 @@ export class FleetModel {
 
   private keep(e: NostrEvent): void {
     switch (e.kind) {
+      case Kind.ChannelDefinition:
+        // Sent ahead of a private channel's events to a hub that lacks it (definitionsFirst).
+        this.definitionEvents.set(e.id, e)
+        return
       case Kind.Profile: {
         const prev = this.profiles.get(e.pubkey)
         if (prev === undefined || e.created_at >= prev.created_at) this.profiles.set(e.pubkey, e)
@@ -306,6 +310,12 @@ export class FleetModel {
     }
     return n
   }
+
+  /** A channel definition this page holds, by id. */
+  definition(id: string): NostrEvent | undefined {
+    return this.definitionEvents.get(id)
+  }
+  private readonly definitionEvents = new Map<string, NostrEvent>()
 
   event(id: string): NostrEvent | undefined {
     for (const list of this.channelsMap.values()) {
