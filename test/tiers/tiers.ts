@@ -69,6 +69,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/semantics.test.ts',
     'test/hub/slow-reader.test.ts',
     'test/link/*.test.ts',
+    'test/node/authority-cursor.test.ts',
     'test/node/channel-outbox.test.ts',
     'test/node/channel-sync.test.ts',
     'test/node/control.test.ts',
