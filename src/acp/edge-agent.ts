@@ -6,6 +6,15 @@ import { Kind } from '../events/kinds.js'
 import { threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
+import {
+  acpSettingsOf,
+  choiceOf,
+  permissionParams,
+  promptText,
+  setRequestOf,
+  stopReasonOf,
+  type Choice,
+} from './edge-mapping.js'
 
 /**
  * `kith acp`: an ACP agent on stdio whose sessions are threads with an agent somewhere in the
@@ -64,27 +73,6 @@ interface Turn {
   streamed: string
   cards: Set<string>
   finish: (reason: Acp.StopReason) => void
-}
-
-/** The text an editor's prompt carries (text blocks, and links as their URIs). */
-export function promptText(blocks: readonly Acp.ContentBlock[]): string {
-  return blocks
-    .map((b) => {
-      if (b.type === 'text') return b.text
-      if (b.type === 'resource_link') return b.uri
-      if (b.type === 'resource' && 'text' in b.resource) return b.resource.text
-      return ''
-    })
-    .filter((t) => t !== '')
-    .join('\n')
-}
-
-/** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
-export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
-  const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]
-  if (outcome === 'cancelled') return 'cancelled'
-  if (outcome === 'refused') return 'refusal'
-  return 'end_turn'
 }
 
 /** `kith acp` on stdio: one editor, until it closes the pipe. */
@@ -170,17 +158,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     const answer = await peer.client.request<Acp.RequestPermissionResponse>(
       acp.methods.client.session.requestPermission,
       {
-        sessionId: turn.sessionId,
-        toolCall: {
-          toolCallId: card.toolCallId,
-          title: card.title,
-          kind: card.toolKind as Acp.ToolKind,
-        },
-        options: card.options.map((o) => ({
-          optionId: o.optionId,
-          name: o.name,
-          kind: o.kind as Acp.PermissionOptionKind,
-        })),
+        ...permissionParams(card, turn.sessionId),
       },
     )
     // A dismissed dialog answers nothing: the card stays open for the person's other devices.
@@ -205,6 +183,38 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
         (s.thread === sessionId || s.id === sessionId || s.thread.startsWith(sessionId)),
     )
     return found.length === 1 ? found[0]!.thread : undefined
+  }
+
+  /** Choices made before a session's first prompt: they ride in its start (a project's). */
+  const pending = new Map<string, Choice>()
+
+  /** The host's newest report of this session's thread, or else of any session of the agent. */
+  const stateOf = async (root: string | undefined): Promise<SessionState | undefined> => {
+    const mine = (await node.request<SessionState[]>('sessions'))
+      .filter((s) => s.agent === agent.pubkey)
+      .sort((a, b) => b.reportedAt - a.reportedAt)
+    return (root === undefined ? undefined : mine.find((s) => s.thread === root)) ?? mine[0]
+  }
+
+  /** A mode or option change: kept for the start before the first prompt, else a 4150 set. */
+  const choose = async (sessionId: string, choice: Choice) => {
+    const root = roots.has(sessionId) ? roots.get(sessionId) : await rootOf(sessionId)
+    if (root !== undefined) {
+      await sessionSet(sessionId, setRequestOf(choice))
+      return stateOf(root)
+    }
+    if (!roots.has(sessionId)) throw acp.RequestError.resourceNotFound(sessionId)
+    // A start carries a mode and a model, and only in a project (kith-agents, "Sessions").
+    if (opts.project === undefined || choice.options !== undefined)
+      throw acp.RequestError.invalidParams(
+        undefined,
+        opts.project === undefined
+          ? 'this session has no thread yet: send its first prompt, then change it (or start kith acp with --project to choose the mode and model of its start)'
+          : 'only the mode and model can be chosen before the first prompt; change this option after it',
+      )
+    const was = pending.get(sessionId) ?? {}
+    pending.set(sessionId, { ...was, ...choice })
+    return stateOf(undefined)
   }
 
   const sessionSet = async (sessionId: string, request: Record<string, unknown>) => {
@@ -237,10 +247,10 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       agentCapabilities: { loadSession: true, promptCapabilities: { embeddedContext: true } },
       agentInfo: { name: `kith: ${agent.name}`, version: '1' },
     }))
-    .onRequest(acp.methods.agent.session.new, () => {
+    .onRequest(acp.methods.agent.session.new, async () => {
       const sessionId = `kith-${randomBytes(8).toString('hex')}`
       roots.set(sessionId, undefined)
-      return { sessionId }
+      return { sessionId, ...acpSettingsOf(await stateOf(undefined)) }
     })
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
       const root = await rootOf(params.sessionId)
@@ -256,11 +266,22 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
           content: { type: 'text', text: event.content },
         })
       }
-      return {}
+      return acpSettingsOf(await stateOf(root))
     })
     .onRequest(acp.methods.agent.session.setMode, async ({ params }) => {
-      await sessionSet(params.sessionId, { action: 'set', mode: params.modeId })
+      await choose(params.sessionId, { mode: params.modeId })
       return {}
+    })
+    .onRequest(acp.methods.agent.session.setConfigOption, async ({ params }) => {
+      // A session state carries select options only (their values are strings).
+      if (typeof params.value !== 'string')
+        throw acp.RequestError.invalidParams(
+          undefined,
+          `${params.configId}: only select options can be set`,
+        )
+      const choice = choiceOf(params.configId, params.value)
+      const state = await choose(params.sessionId, choice)
+      return { configOptions: acpSettingsOf(state, choice).configOptions ?? [] }
     })
     .onNotification(acp.methods.agent.session.cancel, async ({ params }) => {
       const turn = [...turns.values()].find((t) => t.sessionId === params.sessionId)
@@ -282,6 +303,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       const text = promptText(params.prompt).trim()
       if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
       const root = roots.get(params.sessionId)
+      const chosen = pending.get(params.sessionId) ?? {}
       const sent = await node.request<{ event: NostrEvent }>('send', {
         channel,
         text: `@${agent.name} ${text}`,
@@ -293,10 +315,13 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
                 session: {
                   project: opts.project,
                   ...(opts.worktree === true ? { worktree: true } : {}),
+                  ...(chosen.mode === undefined ? {} : { mode: chosen.mode }),
+                  ...(chosen.model === undefined ? {} : { model: chosen.model }),
                 },
               }),
       })
       if (root === undefined) {
+        pending.delete(params.sessionId)
         roots.set(params.sessionId, sent.event.id)
         book.set(params.sessionId, sent.event.id)
       }

@@ -1,7 +1,5 @@
-import { spawn } from 'node:child_process'
-import { readFileSync, statSync } from 'node:fs'
+import { mkdirSync, readFileSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { Readable, Writable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import * as acp from '@agentclientprotocol/sdk'
 import {
@@ -10,69 +8,11 @@ import {
 } from '@agentclientprotocol/sdk/experimental/ws-client'
 import WebSocket from 'ws'
 import { describe, expect, it, onTestFinished } from 'vitest'
-import { kithBin } from '../../scripts/hub-process.js'
+import { acpEditor, textOf, type Editor } from '../helpers/acp-editor.js'
 import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
-
-interface Editor {
-  agent: acp.ClientConnection['agent']
-  /** Every session/update the editor received, in order. */
-  updates: acp.SessionNotification[]
-  /** Permission requests the editor was asked, and how it answers the next one. */
-  asked: acp.RequestPermissionRequest[]
-  answer: (req: acp.RequestPermissionRequest) => acp.RequestPermissionResponse
-  /** Calls the agent made on the editor's own files or terminals (there must be none). */
-  reached: string[]
-  stderr: () => string
-  close: () => Promise<void>
-}
-
-/** `kith acp AGENT` launched as an editor launches an ACP agent, driven by the SDK's client. */
-function editor(home: string, target: string): Editor {
-  const child = spawn(kithBin, ['acp', target], {
-    env: { ...process.env, KITH_HOME: home },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
-  let err = ''
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
-  const e: Omit<Editor, 'agent'> = {
-    updates: [],
-    asked: [],
-    answer: () => ({ outcome: { outcome: 'cancelled' } }),
-    reached: [],
-    stderr: () => err,
-    close: async () => {
-      child.stdin.end()
-      child.kill('SIGTERM')
-      await exited
-    },
-  }
-  const conn = acp
-    .client({ name: 'test-editor' })
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
-      e.updates.push(params)
-    })
-    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
-      e.asked.push(params)
-      return e.answer(params)
-    })
-    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
-      e.reached.push(`read ${params.path}`)
-      return { content: 'the laptop file' }
-    })
-    .connect(
-      acp.ndJsonStream(
-        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-        Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
-      ),
-    )
-  onTestFinished(() => e.close())
-  // One object: the test sets `answer` on it, and the handlers above read it there.
-  return Object.assign(e, { agent: conn.agent })
-}
 
 /** The HTTP status a WebSocket upgrade to `url` gets with these headers (101: accepted). */
 function upgradeStatus(url: string, headers: Record<string, string>): Promise<number> {
@@ -91,15 +31,6 @@ function upgradeStatus(url: string, headers: Record<string, string>): Promise<nu
     })
   })
 }
-
-const textOf = (updates: acp.SessionNotification[], sessionId: string) =>
-  updates
-    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === 'agent_message_chunk')
-    .map((u) => {
-      const c = (u.update as { content: { type: string; text?: string } }).content
-      return c.type === 'text' ? (c.text ?? '') : ''
-    })
-    .join('')
 
 describe(
   'kith acp: an ACP editor uses a devbox agent through the fleet',
@@ -123,7 +54,7 @@ describe(
         })
         .toMatch(/@claude runs on devbox, not laptop: kith acp claude@devbox/)
 
-      const ed = editor(laptop, 'claude@devbox')
+      const ed = acpEditor(laptop, 'claude@devbox')
       const init = await ed.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         // An editor that offers its files: the remote agent must never reach them.
@@ -176,7 +107,7 @@ describe(
       await ed.close()
 
       // A new kith acp (the editor restarted) loads the session by the id it was given.
-      const again = editor(laptop, 'claude')
+      const again = acpEditor(laptop, 'claude')
       await again.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: {},
@@ -240,6 +171,105 @@ describe(
       })
       expect(overWs.stopReason).toBe('end_turn')
       expect(textOf(remote, ws.sessionId)).toContain('over the wire')
+      await nl.stop()
+      await nd.stop()
+    })
+    it("shows the remote agent's modes and models, and sets them: in a thread, and before a project start", async () => {
+      const dir = tempDir()
+      const { laptop, devbox } = await laptopAndDevbox(dir)
+      const project = join(dir, 'app')
+      mkdirSync(project)
+      for (const args of [
+        ['agent', 'add', 'coder', '--', process.execPath, fakeAgent, '--modes', '--model-option'],
+        ['project', 'add', 'app', project],
+      ]) {
+        const r = await setupKith(args, { home: devbox })
+        expect(r.code, r.stderr).toBe(0)
+      }
+      const nd = await startNodeProcess(devbox, ['--no-web', '--no-acp'])
+      const nl = await startNodeProcess(laptop, ['--no-web', '--no-acp'])
+      await nd.waitFor(/linked to/)
+      await nl.waitFor(/linked to/)
+      await expect
+        .poll(async () => (await runKith(['acp', 'coder@laptop'], { home: laptop })).stderr, {
+          timeout: 60_000,
+        })
+        .toMatch(/runs on devbox/)
+      const replyTo = async (ed: Editor, sessionId: string, text: string) => {
+        ed.updates.length = 0
+        const r = await ed.agent.request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [{ type: 'text', text }],
+        })
+        expect(r.stopReason, ed.stderr()).toBe('end_turn')
+        return textOf(ed.updates, sessionId)
+      }
+
+      const ed = acpEditor(laptop, 'coder')
+      await ed.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      const first = await ed.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      // No project: a choice before the first prompt is refused, saying what to do instead.
+      await expect(
+        ed.agent.request(acp.methods.agent.session.setConfigOption, {
+          sessionId: first.sessionId,
+          configId: 'model',
+          value: 'fake-small',
+        }),
+      ).rejects.toThrow(/send its first prompt/)
+      expect(await replyTo(ed, first.sessionId, 'mode')).toMatch(/model: fake-large/)
+      // In the thread: each change is a request the host checks and applies (kind 4150).
+      const set = await ed.agent.request(acp.methods.agent.session.setConfigOption, {
+        sessionId: first.sessionId,
+        configId: 'model',
+        value: 'fake-small',
+      })
+      expect(set.configOptions.find((o) => o.id === 'model')?.currentValue).toBe('fake-small')
+      await ed.agent.request(acp.methods.agent.session.setMode, {
+        sessionId: first.sessionId,
+        modeId: 'plan',
+      })
+      expect(await replyTo(ed, first.sessionId, 'mode')).toMatch(/mode: plan, model: fake-small/)
+
+      // A new session shows the remote agent's own menus, from its host's session reports.
+      const second = await ed.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      expect(second.modes?.availableModes.map((m) => m.id)).toEqual([
+        'default',
+        'acceptEdits',
+        'plan',
+        'bypassPermissions',
+      ])
+      const model = second.configOptions?.find((o) => o.id === 'model')
+      expect(model?.type === 'select' ? model.options : []).toEqual([
+        { value: 'fake-large', name: 'fake-large' },
+        { value: 'fake-small', name: 'fake-small' },
+      ])
+      await ed.close()
+
+      // In a project, a model chosen before the first prompt rides in the session's start.
+      const inApp = acpEditor(laptop, 'coder', ['--project', 'app'])
+      await inApp.agent.request(acp.methods.agent.initialize, {
+        protocolVersion: acp.PROTOCOL_VERSION,
+        clientCapabilities: {},
+      })
+      const started = await inApp.agent.request(acp.methods.agent.session.new, {
+        cwd: '/x',
+        mcpServers: [],
+      })
+      await inApp.agent.request(acp.methods.agent.session.setConfigOption, {
+        sessionId: started.sessionId,
+        configId: 'model',
+        value: 'fake-small',
+      })
+      expect(await replyTo(inApp, started.sessionId, 'mode')).toMatch(/model: fake-small/)
       await nl.stop()
       await nd.stop()
     })

@@ -1,0 +1,212 @@
+// `kith acp` (an ACP agent an editor launches) in front of each pinned real agent on another
+// node: the SDK's own client plays the editor on the laptop, the agent runs on the devbox against
+// the loopback mock model. What the editor sees must be what the real agent did.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import * as acp from '@agentclientprotocol/sdk'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { acpEditor, textOf, type Editor } from '../helpers/acp-editor.js'
+import { runKith } from '../helpers/cli.js'
+import { startCodexFleet } from './codex-fleet.js'
+import { pinnedFile, proofCommand, proofTurn, startFleet, type Fleet } from './fleet.js'
+import { startMockModel, type MockModel } from './mock-model.js'
+
+let model: MockModel
+beforeAll(async () => {
+  model = await startMockModel()
+})
+afterAll(async () => {
+  await model.close()
+})
+
+/** An editor on the laptop, initialized, with one new session. */
+async function editorOn(fleet: Fleet, agent: string): Promise<{ ed: Editor; sessionId: string }> {
+  const ed = acpEditor(fleet.laptop, agent)
+  const init = await ed.agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
+  })
+  expect(init.agentCapabilities?.loadSession).toBe(true)
+  const { sessionId } = await ed.agent.request(acp.methods.agent.session.new, {
+    cwd: '/laptop/project',
+    mcpServers: [],
+  })
+  return { ed, sessionId }
+}
+
+/** One prompt from the editor: the turn's stop reason and the agent's text as it streamed. */
+async function prompt(ed: Editor, sessionId: string, text: string): Promise<string> {
+  ed.updates.length = 0
+  const r = await ed.agent.request(acp.methods.agent.session.prompt, {
+    sessionId,
+    prompt: [{ type: 'text', text }],
+  })
+  expect(r.stopReason, ed.stderr()).toBe('end_turn')
+  return textOf(ed.updates, sessionId)
+}
+
+/** The editor answers the next permission request with its allow-once option. */
+function allowOnce(ed: Editor): void {
+  ed.answer = (req) => {
+    const once = req.options.find((o) => o.kind === 'allow_once')
+    if (once === undefined) throw new Error(`no allow_once among ${JSON.stringify(req.options)}`)
+    return { outcome: { outcome: 'selected', optionId: once.optionId } }
+  }
+}
+
+describe('kith acp in front of real agents on another node', { timeout: 240_000 }, () => {
+  it('claude-agent-acp: answers, asks the editor before its Bash call, changes mode, and loads the session after the devbox restarts', async () => {
+    model.respond((req) => {
+      if (req.lastUserText.includes('what is the build status'))
+        return { text: 'The build is green (mock Claude).' }
+      if (req.lastUserText.includes('write the proof file')) return proofTurn('Bash', req)
+      if (req.lastUserText.includes('still there')) return { text: 'Still here.' }
+      return { text: 'unexpected request' }
+    })
+    const fleet = await startFleet({
+      name: 'claude',
+      command: [
+        process.execPath,
+        pinnedFile('@zed-industries', 'claude-agent-acp', 'dist', 'index.js'),
+      ],
+      env: {
+        ANTHROPIC_BASE_URL: model.origin,
+        ANTHROPIC_API_KEY: 'not-a-key',
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      },
+    })
+    const { ed, sessionId } = await editorOn(fleet, 'claude')
+    expect(await prompt(ed, sessionId, 'what is the build status?')).toContain(
+      'The build is green (mock Claude).',
+    )
+
+    // The tool call waits for the editor's person; the answer is a decision the laptop signs.
+    allowOnce(ed)
+    const proof = join(fleet.agentCwd, 'proof.txt')
+    expect(await prompt(ed, sessionId, 'write the proof file')).toContain(
+      'The tool said: kith-tool-ran',
+    )
+    expect(ed.asked.map((a) => a.toolCall.title)).toEqual([proofCommand])
+    expect(readFileSync(proof, 'utf8').trim()).toBe('kith-tool-ran')
+    // On the devbox: the card's decision, signed by the laptop, answering allow-once.
+    const log = await runKith(['log', '#acp', '--json'], { home: fleet.devbox })
+    const decisions = log.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { from: { name: string }; content: string })
+      .filter((i) => i.content.startsWith('{"optionId"'))
+    expect(decisions.map((d) => [d.from.name, JSON.parse(d.content) as unknown])).toEqual([
+      ['laptop', { optionId: ed.asked[0]!.options.find((o) => o.kind === 'allow_once')!.optionId }],
+    ])
+
+    // Claude Code's own modes, as its host reported them, and a change the host applies.
+    const other = await ed.agent.request(acp.methods.agent.session.new, {
+      cwd: '/laptop/project',
+      mcpServers: [],
+    })
+    const modes = other.modes?.availableModes.map((m) => m.id) ?? []
+    expect(modes).toContain('plan')
+    await ed.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: 'plan' })
+    await expect
+      .poll(
+        async () => {
+          const r = await runKith(['session', 'list', '--json'], { home: fleet.laptop })
+          const s = (JSON.parse(r.stdout) as { sessions: { agentName: string; mode?: string }[] })
+            .sessions
+          return s.filter((x) => x.agentName === 'claude').map((x) => x.mode)
+        },
+        { timeout: 30_000 },
+      )
+      .toContain('plan')
+    expect(ed.reached).toEqual([])
+    await ed.close()
+
+    // The editor comes back after the devbox restarted: the session loads and goes on.
+    await fleet.restartDevbox()
+    const again = acpEditor(fleet.laptop, 'claude')
+    await again.agent.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: {},
+    })
+    await again.agent.request(acp.methods.agent.session.load, {
+      sessionId,
+      cwd: '/laptop/project',
+      mcpServers: [],
+    })
+    expect(JSON.stringify(again.updates)).toContain('what is the build status?')
+    expect(await prompt(again, sessionId, 'still there?')).toContain('Still here.')
+  })
+
+  it('opencode: the editor approves its bash call, which then runs on the devbox', async () => {
+    model.respond((req) =>
+      req.tools.length === 0 ? { text: 'Proof file' } : proofTurn('bash', req),
+    )
+    const fleet = await startFleet({
+      name: 'opencode',
+      command: [pinnedFile('opencode-ai', 'bin', 'opencode.exe'), 'acp'],
+      prepare: ({ agentCwd }) => {
+        writeFileSync(
+          join(agentCwd, 'opencode.json'),
+          JSON.stringify({
+            $schema: 'https://opencode.ai/config.json',
+            model: 'mock/mock-model',
+            provider: {
+              mock: {
+                npm: '@ai-sdk/openai-compatible',
+                name: 'Mock',
+                options: { baseURL: model.baseUrl, apiKey: 'not-a-key' },
+                models: { 'mock-model': { name: 'Mock model' } },
+              },
+            },
+            permission: { bash: 'ask' },
+          }),
+        )
+      },
+    })
+    const { ed, sessionId } = await editorOn(fleet, 'opencode')
+    allowOnce(ed)
+    expect(await prompt(ed, sessionId, 'write the proof file')).toContain(
+      'The tool said: kith-tool-ran',
+    )
+    expect(ed.asked).toHaveLength(1)
+    expect(existsSync(join(fleet.agentCwd, 'proof.txt'))).toBe(true)
+    expect(ed.reached).toEqual([])
+  })
+
+  it('codex-acp and gemini-cli: the model text reaches the editor', async () => {
+    model.respond((req) =>
+      req.lastUserText.includes('what is the build status')
+        ? { text: 'The build is green (mock model).' }
+        : { text: 'unexpected request' },
+    )
+    const codex = await startCodexFleet(model)
+    const c = await editorOn(codex, 'codex')
+    expect(await prompt(c.ed, c.sessionId, 'what is the build status?')).toContain(
+      'The build is green (mock model).',
+    )
+    await c.ed.close()
+    await codex.stop()
+
+    const gemini = await startFleet({
+      name: 'gemini',
+      command: [
+        process.execPath,
+        pinnedFile('@google', 'gemini-cli', 'bundle', 'gemini.js'),
+        '--acp',
+        '-m',
+        'gemini-2.5-flash',
+      ],
+      env: { GOOGLE_GEMINI_BASE_URL: model.origin, GEMINI_API_KEY: 'dummy' },
+    })
+    const g = await editorOn(gemini, 'gemini')
+    expect(await prompt(g.ed, g.sessionId, 'what is the build status?')).toContain(
+      'The build is green (mock model).',
+    )
+    // gemini's modes (default, autoEdit, yolo, plan), from its host's report.
+    const later = await g.ed.agent.request(acp.methods.agent.session.new, {
+      cwd: '/laptop/project',
+      mcpServers: [],
+    })
+    expect(later.modes?.availableModes.map((m) => m.id)).toContain('plan')
+  })
+})

@@ -1,0 +1,74 @@
+import { spawn } from 'node:child_process'
+import { Readable, Writable } from 'node:stream'
+import * as acp from '@agentclientprotocol/sdk'
+import { onTestFinished } from 'vitest'
+import { kithBin } from '../../scripts/hub-process.js'
+
+/** An editor driving `kith acp` with the SDK's own client, as Zed or any ACP client would. */
+export interface Editor {
+  agent: acp.ClientConnection['agent']
+  /** Every session/update the editor received, in order. */
+  updates: acp.SessionNotification[]
+  /** Permission requests the editor was asked, and how it answers the next one. */
+  asked: acp.RequestPermissionRequest[]
+  answer: (req: acp.RequestPermissionRequest) => acp.RequestPermissionResponse
+  /** Calls the agent made on the editor's own files or terminals (there must be none). */
+  reached: string[]
+  stderr: () => string
+  close: () => Promise<void>
+}
+
+/** `kith acp AGENT` launched as an editor launches an ACP agent, driven by the SDK's client. */
+export function acpEditor(home: string, target: string, flags: string[] = []): Editor {
+  const child = spawn(kithBin, ['acp', target, ...flags], {
+    env: { ...process.env, KITH_HOME: home },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  })
+  let err = ''
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
+  const e: Omit<Editor, 'agent'> = {
+    updates: [],
+    asked: [],
+    answer: () => ({ outcome: { outcome: 'cancelled' } }),
+    reached: [],
+    stderr: () => err,
+    close: async () => {
+      child.stdin.end()
+      child.kill('SIGTERM')
+      await exited
+    },
+  }
+  const conn = acp
+    .client({ name: 'test-editor' })
+    .onNotification(acp.methods.client.session.update, ({ params }) => {
+      e.updates.push(params)
+    })
+    .onRequest(acp.methods.client.session.requestPermission, ({ params }) => {
+      e.asked.push(params)
+      return e.answer(params)
+    })
+    .onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+      e.reached.push(`read ${params.path}`)
+      return { content: 'the laptop file' }
+    })
+    .connect(
+      acp.ndJsonStream(
+        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+        Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+      ),
+    )
+  onTestFinished(() => e.close())
+  // One object: the test sets `answer` on it, and the handlers above read it there.
+  return Object.assign(e, { agent: conn.agent })
+}
+
+/** The text of the agent_message_chunk updates the editor got for a session. */
+export const textOf = (updates: acp.SessionNotification[], sessionId: string) =>
+  updates
+    .filter((u) => u.sessionId === sessionId && u.update.sessionUpdate === 'agent_message_chunk')
+    .map((u) => {
+      const c = (u.update as { content: { type: string; text?: string } }).content
+      return c.type === 'text' ? (c.text ?? '') : ''
+    })
+    .join('')
