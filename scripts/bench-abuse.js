@@ -17,8 +17,9 @@
 // Each abuse runs in its own child process (this script with --attacker NAME): the lane
 // squatters alone are 288 connection loops, and run beside the honest member they would time
 // their own event loop, not the hub's.
-// Prints JSON: per phase the honest member's p50/p95/p99 latencies, the hub's RSS, the machine's
-// load average at the phase's start and end, and what the hub did to the abuser (closed or not).
+// Prints JSON: per phase the honest member's p50/p95/p99 latencies, the hub's RSS and CPU ms per
+// second, the machine's load average at the phase's start and end, and what the hub did to the
+// abuser (closed or not).
 // The `quiet` phase is the honest member alone: the in-run baseline each other row compares to.
 import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -73,6 +74,11 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
     hub.child?.kill('SIGKILL')
     process.exit(130)
   })
+}
+/** CPU time the hub process has used, in ms (utime + stime of /proc/PID/stat, 100 ticks/s). */
+const hubCpuMs = () => {
+  const fields = readFileSync(`/proc/${hub.child.pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 const rssMb = () => {
   const s = readFileSync(`/proc/${hub.child.pid}/status`, 'utf8')
@@ -432,7 +438,10 @@ async function main() {
     const loadBefore = load()
     const stop = name === 'quiet' ? async () => ({}) : await attacker(name)
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 100)
+    const cpu0 = hubCpuMs()
+    const t0 = performance.now()
     const member = await honest(seconds * 1000)
+    const hubCpu = round((hubCpuMs() - cpu0) / ((performance.now() - t0) / 1000), 0)
     const loadAfter = load()
     const abuser = await stop()
     const rss = rssMb()
@@ -443,6 +452,9 @@ async function main() {
       member,
       abuser,
       hub_rss_mb: rss,
+      // Main-thread and worker CPU the hub spent per second of the phase: what the abuse costs
+      // it, whatever else the machine is doing.
+      hub_cpu_ms_per_s: hubCpu,
       member_answered_again_after_s: after,
       load_average: { before: loadBefore, after: loadAfter },
     }
