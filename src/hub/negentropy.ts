@@ -135,20 +135,11 @@ export class NegSessions {
       return
     }
     const payer = this.peer.payer()
-    const { work, open, maxOpenPerPerson } = this.budget
+    const { open, maxOpenPerPerson } = this.budget
     if ((open.get(payer) ?? 0) >= maxOpenPerPerson) {
       this.error(
         subId,
         `blocked: at most ${maxOpenPerPerson} reconciliations at once per person (negentropy_max_sessions_per_person)`,
-      )
-      return
-    }
-    // A person already out of budget is told so at once, not queued behind their own work.
-    const wait = work.wait(payer, Date.now())
-    if (wait > 0) {
-      this.error(
-        subId,
-        `rate-limited: work: this person's REQ and reconciliation work is over ${this.limits.reqWorkMsPerSecond} ms/s; retry in ${wait} ms`,
       )
       return
     }
@@ -163,7 +154,10 @@ export class NegSessions {
     }
     this.sessions.set(subId, session)
     open.set(payer, (open.get(payer) ?? 0) + 1)
-    this.build(subId, session)
+    // A person out of work budget waits for it, as their REQs do (the caps above bound how
+    // many wait); the set is read only when its slices are paid for.
+    if (this.budget.work.wait(payer, Date.now()) === 0) this.build(subId, session)
+    else this.whenBudget(subId, session, () => this.build(subId, session))
   }
 
   /**
