@@ -53,9 +53,9 @@ const followedKinds = [
   Kind.SessionControl,
   Kind.SessionState,
 ]
-/** Fetched whole on every connect. */
 /**
- * Fetched whole on every connect. Key envelopes (kith-e2e) are here so that a catch-up, which
+ * The authority kinds: fetched before the catch-up (whole on a first connect, then only what is
+ * new since the authority cursor). Key envelopes (kith-e2e) are here so that a catch-up, which
  * pages newest first, has the keys before the content they open.
  */
 const vitalKinds = [
@@ -334,6 +334,8 @@ export class KithNode {
         ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
+        authorityCursor: () => this.store.authorityCursor(url),
+        saveAuthorityCursor: (since) => this.store.setAuthorityCursor(url, since),
         deliver: (events) => this.intake(events, url),
         localKeys: (filter) =>
           this.store.events.openCursor(filter, maxReconcileKeys, [], undefined),

@@ -98,6 +98,8 @@ export class Session {
   async start(): Promise<void> {
     this.lastRead.value = (await idbGet<Record<string, number>>('prefs', 'lastRead')) ?? {}
     this.cursors = (await idbGet<Record<string, number>>('prefs', 'cursors')) ?? {}
+    this.authorityCursors =
+      (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
     // What this page verified and admitted before: shown at once, admitted again (a grant may
     // have been revoked since), never verified twice.
     performance.mark('kith-phase-prefs')
@@ -133,6 +135,11 @@ export class Session {
         saveCursor: (since) => {
           this.cursors = { ...this.cursors, [url]: since }
           void idbPut('prefs', 'cursors', this.cursors)
+        },
+        authorityCursor: this.authorityCursors[url],
+        saveAuthorityCursor: (since) => {
+          this.authorityCursors = { ...this.authorityCursors, [url]: since }
+          void idbPut('prefs', 'authorityCursors', this.authorityCursors)
         },
         onState: () => this.refreshLinks(),
         onLive: (l) => {
@@ -173,6 +180,8 @@ export class Session {
   }
 
   private cursors: Record<string, number> = {}
+  /** Per hub: where the next fetch of the authority kinds starts (link.ts). */
+  private authorityCursors: Record<string, number> = {}
 
   /** Events from a hub: admitted by the model, and what it kept stored for the next load. */
   private take(events: NostrEvent[]): void {
