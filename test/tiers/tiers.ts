@@ -27,6 +27,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/e2e-sealing.test.ts',
     'test/grants/fleet-state-permutations.test.ts',
     'test/grants/hub-role.test.ts',
+    'test/grants/history-admission.test.ts',
     'test/grants/issuer.test.ts',
     'test/grants/nip-oa.test.ts',
     'test/grants/policy.test.ts',
@@ -115,6 +116,8 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
+    'test/web/revoked-history.test.ts',
     'test/web/shell.test.ts',
+    'test/web/turn-state.test.ts',
   ],
 }

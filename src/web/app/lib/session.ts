@@ -42,6 +42,8 @@ const now = () => Math.floor(Date.now() / 1000)
 
 /** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
 const keptPerChannel = 2000
+/** How often the page looks whether a device fell silent (offline without saying so). */
+const presenceTickMs = 2000
 
 /**
  * The stored events worth keeping: every grant, revocation, definition and profile, and the
@@ -114,6 +116,8 @@ export class Session {
     const pending = await idbAll<Outgoing>('outbox')
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
+    // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
+    setInterval(() => this.model.presenceTick(), presenceTickMs)
     const allowed = await allowedByPolicy()
     performance.mark('kith-phase-policy')
     const r = this.device.record
