@@ -54,9 +54,9 @@ const followedKinds = [
   Kind.SessionControl,
   Kind.SessionState,
 ]
-/** Fetched whole on every connect. */
 /**
- * Fetched whole on every connect. Key envelopes (kith-e2e) are here so that a catch-up, which
+ * The authority kinds: fetched before the catch-up (whole on a first connect, then only what is
+ * new since the authority cursor). Key envelopes (kith-e2e) are here so that a catch-up, which
  * pages newest first, has the keys before the content they open.
  */
 const vitalKinds = [
@@ -348,6 +348,8 @@ export class KithNode {
         ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
+        authorityCursor: () => this.store.authorityCursor(url),
+        saveAuthorityCursor: (since) => this.store.setAuthorityCursor(url, since),
         deliver: (events) => this.intake(events, url),
         localKeys: (filter) =>
           this.store.events.openCursor(filter, maxReconcileKeys, [], undefined),
@@ -406,7 +408,9 @@ export class KithNode {
     if (this.links.some((l) => l.lastSync === undefined)) return
     if (this.e2e.sealing().decidedBy !== undefined) return
     const now = this.now()
-    this.store.enqueue(signEvent(makeFleetSetting(this.fleet, true, now), id.ownerSecret), now)
+    const setting = signEvent(makeFleetSetting(this.fleet, true, now), id.ownerSecret)
+    this.store.enqueue(setting, now)
+    this.book.state.noteSetting(setting)
     this.e2e.settingChanged()
     this.log('this fleet had no encryption setting: signed "on" (kith fleet encrypt off to undo)')
     for (const link of this.links) this.pump(link)
@@ -516,8 +520,12 @@ export class KithNode {
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
       // yet unknown to this process's verifier, so those are always offered to it; a definition
       // a hub returns also tells that the hub holds it.
+      // A setting, too: one this node signed is in node.db before its state has seen it.
       const always =
-        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+        e.kind === Kind.Grant ||
+        e.kind === Kind.Revocation ||
+        e.kind === Kind.ChannelDefinition ||
+        e.kind === Kind.FleetSetting
       if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true

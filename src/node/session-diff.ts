@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { KithError } from '../errors.js'
 import type { SessionRecord } from '../store/saved-session.js'
 import { listProjects } from './projects.js'
-import { git, noRepoCommands } from './worktrees.js'
+import { git, quietGit } from './worktrees.js'
 
 /**
  * A session's diff as its notice carries it (`kith session diff`, the web app's Diff): bounded
@@ -35,22 +35,19 @@ export function sessionDiff(home: string, name: string, record: SessionRecord): 
       'not-found',
       `its project ${record.project ?? '?'} is no longer one of this machine's (kith project list)`,
     )
-  const base = git(project.dir, [...noRepoCommands, 'merge-base', wt.branch, 'HEAD']).trim()
+  // Hooks, fsmonitor and filter drivers off: git diff of a worktree runs clean filters.
+  const quiet = quietGit(project.dir)
+  const base = git(project.dir, ['merge-base', wt.branch, 'HEAD'], quiet).trim()
   let diff: string
   if (existsSync(wt.path)) {
-    diff = git(wt.path, [...noRepoCommands, ...plainDiff, base])
-    const untracked = git(wt.path, [
-      ...noRepoCommands,
-      'ls-files',
-      '--others',
-      '--exclude-standard',
-    ])
+    diff = git(wt.path, [...plainDiff, base], quiet)
+    const untracked = git(wt.path, ['ls-files', '--others', '--exclude-standard'], quiet)
       .split('\n')
       .filter((l) => l !== '')
-    for (const file of untracked.slice(0, untrackedShown)) diff += gitNoIndex(wt.path, file)
+    for (const file of untracked.slice(0, untrackedShown)) diff += gitNoIndex(wt.path, file, quiet)
     if (untracked.length > untrackedShown)
       diff += `# … and ${untracked.length - untrackedShown} more new files\n`
-  } else diff = git(project.dir, [...noRepoCommands, ...plainDiff, base, wt.branch])
+  } else diff = git(project.dir, [...plainDiff, base, wt.branch], quiet)
   const files = (diff.match(/^diff --git /gm) ?? []).length
   const head = `✓ ${name}: branch ${wt.branch} against ${base.slice(0, 10)} (where it left ${project.name})${existsSync(wt.path) ? ', its worktree as it is now' : ''}: ${files === 0 ? 'no changes' : `${files} file${files === 1 ? '' : 's'} changed`}`
   if (files === 0) return head
@@ -69,9 +66,9 @@ export function sessionDiff(home: string, name: string, record: SessionRecord): 
 }
 
 /** A new file as a diff (git diff --no-index exits 1 when the files differ, as they do). */
-function gitNoIndex(cwd: string, file: string): string {
+function gitNoIndex(cwd: string, file: string, quiet: NodeJS.ProcessEnv): string {
   try {
-    return git(cwd, [...noRepoCommands, ...plainDiff, '--no-index', '--', '/dev/null', file])
+    return git(cwd, [...plainDiff, '--no-index', '--', '/dev/null', file], quiet)
   } catch (err) {
     const stdout =
       err instanceof KithError ? (err.cause as { stdout?: unknown })?.stdout : undefined

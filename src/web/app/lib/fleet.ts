@@ -1,9 +1,11 @@
 import { signal } from '@preact/signals'
 import {
   channelOf,
+  decisionStanding,
   FleetState,
   isNotice,
   Kind,
+  mayPushThrough,
   Names,
   openPromptsIn,
   openPromptScan,
@@ -105,6 +107,9 @@ export class FleetModel {
   private onlineAtTick = ''
   private readonly channelsMap = new Map<string, Entry[]>()
   private readonly requests = new Map<string, PermissionRequest>()
+  /** The signed card and decisions, which the one rule of what answers a card reads. */
+  private readonly requestEvents = new Map<string, NostrEvent>()
+  private readonly decisionEvents = new Map<string, NostrEvent[]>()
   private readonly decisions = new Map<string, PermissionDecision[]>()
   /** Replies by the event they answer (their `reply`, else `root`). */
   private readonly replies = new Map<string, NostrEvent[]>()
@@ -197,6 +202,10 @@ export class FleetModel {
 
   private keep(e: NostrEvent): void {
     switch (e.kind) {
+      case Kind.ChannelDefinition:
+        // Sent ahead of a private channel's events to a hub that lacks it (definitionsFirst).
+        this.definitionEvents.set(e.id, e)
+        return
       case Kind.Profile: {
         const prev = this.profiles.get(e.pubkey)
         if (prev === undefined || e.created_at >= prev.created_at) this.profiles.set(e.pubkey, e)
@@ -207,6 +216,7 @@ export class FleetModel {
         if (e.kind === Kind.PermissionRequest) {
           try {
             this.requests.set(e.id, parsePermissionRequest(e))
+            this.requestEvents.set(e.id, e)
           } catch {
             // A card that does not read cannot be answered; it is not shown.
             return
@@ -265,6 +275,9 @@ export class FleetModel {
           const list = this.decisions.get(d.request) ?? []
           list.push(d)
           this.decisions.set(d.request, list)
+          const events = this.decisionEvents.get(d.request) ?? []
+          events.push(e)
+          this.decisionEvents.set(d.request, events)
         } catch {
           // A decision that does not read decided nothing anywhere; nothing to show.
         }
@@ -320,6 +333,12 @@ export class FleetModel {
     return n
   }
 
+  /** A channel definition this page holds, by id. */
+  definition(id: string): NostrEvent | undefined {
+    return this.definitionEvents.get(id)
+  }
+  private readonly definitionEvents = new Map<string, NostrEvent>()
+
   event(id: string): NostrEvent | undefined {
     for (const list of this.channelsMap.values()) {
       const hit = list.find((e) => e.event.id === id)
@@ -372,11 +391,10 @@ export class FleetModel {
   /** The nodes of this device's person that send Web Push, newest announcement each. */
   pushSendersOfMine(): PushSenderInfo[] {
     const t = now()
-    const person = personOf(this.state.grants, this.me, t)
-    if (person === undefined) return []
-    // Online ones first (a sleeping laptop sends nothing), then the newest announcement.
+    // Online ones first (a sleeping laptop sends nothing), then the newest announcement. Only
+    // those the table lets this device subscribe through (push.subscription: its own person).
     return [...this.pushSenders.values()]
-      .filter((s) => personOf(this.state.grants, s.info.device, t) === person)
+      .filter((s) => mayPushThrough(this.state.grants, this.me, s.info.device, t))
       .sort(
         (a, b) =>
           Number(this.online(b.info.device)) - Number(this.online(a.info.device)) || b.at - a.at,
@@ -489,12 +507,20 @@ export class FleetModel {
 
   /**
    * Whether a card can still be answered as far as this browser knows: not expired, its turn
-   * not over, and no decision of this device's own person yet.
+   * not over, and no decision that answers it. What answers it is the one rule the notifier
+   * withdraws by (grants/decision-standing.ts): bound to the card and signed by someone the
+   * authority table lets decide, which this browser, not knowing the agent's policies, takes
+   * as the agent's own person. Another member's decision leaves the card open to them.
    */
   requestOpen(r: PermissionRequest, t = now()): boolean {
     if (r.expires < t) return false
     if (this.answered(r.prompt, r.agent)) return false
-    return this.decisionsFor(r.id).length === 0
+    const request = this.requestEvents.get(r.id)
+    if (request === undefined) return this.decisionsFor(r.id).length === 0
+    const ctx = { fleet: this.fleet, personOf: (k: string) => personOf(this.state.grants, k, t) }
+    return !(this.decisionEvents.get(r.id) ?? []).some(
+      (d) => decisionStanding(d, request, ctx) === undefined,
+    )
   }
 
   /** idle, working (a prompt open to it) or awaiting permission (an open card), as seen here. */
