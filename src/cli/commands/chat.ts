@@ -11,13 +11,15 @@ import type { Out } from '../io.js'
 import { describeUpdate, type Update } from '../transcript.js'
 import { formatChat, permissionContent, previewLines, stdoutLayout } from './chat-common.js'
 import { wrap } from '../terminal-text.js'
-import { requireNode } from '../control-client.js'
+import { connectNode, requireNode } from '../control-client.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { whoIsIn } from './chat-who.js'
 
 /** How often a chat with turns under way asks whether their hosts are still up. */
 const hostCheckMs = 2000
+/** How often a chat whose node stopped looks for it again. */
+const reattachMs = 1000
 
 type Option = { optionId: string; name: string; kind?: string }
 
@@ -32,7 +34,8 @@ history, then live messages with each author's name and role; type a line to sen
 answers are laid out for the terminal (wrapped, lists and code set off), each with what it
 answers; while an agent works, a line says so and its tool calls show as progress. A turn whose
 host machine goes offline (kith-chat/1 presence) is said so and no longer counted; a turn of an
-agent removed from the fleet is over.
+agent removed from the fleet is over. When the node stops (a restart), chat stays, says so, and
+reattaches once it is back, showing what came meanwhile.
   Multi-line messages: paste them (a paste is one message: Enter sends it), or end a line
   with \\ to go on in the next one.
   /join #other   switch channel      /who       who is in this channel
@@ -109,7 +112,8 @@ class ChatSession {
   private hostWatch: NodeJS.Timeout | undefined
 
   constructor(
-    private readonly daemon: ControlClient,
+    /** The node's control socket; replaced when the node restarts and chat reattaches. */
+    private daemon: ControlClient,
     private readonly rl: Interface,
     private readonly out: Out,
     private readonly tty: boolean,
@@ -231,8 +235,16 @@ class ChatSession {
           )}`
     }
     this.show(`── #${name} ──${note}`)
-    for (const item of history) this.show(this.render(item))
+    for (const item of history) this.showItem(item)
     this.prompt()
+  }
+
+  /** Messages already on screen: a reattach shows only what came while the node was away. */
+  private readonly shownIds = new Set<string>()
+
+  private showItem(item: ChatItem): void {
+    this.shownIds.add(item.event.id)
+    this.show(this.render(item))
   }
 
   /** The cards still open in this channel, as the node knows them, each with its number. */
@@ -528,8 +540,82 @@ class ChatSession {
     this.ticker.unref()
   }
 
+  /** A pending look for the node after it stopped. */
+  private retry: NodeJS.Timeout | undefined
+
+  /** Subscribes to the node's chat and frames, then shows the channel (again, on a reattach). */
+  private async start(again: boolean): Promise<void> {
+    await this.daemon.request('subscribe', {})
+    await this.daemon.request('watch', {})
+    if (!again) return this.enter(this.channel())
+    // Only what came while the node was away: the rest is on screen already.
+    const history = await this.daemon.request<ChatItem[]>('history', {
+      channel: this.channel(),
+      limit: 20,
+    })
+    this.show(`── reattached to the node (#${this.channel()}) ──`)
+    for (const item of history) if (!this.shownIds.has(item.event.id)) this.showItem(item)
+    this.prompt()
+  }
+
+  /**
+   * Listens to the node; when it stops (a restart, a service manager bringing it back), chat
+   * stays, says so, and reattaches once the node's socket answers again. Ctrl-D or /quit leaves.
+   */
+  private attach(enqueue: (step: () => Promise<boolean>) => void, finished: () => boolean): void {
+    const daemon = this.daemon
+    daemon.on('close', () => {
+      if (finished() || daemon !== this.daemon) return
+      // Turns under way are the old node's: whatever the new one does, it tells afresh.
+      this.turns.clear()
+      this.tick()
+      this.show('the node stopped; waiting for it to come back (Ctrl-D or /quit leaves)')
+      const look = () => {
+        this.retry = undefined
+        if (finished()) return
+        connectNode().then(
+          (client) => {
+            if (client === undefined || finished()) {
+              client?.close()
+              this.retry = setTimeout(look, reattachMs)
+              return
+            }
+            this.daemon = client
+            this.attach(enqueue, finished)
+            enqueue(async () => {
+              await this.start(true)
+              return true
+            })
+          },
+          (err: unknown) => {
+            this.note(`⚠ ${err instanceof Error ? err.message : String(err)}`)
+            this.retry = setTimeout(look, reattachMs)
+          },
+        )
+      }
+      this.retry = setTimeout(look, reattachMs)
+    })
+    daemon.on('chat', (p) => {
+      const item = p as ChatItem
+      if (item.channel !== this.channel()) return
+      // An answered card: its turn no longer waits for a person.
+      if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
+      // A turn that answered is over, whatever frames were lost.
+      if (item.event.kind === 9) {
+        const answered = threadOf(item.event).parent
+        if (answered !== undefined && this.turns.has(answered)) {
+          this.turns.delete(answered)
+          this.tick()
+        }
+      }
+      this.showItem(item)
+      this.ring(item)
+    })
+    daemon.on('frame', (p) => this.frame(p as WatchFrame))
+  }
+
   async run(): Promise<number> {
-    const { rl, daemon, tty } = this
+    const { rl, tty } = this
     // Bracketed paste: a pasted block arrives marked, so it becomes one message.
     if (tty) {
       process.stdout.write('\u001b[?2004h')
@@ -554,7 +640,8 @@ class ChatSession {
         // Leave on a line of its own, so the shell's prompt is not glued to the chat's.
         if (tty) process.stdout.write('\u001b[?2004l\n')
         rl.close()
-        daemon.close()
+        clearTimeout(this.retry)
+        this.daemon.close()
         resolve()
       }
       // Lines are handled strictly in order (a /join must finish before the next message), and
@@ -599,31 +686,9 @@ class ChatSession {
       rl.on('SIGINT', () => {
         if (!this.interrupt()) rl.close()
       })
-      daemon.on('close', () => {
-        if (!finished) this.show('the node stopped; leaving chat')
-        done()
-      })
-      daemon.on('chat', (p) => {
-        const item = p as ChatItem
-        if (item.channel !== this.channel()) return
-        // An answered card: its turn no longer waits for a person.
-        if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
-        // A turn that answered is over, whatever frames were lost.
-        if (item.event.kind === 9) {
-          const answered = threadOf(item.event).parent
-          if (answered !== undefined && this.turns.has(answered)) {
-            this.turns.delete(answered)
-            this.tick()
-          }
-        }
-        this.show(this.render(item))
-        this.ring(item)
-      })
-      daemon.on('frame', (p) => this.frame(p as WatchFrame))
+      this.attach(enqueue, () => finished)
       enqueue(async () => {
-        await daemon.request('subscribe', {})
-        await daemon.request('watch', {})
-        await this.enter(this.channel())
+        await this.start(false)
         return true
       })
     })
