@@ -60,6 +60,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'log', load: () => import('./commands/log.js') },
   { name: 'status', load: () => import('./commands/status.js') },
   { name: 'open', load: () => import('./commands/open.js') },
+  { name: 'service', load: () => import('./commands/service.js') },
   { name: 'permit', load: () => import('./commands/permit.js') },
   { name: 'cancel', load: () => import('./commands/cancel.js') },
   { name: 'watch', load: () => import('./commands/watch.js') },
