@@ -531,10 +531,10 @@ export class GrantVerifier {
    * Every chain that makes `pubkey` a member at `now` (not revoked, inside its window), founder's
    * grant first, in canonical order; the founder has one empty chain.
    */
-  validChains(pubkey: string, now: number): (readonly Grant[])[] {
+  validChains(pubkey: string, now: number, signedAt?: number): (readonly Grant[])[] {
     if (pubkey === this.founder) return [[]]
     return this.grantsOf(pubkey)
-      .filter((eff) => this.check(eff, now, undefined, []) === undefined)
+      .filter((eff) => this.check(eff, now, undefined, [], signedAt) === undefined)
       .map((eff) => eff.chain)
   }
 
