@@ -151,8 +151,11 @@ interface Run {
  */
 function watch(state: FleetState, violations: string[]): void {
   const posters = new Map<string, Set<string>>()
+  // Judged when first taken: one offered again (a node re-offers definitions) is not new.
+  const taken = new Set<string>()
   const admit = state.admit.bind(state)
   state.admit = (event, now, opts) => {
+    if (taken.has(event.id)) return admit(event, now, opts)
     const action = admissionAction(state, event, posters)
     const classes = classesAt(state, event.pubkey, event.created_at)
     const a = admit(event, now, opts)
@@ -162,6 +165,7 @@ function watch(state: FleetState, violations: string[]): void {
       violations.push(
         `${action} by ${nameOf.get(event.pubkey)} (${classes.join('+')}) at ${event.created_at}`,
       )
+    if (a.ok && a.store) taken.add(event.id)
     if (a.ok && a.store && !isEphemeralKind(event.kind))
       for (const c of hValues(event)) {
         let set = posters.get(c)
