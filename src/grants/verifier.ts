@@ -1,6 +1,8 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { mayAct } from './authority.js'
 import { extendChain, founderRoot, type Effective } from './chain.js'
+import { positionActor } from './event-authority.js'
 import type { GrantCode } from './codes.js'
 import { GrantError, parseGrant, type Grant, type Role } from './grant.js'
 import { parseRevocation, type Revocation } from './revocation.js'
@@ -302,6 +304,24 @@ export class GrantVerifier {
       // Nothing it says can count before its signer's own grant is known.
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
+    if (!this.mayRevoke(rev.revoker)) {
+      // A hub key signs nothing but AUTH: its grants are structural (a hub is a hub on every
+      // chain), so its revocation is refused outright rather than held to be stored and
+      // re-published for nothing. Any other position is judged on structure, like the rest: a
+      // grant of another role that arrives later counts.
+      const own = this.grantsOf(rev.revoker)
+      if (own.length > 0 && own.every((eff) => eff.grant.role === 'hub'))
+        return {
+          status: 'rejected',
+          code: 'kind-not-allowed',
+          reason: 'a hub key signs nothing but AUTH',
+        }
+      return {
+        status: 'pending',
+        code: 'no-authority',
+        reason: 'the authority table lets no key of this position revoke',
+      }
+    }
     const never = this.neverAbove(rev)
     if (never !== undefined) return { status: 'rejected', code: 'no-authority', reason: never }
     // Otherwise kept whatever it targets: its effect is decided per grant, now and for grants
@@ -316,6 +336,13 @@ export class GrantVerifier {
       }
     }
     return { status: 'accepted', held: true }
+  }
+
+  /** The table's `revocation` row, asked with every position the revoker's known grants give. */
+  private mayRevoke(revoker: string): boolean {
+    if (revoker === this.founder) return true
+    const classes = this.grantsOf(revoker).flatMap((eff) => positionActor(eff.grant))
+    return mayAct('revocation', classes)
   }
 
   /**
@@ -438,6 +465,12 @@ export class GrantVerifier {
       /** One channel, or every channel (`h` value) of the event: each must be allowed. */
       channel?: string | undefined
       channels?: readonly string[] | undefined
+      /**
+       * History: a grant revoked after this date still counts (what its subject signed while it
+       * stood, judged by the event's date against the revocation's). Hubs never pass it: a
+       * revoked key publishes nothing new, whatever date it writes.
+       */
+      signedAt?: number | undefined
     },
   ): Decision {
     if (pubkey === this.founder) return { ok: true, role: 'founder', chain: [] }
@@ -449,7 +482,7 @@ export class GrantVerifier {
       if (best === undefined || (rank[d.code] ?? 0) > (rank[best.code] ?? 0)) best = d
     }
     for (const eff of candidates) {
-      const failure = this.check(eff, q.now, q.kind, channels)
+      const failure = this.check(eff, q.now, q.kind, channels, q.signedAt)
       if (failure === undefined) return { ok: true, role: eff.grant.role, chain: eff.chain }
       consider(failure)
     }
@@ -461,9 +494,13 @@ export class GrantVerifier {
     now: number,
     kind: number | undefined,
     channels: readonly string[],
+    signedAt?: number,
   ): Refusal | undefined {
-    if (this.isRevokedGrant(eff.grant))
-      return refuse('revoked', 'this key’s grant has been revoked')
+    if (this.isRevokedGrant(eff.grant)) {
+      const ended = signedAt === undefined ? undefined : this.revokedAt(eff.grant.id)
+      if (ended === undefined || signedAt! >= ended)
+        return refuse('revoked', 'this key’s grant has been revoked')
+    }
     if (eff.nbf !== undefined && now < eff.nbf - this.skew) {
       return refuse('not-yet-valid', 'the grant is not valid yet')
     }

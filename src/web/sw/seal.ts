@@ -1,6 +1,7 @@
 /// <reference lib="webworker" />
 import {
   authorityFilter,
+  definitionsFirst,
   FleetState,
   Kind,
   pageBackwards,
@@ -54,12 +55,16 @@ export function keysFrom(
   return keys
 }
 
-/** keysFrom with the app's IndexedDB and, from `client`, the fleet's authority and `channel`'s envelopes. */
+/**
+ * keysFrom with the app's IndexedDB and, from `client`, the fleet's authority and `channel`'s
+ * envelopes; with `first`, what that hub must be sent before an event (the private channel's
+ * definition in effect when the hub did not return it: kith-channels, "Definitions first").
+ */
 export async function keysForChannel(
   device: Device,
   client: RelayClient,
   channel: string,
-): Promise<WebKeys> {
+): Promise<{ keys: WebKeys; first: (event: NostrEvent) => NostrEvent[] }> {
   const now = Math.floor(Date.now() / 1000)
   const fresh: NostrEvent[] = []
   const deliver = (events: NostrEvent[]) => {
@@ -76,5 +81,19 @@ export async function keysForChannel(
     deliver,
     log,
   })
-  return keysFrom(device, await idbAll<NostrEvent>('events'), fresh, now)
+  const stored = await idbAll<NostrEvent>('events')
+  const keys = keysFrom(device, stored, fresh, now)
+  const atHub = new Set(fresh.map((e) => e.id))
+  const byId = new Map([...stored, ...fresh].map((e) => [e.id, e]))
+  const first = (event: NostrEvent) => {
+    const p = definitionsFirst(
+      keys.state.channels,
+      event,
+      (id) => atHub.has(id),
+      (id) => byId.get(id),
+      now,
+    )
+    return 'first' in p ? p.first : []
+  }
+  return { keys, first }
 }

@@ -40,7 +40,8 @@ export class WebKeys {
     private readonly me: string,
     private readonly secret: Uint8Array,
     private readonly fleet: string,
-    private readonly state: FleetState,
+    /** The fleet's state these keys judge by (a service worker's sends need its channels too). */
+    readonly state: FleetState,
   ) {
     this.keyring = new Keyring(this.store, state, me)
   }
