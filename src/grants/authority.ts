@@ -170,10 +170,10 @@ export const authorityTable: readonly AuthorityRow[] = [
     action: 'session.start.worktree',
     kind: Kind.ChatMessage,
     marker: '["worktree"]',
-    what: 'starts the session in a new git worktree of the project (no repository hooks run)',
+    what: 'starts the session in a new git worktree of the project (no repository hook or filter runs)',
     allow: usesAgent,
     enforcedBy: ['host'],
-    why: 'bounded per agent (live sessions, worktrees: the refusal names the cap); git runs with hooks off, so nothing an agent wrote earlier runs outside a card',
+    why: 'bounded per agent (live sessions, worktrees: the refusal names the cap); git runs with hooks, fsmonitor and filter drivers off, so nothing an agent wrote earlier runs outside a card',
   },
   {
     action: 'session.start.mode',
@@ -355,8 +355,8 @@ export const authorityTable: readonly AuthorityRow[] = [
     kind: Kind.FleetSetting,
     what: 'whether the fleet seals its channels end to end',
     allow: ['admin', 'founder'],
-    enforcedBy: ['reader'],
-    why: 'a fleet-wide choice; a setting by anyone else decides nothing',
+    enforcedBy: ['admission', 'reader'],
+    why: 'a fleet-wide choice; a setting by anyone else is refused, and decides nothing where it was kept before (readers judge its author at its date)',
   },
   {
     action: 'e2e.envelope',
@@ -380,7 +380,7 @@ export const authorityTable: readonly AuthorityRow[] = [
     what: "a web device's push subscription, sealed to a node",
     allow: ['owner'],
     enforcedBy: ['admission', 'notifier'],
-    why: "a node takes subscriptions only from its own person's devices",
+    why: "a subscription goes only to a node of the device's own person (the sender, p, and the device belong to one person at its date): another person's device is refused at admission (not-owner), and the notifier asks the same rule again",
   },
   {
     action: 'presence',

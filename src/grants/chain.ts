@@ -1,4 +1,6 @@
 import { Kind } from '../events/kinds.js'
+import { mayAct } from './authority.js'
+import { grantRoleAction, positionActor } from './event-authority.js'
 import { GrantError, verifyGrantProof, type Grant, type Role } from './grant.js'
 
 /** A grant with what it inherits resolved along its chain. Immutable once computed. */
@@ -64,7 +66,7 @@ export function extendChain(
       "the proof tag is not the subject's signature for this issuer and role",
     )
   }
-  const authority = mayIssue(issuer.role, issuer.deleg, grant.role)
+  const authority = mayIssue(issuer.role, issuer.deleg, grant.role, grant.deleg)
   if (authority !== undefined) return new GrantError('no-authority', authority)
   if (parent.kinds !== undefined && !parent.kinds.has(Kind.Grant)) {
     return new GrantError(
@@ -102,17 +104,30 @@ export function extendChain(
   }
 }
 
-/** Why `issuer` (with this role and deleg) may not grant `role`, or undefined when it may. */
-function mayIssue(issuer: Role | 'founder', deleg: boolean, role: Role): string | undefined {
+/**
+ * Why `issuer` (with this role and deleg) may not grant `role` (with `grantDeleg`), or undefined
+ * when it may. Who may is the authority table's (grant.owner, grant.admin, grant.device,
+ * grant.agent, grant.hub), asked with the issuer's position; what is left here binds the role to
+ * the key: an agent key is a member but issues nothing, and a device grants only agents.
+ */
+function mayIssue(
+  issuer: Role | 'founder',
+  deleg: boolean,
+  role: Role,
+  grantDeleg: boolean,
+): string | undefined {
+  const action = grantRoleAction(role, grantDeleg)
+  if (!mayAct(action, positionActor({ role: issuer, deleg }))) {
+    if (issuer === 'hub' || issuer === 'agent') return `${issuer}s never issue grants`
+    if (issuer === 'device') return 'a device may only grant agents'
+    // A hub key reads every channel, private ones included: only the founder may admit one.
+    if (role === 'hub') return 'only the founder may admit a hub'
+    if (role === 'owner') return 'only an admin owner (deleg) may admit owners'
+    return `the authority table does not let this key take ${action}`
+  }
   if (issuer === 'founder') return undefined
   if (issuer === 'agent') return 'agents never issue grants'
-  if (issuer === 'hub') return 'hubs never issue grants'
-  // A hub key reads every channel, private ones included: only the founder may admit one.
-  if (role === 'hub') return 'only the founder may admit a hub'
-  if (issuer === 'owner') {
-    if (role === 'owner' && !deleg) return 'only an admin owner (deleg) may admit owners'
-    return undefined
-  }
+  if (issuer === 'owner') return undefined
   if (role !== 'agent') return 'a device may only grant agents'
   if (!deleg) return 'this device may not delegate (no deleg in its grant)'
   return undefined

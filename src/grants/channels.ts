@@ -6,6 +6,8 @@ import {
 } from '../events/channel-def.js'
 import { Kind } from '../events/kinds.js'
 import { KithError } from '../errors.js'
+import { mayAct, type Action, type ActorClass } from './authority.js'
+import { actionOf, fleetActor, positionActor } from './event-authority.js'
 import { personsOf } from './members.js'
 import { grantSkewSeconds, type GrantVerifier } from './verifier.js'
 
@@ -296,7 +298,13 @@ export class ChannelBook {
   }
 
   private standingUncached(def: ChannelDefinition): Standing {
-    return this.standingAt(def.author, def.createdAt, Kind.ChannelDefinition, def.channel)
+    return this.standingAt(
+      def.author,
+      def.createdAt,
+      Kind.ChannelDefinition,
+      def.channel,
+      'channel.define.in-use',
+    )
   }
 
   /**
@@ -306,7 +314,8 @@ export class ChannelBook {
    * An owner grant limited to some channels decides nothing fleet-wide.
    */
   hadAuthority(key: string, at: number, kind: number): boolean {
-    const s = this.standingAt(key, at, kind, undefined)
+    const action = actionOf({ kind, tags: [], content: '' })
+    const s = this.standingAt(key, at, kind, undefined, action)
     return s.ok && s.authority
   }
 
@@ -315,8 +324,17 @@ export class ChannelBook {
     t: number,
     kind: number,
     channel: string | undefined,
+    /** The row whose allowing makes the author an authority here (the table decides who). */
+    authorityAction: Action,
   ): Standing {
-    if (author === this.grants.founder) return { ok: true, authority: true }
+    // Who is who is the authority table's: a person may define (channel.define), and whoever
+    // `authorityAction` allows counts as an authority (over others' use, fleet-wide).
+    const judged = (classes: ActorClass[]): Standing =>
+      mayAct('channel.define', classes)
+        ? { ok: true, authority: mayAct(authorityAction, classes) }
+        : refuse('no-authority', 'the authority table does not let this key define a channel')
+    if (author === this.grants.founder)
+      return judged(positionActor({ role: 'founder', deleg: true }))
     const owners = this.grants.grantsOf(author).filter((e) => e.grant.role === 'owner')
     if (owners.length === 0) {
       return refuse(
@@ -349,8 +367,9 @@ export class ChannelBook {
         }
       }
       if (failure === undefined) {
-        if (eff.grant.deleg) return { ok: true, authority: true }
-        found = { ok: true, authority: false }
+        const s = judged(positionActor(eff.grant))
+        if (s.ok && s.authority) return s
+        found ??= s
       } else if (best === undefined || rankOf(failure) > rankOf(best)) {
         best = failure
       }
@@ -487,12 +506,12 @@ export class ChannelBook {
       .some((c) => c.length === 0 || c.at(-1)!.role === 'owner')
   }
 
-  /** True when `key` is the founder or holds a valid admin (owner with deleg) grant now. */
-  isAuthority(key: string, now: number): boolean {
-    if (key === this.grants.founder) return true
-    return this.grants
-      .validChains(key, now)
-      .some((c) => c.at(-1)?.role === 'owner' && c.at(-1)?.deleg === true)
+  /**
+   * True when the authority table lets `key` take `action` now by its fleet standing alone: for
+   * a channel others use, or a fleet setting, the founder or a valid admin (owner with deleg).
+   */
+  isAuthority(key: string, now: number, action: Action = 'channel.define.in-use'): boolean {
+    return mayAct(action, fleetActor(this.grants, key, now))
   }
 
   /**

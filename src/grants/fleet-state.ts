@@ -5,6 +5,7 @@ import { KithError } from '../errors.js'
 import { channelRefusal, ChannelBook } from './channels.js'
 import { grantCodePrefix } from './codes.js'
 import { plaintextRefusal, settingSkewSeconds } from './e2e-sealing.js'
+import { actionOf, fleetActor, mayAdmit, pushSubscriber } from './event-authority.js'
 import {
   GrantVerifier,
   maxPending,
@@ -265,9 +266,18 @@ export class FleetState {
         { reason: 'future-dated' },
       )
     }
-    // Noted before the author's standing now is asked: a setting counts by its author's standing
-    // at its date, so an admin's "on" arriving after their removal still seals (e2e-sealing).
-    if (event.kind === Kind.FleetSetting) this.noteSetting(event)
+    if (
+      event.kind === Kind.FleetSetting &&
+      this.channels.hadAuthority(event.pubkey, event.created_at, Kind.FleetSetting)
+    ) {
+      // Judged at its date, as readers judge it (e2e-sealing) and as definitions are: a setting
+      // the founder or an admin made before their removal is taken (and kept, so it still seals)
+      // by a hub or node that learns of the removal first, so every side holds the setting that
+      // decides, whatever the order.
+      this.noteSetting(event)
+      opts.beforeChange?.(event)
+      return { ok: true, store: true, note: '', revoked: false, authority: false }
+    }
     const d = this.grants.authorize(event.pubkey, {
       now,
       kind: event.kind,
@@ -276,6 +286,7 @@ export class FleetState {
     if (!d.ok) {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
+    this.mayTake(event)
     const c = this.channels.mayPost(event, now)
     if (!c.ok) throw channelRefusal(c)
     const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
@@ -285,6 +296,11 @@ export class FleetState {
     // only what is stored, so a replay of the store finds the same.
     if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
     return { ok: true, store: true, note: '', revoked: false, authority: false }
+  }
+
+  private mayTake(event: NostrEvent): void {
+    const refusal = refuseByTable(this, event)
+    if (refusal !== undefined) throw refusal
   }
 
   /**
@@ -300,6 +316,36 @@ export class FleetState {
 
 function byAdmissionOrder(a: NostrEvent, b: NostrEvent): number {
   return admissionRank(a.kind) - admissionRank(b.kind) || a.created_at - b.created_at
+}
+
+/**
+ * The "who" of admission, asked of the authority table (event-authority.ts): the event's row and
+ * its author's classes at the event's date. Grants, revocations and definitions ask it in the
+ * verifier and the channel book, where their structure and date are read.
+ */
+function refuseByTable(state: FleetState, event: NostrEvent): KithError | undefined {
+  const action = actionOf(event)
+  if (event.kind === Kind.PushSubscription) {
+    const sender = event.tags.find((t) => t[0] === 'p')?.[1]
+    const classes =
+      sender === undefined
+        ? fleetActor(state.grants, event.pubkey, event.created_at)
+        : pushSubscriber(state.grants, event.pubkey, sender, event.created_at)
+    if (mayAdmit(action, classes)) return undefined
+    // Another person's device asking for this person's notifications (kith-notify).
+    return new KithError(
+      'restricted',
+      "not-owner: a push subscription goes only to a node of its device's own person",
+      { reason: 'not-owner' },
+    )
+  }
+  const classes = fleetActor(state.grants, event.pubkey, event.created_at)
+  if (mayAdmit(action, classes)) return undefined
+  return new KithError(
+    'restricted',
+    `no-authority: the authority table does not let ${classes.join(', ')} take ${action}`,
+    { reason: 'no-authority' },
+  )
 }
 
 /** Every `h` value of an event: a grant's channel caps must allow each one. */

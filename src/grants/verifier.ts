@@ -1,6 +1,8 @@
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { mayAct } from './authority.js'
 import { extendChain, founderRoot, type Effective } from './chain.js'
+import { positionActor } from './event-authority.js'
 import type { GrantCode } from './codes.js'
 import { GrantError, parseGrant, type Grant, type Role } from './grant.js'
 import { parseRevocation, type Revocation } from './revocation.js'
@@ -302,6 +304,24 @@ export class GrantVerifier {
       // Nothing it says can count before its signer's own grant is known.
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
+    if (!this.mayRevoke(rev.revoker)) {
+      // A hub key signs nothing but AUTH: its grants are structural (a hub is a hub on every
+      // chain), so its revocation is refused outright rather than held to be stored and
+      // re-published for nothing. Any other position is judged on structure, like the rest: a
+      // grant of another role that arrives later counts.
+      const own = this.grantsOf(rev.revoker)
+      if (own.length > 0 && own.every((eff) => eff.grant.role === 'hub'))
+        return {
+          status: 'rejected',
+          code: 'kind-not-allowed',
+          reason: 'a hub key signs nothing but AUTH',
+        }
+      return {
+        status: 'pending',
+        code: 'no-authority',
+        reason: 'the authority table lets no key of this position revoke',
+      }
+    }
     const never = this.neverAbove(rev)
     if (never !== undefined) return { status: 'rejected', code: 'no-authority', reason: never }
     // Otherwise kept whatever it targets: its effect is decided per grant, now and for grants
@@ -316,6 +336,13 @@ export class GrantVerifier {
       }
     }
     return { status: 'accepted', held: true }
+  }
+
+  /** The table's `revocation` row, asked with every position the revoker's known grants give. */
+  private mayRevoke(revoker: string): boolean {
+    if (revoker === this.founder) return true
+    const classes = this.grantsOf(revoker).flatMap((eff) => positionActor(eff.grant))
+    return mayAct('revocation', classes)
   }
 
   /**

@@ -2,6 +2,7 @@ import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makePushSender, pushD } from '../events/push.js'
 import { mayActOnAgent } from '../grants/authority.js'
+import { mayPushThrough } from '../grants/event-authority.js'
 import { personOf } from '../grants/members.js'
 import { listAgentRecords } from '../identity/agents.js'
 import type { Identity } from '../identity/keys.js'
@@ -45,6 +46,8 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     fleet: deps.fleet,
     now: deps.now,
     seals: deps.seals,
+    // Admission refused any other (push.subscription); asked again as the node's grants are now.
+    mayPushThrough: (device, sender, at) => mayPushThrough(book.verifier, device, sender, at),
     // As the hosting node decides (agent-bridge.ts): its real approvers where this node hosts
     // the agent; for another node's agent, whose policies are not on the wire, its person only.
     mayDecide: (author, agent, action) => {

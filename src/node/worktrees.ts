@@ -6,12 +6,13 @@ import { KithError } from '../errors.js'
 /** git can take a while on a large repository; it never runs unbounded. */
 const gitTimeoutMs = 60_000
 
-function git(cwd: string, args: string[]): string {
+function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): string {
   try {
     return execFileSync('git', ['-C', cwd, ...args], {
       encoding: 'utf8',
       timeout: gitTimeoutMs,
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(env === undefined ? {} : { env }),
     })
   } catch (err) {
     const stderr = (err as { stderr?: unknown }).stderr
@@ -33,16 +34,62 @@ export function isGitRepo(dir: string): boolean {
 }
 
 /**
- * What git may run on its own in a repository an agent may have written to (its hooks, an
- * fsmonitor command in its config): switched off for every git call made for a remote start,
- * so nothing runs outside a card.
+ * What git may run on its own in a repository an agent may have written to, switched off for
+ * every git call made for a remote start, so nothing runs outside a card: its hooks, an
+ * fsmonitor command, and every filter driver (`filter.NAME.smudge|clean|process`, chosen per
+ * file by a `.gitattributes` the agent may also have written). A filter is switched off by
+ * emptying its commands, which git reads as "no filter", and `required=false`, so git does not
+ * refuse the file instead. Every configured name is read first (`git config --get-regexp`, which
+ * follows includes) and overridden through GIT_CONFIG_COUNT, which takes any name as it is
+ * (`-c` cannot say a name holding `=`). An LFS repository's files come out as pointer files.
  */
-const noRepoCommands = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false']
+function quietGit(repo: string): NodeJS.ProcessEnv {
+  const pairs: [string, string][] = [
+    ['core.hooksPath', '/dev/null'],
+    ['core.fsmonitor', 'false'],
+  ]
+  for (const name of filterNames(repo)) {
+    for (const v of ['smudge', 'clean', 'process']) pairs.push([`filter.${name}.${v}`, ''])
+    pairs.push([`filter.${name}.required`, 'false'])
+  }
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_CONFIG_COUNT: String(pairs.length) }
+  // The caller's own GIT_CONFIG_PARAMETERS (-c of an enclosing git) could add a filter back.
+  delete env.GIT_CONFIG_PARAMETERS
+  pairs.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k
+    env[`GIT_CONFIG_VALUE_${i}`] = v
+  })
+  return env
+}
 
-/** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook run. */
+/** Every filter driver name configured for `repo` (repository, user and system config). */
+function filterNames(repo: string): string[] {
+  let out: string
+  try {
+    out = execFileSync('git', ['-C', repo, 'config', '--null', '--get-regexp', '^filter\\.'], {
+      encoding: 'utf8',
+      timeout: gitTimeoutMs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+  } catch (err) {
+    // Exit 1 is "no such key": no filter is configured. Anything else is a failure.
+    if ((err as { status?: unknown }).status === 1) return []
+    throw new KithError('io', `git config failed: ${String(err)}`, { cause: err })
+  }
+  const names = new Set<string>()
+  for (const entry of out.split('\0')) {
+    // With --null each entry is "KEY\nVALUE"; KEY is filter.NAME.VAR, and NAME may hold dots.
+    const key = entry.split('\n')[0] ?? ''
+    const last = key.lastIndexOf('.')
+    if (key.startsWith('filter.') && last > 'filter.'.length) names.add(key.slice(7, last))
+  }
+  return [...names]
+}
+
+/** `git worktree add -b BRANCH PATH` from the repository's HEAD, with no hook or filter run. */
 export function addWorktree(repo: string, path: string, branch: string): void {
   mkdirSync(dirname(path), { recursive: true })
-  git(repo, [...noRepoCommands, 'worktree', 'add', '-b', branch, path])
+  git(repo, ['worktree', 'add', '-b', branch, path], quietGit(repo))
 }
 
 /** At most this many names of each sort in what `uncommitted` says. */
@@ -60,13 +107,11 @@ function counted(names: string[], one: string, many: string): string {
  * remove` deletes without a word. Named, so a person sees what they would lose.
  */
 export function uncommitted(path: string): string | undefined {
-  const lines = git(path, [
-    ...noRepoCommands,
-    'status',
-    '--porcelain',
-    '--ignored',
-    '--untracked-files=normal',
-  ])
+  const lines = git(
+    path,
+    ['status', '--porcelain', '--ignored', '--untracked-files=normal'],
+    quietGit(path),
+  )
     .split('\n')
     .filter((l) => l.trim() !== '')
   // porcelain: two status letters, a space, the path; `!!` is ignored.
@@ -86,11 +131,6 @@ export function uncommitted(path: string): string | undefined {
 export function removeWorktree(path: string, force = false): void {
   // The main repository, where the worktree is registered (its common git dir's parent).
   const common = git(path, ['rev-parse', '--path-format=absolute', '--git-common-dir']).trim()
-  git(dirname(common), [
-    ...noRepoCommands,
-    'worktree',
-    'remove',
-    ...(force ? ['--force'] : []),
-    path,
-  ])
+  const repo = dirname(common)
+  git(repo, ['worktree', 'remove', ...(force ? ['--force'] : []), path], quietGit(repo))
 }

@@ -3,9 +3,9 @@ import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { optionFor } from '../events/permission-options.js'
-import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
-import { agentActorClasses, decisionAction, mayAct, type Action } from '../grants/authority.js'
+import type { Action } from '../grants/authority.js'
+import { decisionStanding } from '../grants/decision-standing.js'
 import type { NotifyClass, PushPayload } from '../events/push.js'
 
 /** What the classifier needs to know of the fleet, from the node that runs it. */
@@ -31,6 +31,11 @@ export interface ClassifyContext {
    * agent's real policies where this node hosts it. Absent: the agent's own person only.
    */
   mayDecide?(author: string, agent: string, action: Action): boolean
+  /**
+   * Whether `device` may push through `sender` at `at` (push.subscription: the same person),
+   * as admission asked it (event-authority.ts mayPushThrough). Absent: the same person now.
+   */
+  mayPushThrough?(device: string, sender: string, at: number): boolean
 }
 
 /** One thing worth a person's attention, before it is addressed to any target. */
@@ -205,41 +210,5 @@ export function withdrawRefusal(
   request: NostrEvent,
   ctx: ClassifyContext,
 ): string | undefined {
-  let card: ReturnType<typeof parsePermissionRequest>
-  try {
-    card = parsePermissionRequest(request)
-  } catch {
-    // Never notified (classify reads it the same way): nothing to withdraw.
-    return 'the card is unreadable'
-  }
-  const refusal = decisionRefusal(
-    decision,
-    {
-      id: request.id,
-      agent: card.agent,
-      channel: card.channel,
-      createdAt: request.created_at,
-      expires: card.expires,
-      options: card.options,
-    },
-    { fleet: ctx.fleet },
-  )
-  if (refusal !== undefined) return refusal
-  const optionId = parsePermissionDecision(decision).optionId
-  const action = decisionAction(card.options.find((o) => o.optionId === optionId)?.kind)
-  const may =
-    ctx.mayDecide !== undefined
-      ? ctx.mayDecide(decision.pubkey, card.agent, action)
-      : mayAct(
-          action,
-          agentActorClasses({
-            key: decision.pubkey,
-            person: ctx.personOf(decision.pubkey),
-            agentOwner: ctx.personOf(card.agent),
-            agentKey: card.agent,
-            allow: undefined,
-            approvers: undefined,
-          }),
-        )
-  return may ? undefined : 'its author may not approve for the agent'
+  return decisionStanding(decision, request, ctx)
 }

@@ -161,7 +161,10 @@ export class Notifier {
       return
     }
     const name = this.opts.ctx.nameOf(sub.device)
-    if (this.opts.ctx.personOf(sub.device) !== this.opts.ctx.person) {
+    const mine =
+      this.opts.ctx.mayPushThrough?.(sub.device, sub.sender, this.opts.ctx.now()) ??
+      this.opts.ctx.personOf(sub.device) === this.opts.ctx.person
+    if (!mine) {
       // Another person's device asking for this person's notifications: never.
       this.opts.log(
         `notify: ignored a push subscription from ${name}: not a device of this node's person`,

@@ -14,16 +14,19 @@ const git = (cwd: string, ...args: string[]) =>
   })
 
 /**
- * A real git repository with one commit and a post-checkout hook that leaves `marker` behind:
- * what an agent with edit rights could have written into it earlier, outside any card.
+ * A real git repository with one commit, a post-checkout hook and a smudge filter driver (named
+ * by a committed .gitattributes) that each leave `marker` behind: what an agent with edit rights
+ * could have written into it earlier, outside any card.
  */
 function hookedRepo(marker: string): string {
   const dir = join(tempDir(), 'repo')
   mkdirSync(dir)
   git(dir, 'init', '-q', '-b', 'main')
   writeFileSync(join(dir, 'README.md'), 'hello\n')
+  writeFileSync(join(dir, '.gitattributes'), 'README.md filter=evil\n')
   git(dir, 'add', '.')
   git(dir, 'commit', '-q', '-m', 'first')
+  git(dir, 'config', 'filter.evil.smudge', `sh -c 'echo ran > "${marker}"; cat'`)
   const hook = join(dir, '.git', 'hooks', 'post-checkout')
   writeFileSync(hook, `#!/bin/sh\necho ran > '${marker}'\n`)
   chmodSync(hook, 0o755)
@@ -71,6 +74,11 @@ describe('what a session start may cost its host (issue 28, item 8)', () => {
       expect(existsSync(marker)).toBe(true)
       git(source, 'checkout', '-q', 'main')
       execFileSync('rm', [marker])
+      // So is the filter: a plain checkout of the file runs it.
+      execFileSync('rm', [join(source, 'README.md')])
+      git(source, 'checkout', '-q', '--', 'README.md')
+      expect(existsSync(marker)).toBe(true)
+      execFileSync('rm', [marker])
       expect(
         (await setupKith(['project', 'add', 'work', source, '--worktrees'], { home })).code,
       ).toBe(0)
@@ -85,7 +93,7 @@ describe('what a session start may cost its host (issue 28, item 8)', () => {
       expect(nope.stderr).toMatch(/⚠ bot did not start a session: etc is not a project/)
       expect(nope.stderr).not.toMatch(/private-plans|work/)
 
-      // A worktree start makes the worktree, and the repository's hook does not run.
+      // A worktree start makes the worktree, and neither the repository's hook nor its filter runs.
       const tree = await start(home, ['--project', 'work', '--worktree', 'pwd'])
       expect(tree.code, tree.stderr).toBe(0)
       expect(tree.stdout).toMatch(/in worktree /)

@@ -186,11 +186,13 @@ describe(
         now(),
       )
       const bobSub = testSubscription(`${stranger.url}/push/bob`)
-      await publishAs(
-        hub.url,
-        bobDevice.sk,
-        [bobGrant, bobDeviceGrant],
-        [
+      // Bob's phone asks Alice's laptop to push Alice's cards to it: the hub refuses it at
+      // admission (push.subscription is the owner's only), so no node ever takes it.
+      const bobSession = await HubSession.open(hub.url)
+      try {
+        for (const g of [bobGrant, bobDeviceGrant]) await bobSession.publish(g)
+        expect((await bobSession.auth(bobDevice.sk)).ok).toBe(true)
+        const refused = await bobSession.publish(
           signEvent(
             makePushSubscription(
               { subscription: bobSub.subscription, classes: ['cards'], finishedAfter: 0 },
@@ -200,11 +202,12 @@ describe(
             ),
             bobDevice.sk,
           ),
-        ],
-      )
-      await nl.waitFor(
-        /ignored a push subscription from bob-phone: not a device of this node's person/,
-      )
+        )
+        expect(refused.ok).toBe(false)
+        expect(refused.message).toMatch(/^restricted: not-owner/)
+      } finally {
+        bobSession.close()
+      }
 
       // A card: the agent on the devbox asks; the laptop pushes it to the phone, ntfy and the webhook.
       const q = await ask(laptop, '@claude permission rm -rf build')

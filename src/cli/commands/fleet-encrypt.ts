@@ -51,7 +51,7 @@ export async function fleetEncrypt(
         'restricted',
         'kith fleet encrypt runs on the machine that holds your owner key',
       )
-    if (!node.book.state.channels.isAuthority(node.id.ownerPubkey, now))
+    if (!node.book.state.channels.isAuthority(node.id.ownerPubkey, now, 'fleet.setting'))
       throw new KithError(
         'restricted',
         'only the founder or an admin may change the fleet setting',

@@ -1,9 +1,11 @@
 import { signal } from '@preact/signals'
 import {
   channelOf,
+  decisionStanding,
   FleetState,
   isNotice,
   Kind,
+  mayPushThrough,
   Names,
   openPromptsIn,
   openPromptScan,
@@ -94,6 +96,9 @@ export class FleetModel {
   private readonly presence = new Map<string, { at: number; online: boolean }>()
   private readonly channelsMap = new Map<string, Entry[]>()
   private readonly requests = new Map<string, PermissionRequest>()
+  /** The signed card and decisions, which the one rule of what answers a card reads. */
+  private readonly requestEvents = new Map<string, NostrEvent>()
+  private readonly decisionEvents = new Map<string, NostrEvent[]>()
   private readonly decisions = new Map<string, PermissionDecision[]>()
   /** Replies by the event they answer (their `reply`, else `root`). */
   private readonly replies = new Map<string, NostrEvent[]>()
@@ -189,6 +194,7 @@ export class FleetModel {
         if (e.kind === Kind.PermissionRequest) {
           try {
             this.requests.set(e.id, parsePermissionRequest(e))
+            this.requestEvents.set(e.id, e)
           } catch {
             // A card that does not read cannot be answered; it is not shown.
             return
@@ -247,6 +253,9 @@ export class FleetModel {
           const list = this.decisions.get(d.request) ?? []
           list.push(d)
           this.decisions.set(d.request, list)
+          const events = this.decisionEvents.get(d.request) ?? []
+          events.push(e)
+          this.decisionEvents.set(d.request, events)
         } catch {
           // A decision that does not read decided nothing anywhere; nothing to show.
         }
@@ -348,11 +357,10 @@ export class FleetModel {
   /** The nodes of this device's person that send Web Push, newest announcement each. */
   pushSendersOfMine(): PushSenderInfo[] {
     const t = now()
-    const person = personOf(this.state.grants, this.me, t)
-    if (person === undefined) return []
-    // Online ones first (a sleeping laptop sends nothing), then the newest announcement.
+    // Online ones first (a sleeping laptop sends nothing), then the newest announcement. Only
+    // those the table lets this device subscribe through (push.subscription: its own person).
     return [...this.pushSenders.values()]
-      .filter((s) => personOf(this.state.grants, s.info.device, t) === person)
+      .filter((s) => mayPushThrough(this.state.grants, this.me, s.info.device, t))
       .sort(
         (a, b) =>
           Number(this.online(b.info.device)) - Number(this.online(a.info.device)) || b.at - a.at,
@@ -434,12 +442,20 @@ export class FleetModel {
 
   /**
    * Whether a card can still be answered as far as this browser knows: not expired, its turn
-   * not over, and no decision of this device's own person yet.
+   * not over, and no decision that answers it. What answers it is the one rule the notifier
+   * withdraws by (grants/decision-standing.ts): bound to the card and signed by someone the
+   * authority table lets decide, which this browser, not knowing the agent's policies, takes
+   * as the agent's own person. Another member's decision leaves the card open to them.
    */
   requestOpen(r: PermissionRequest, t = now()): boolean {
     if (r.expires < t) return false
     if (this.answered(r.prompt, r.agent)) return false
-    return this.decisionsFor(r.id).length === 0
+    const request = this.requestEvents.get(r.id)
+    if (request === undefined) return this.decisionsFor(r.id).length === 0
+    const ctx = { fleet: this.fleet, personOf: (k: string) => personOf(this.state.grants, k, t) }
+    return !(this.decisionEvents.get(r.id) ?? []).some(
+      (d) => decisionStanding(d, request, ctx) === undefined,
+    )
   }
 
   /** idle, working (a prompt open to it) or awaiting permission (an open card), as seen here. */
