@@ -25,8 +25,22 @@ export type Admission =
       revoked: boolean
       /** A grant or revocation was added (nodes re-publish it to their other hubs). */
       authority: boolean
+      /**
+       * Taken as history only (opts.history): its author's standing ended since, but it was
+       * signed while the author stood. Shown, never acted on.
+       */
+      past?: true
     }
   | { ok: false; error: KithError }
+
+export interface AdmitOptions {
+  beforeChange?: (event: NostrEvent) => void
+  keepPending?: boolean
+  /** A reader's admission: what a since-revoked author signed while it stood is history. */
+  history?: boolean
+  /** Brought by a hub key (peering), not by a member's own connection. */
+  relayed?: boolean
+}
 
 const isAuthorityKind = (kind: number) => kind === Kind.Grant || kind === Kind.Revocation
 
@@ -118,17 +132,12 @@ export class FleetState {
    * Admits one verified event at `now`, or says why not. `beforeChange` runs after the
    * read-only checks and before anything changes (the hub's rate and size checks; it throws a
    * KithError to refuse). `keepPending` holds grants whose parent is not known yet (nodes).
+   * `history` (readers: nodes and the web app, never hubs): an event whose author was revoked
+   * or expired since is still taken, marked `past`, when it was signed while the author stood
+   * (its date before the revocation's, inside the grant's window, not ahead of now), so every
+   * device tells the same history.
    */
-  admit(
-    event: NostrEvent,
-    now: number,
-    opts: {
-      beforeChange?: (event: NostrEvent) => void
-      keepPending?: boolean
-      /** Brought by a hub key (peering), not by a member's own connection. */
-      relayed?: boolean
-    } = {},
-  ): Admission {
+  admit(event: NostrEvent, now: number, opts: AdmitOptions = {}): Admission {
     try {
       return this.admitOrThrow(event, now, opts)
     } catch (err) {
@@ -152,7 +161,7 @@ export class FleetState {
   admitBatch(
     events: readonly NostrEvent[],
     now: number,
-    opts: { keepPending?: boolean } = {},
+    opts: { keepPending?: boolean; history?: boolean } = {},
   ): { event: NostrEvent; admission: Admission }[] {
     const ordered = [...events].sort(byAdmissionOrder)
     const out = ordered.map((event) => ({ event, admission: this.admit(event, now, opts) }))
@@ -200,11 +209,7 @@ export class FleetState {
     return out
   }
 
-  private admitOrThrow(
-    event: NostrEvent,
-    now: number,
-    opts: { beforeChange?: (event: NostrEvent) => void; keepPending?: boolean; relayed?: boolean },
-  ): Admission {
+  private admitOrThrow(event: NostrEvent, now: number, opts: AdmitOptions): Admission {
     // Made for another fleet that shares the key (kith-agents, "Binding"): never this fleet's.
     const bound = checkFleetTag(event, this.founder)
     if (!bound.ok) {
@@ -278,16 +283,28 @@ export class FleetState {
       opts.beforeChange?.(event)
       return { ok: true, store: true, note: '', revoked: false, authority: false }
     }
-    const d = this.grants.authorize(event.pubkey, {
-      now,
-      kind: event.kind,
-      channels: hValues(event),
-    })
+    const query = { kind: event.kind, channels: hValues(event) }
+    let d = this.grants.authorize(event.pubkey, { now, ...query })
+    let past = false
+    if (
+      !d.ok &&
+      opts.history === true &&
+      (d.code === 'revoked' || d.code === 'expired') &&
+      !isEphemeralKind(event.kind) &&
+      event.created_at <= now + settingSkewSeconds
+    ) {
+      const then = this.grants.authorize(event.pubkey, {
+        now: event.created_at,
+        signedAt: event.created_at,
+        ...query,
+      })
+      if (then.ok) [d, past] = [then, true]
+    }
     if (!d.ok) {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
     this.mayTake(event)
-    const c = this.channels.mayPost(event, now)
+    const c = this.channels.mayPost(event, past ? event.created_at : now)
     if (!c.ok) throw channelRefusal(c)
     const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
     if (plain !== undefined) throw plain
@@ -295,7 +312,14 @@ export class FleetState {
     // Evidence that the channel is in use (a plain owner may not define it over others' posts);
     // only what is stored, so a replay of the store finds the same.
     if (!isEphemeralKind(event.kind)) this.channels.noteEvent(event)
-    return { ok: true, store: true, note: '', revoked: false, authority: false }
+    return {
+      ok: true,
+      store: true,
+      note: '',
+      revoked: false,
+      authority: false,
+      ...(past ? { past: true as const } : {}),
+    }
   }
 
   private mayTake(event: NostrEvent): void {

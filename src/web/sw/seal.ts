@@ -1,5 +1,6 @@
 /// <reference lib="webworker" />
 import {
+  authorityFilter,
   definitionsFirst,
   FleetState,
   Kind,
@@ -10,7 +11,7 @@ import {
 } from '../../browser-core.js'
 import type { Device } from '../app/lib/device.js'
 import { WebKeys } from '../app/lib/e2e.js'
-import { idbAll } from '../app/lib/idb.js'
+import { idbAll, idbGet } from '../app/lib/idb.js'
 
 /** What decides who may hold which channel key, and whether the fleet seals. */
 const authorityKinds: number[] = [
@@ -71,7 +72,11 @@ export async function keysForChannel(
     return Promise.resolve()
   }
   const log = (line: string) => console.warn(`kith: ${line}`)
-  await pageBackwards(client, { kinds: authorityKinds }, now, { deliver, log })
+  // What the app already fetched from this hub is in IndexedDB: ask only for what is newer than
+  // its authority cursor there (kith-chat/1, step 5); all of it when the app never linked.
+  const cursors = (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
+  const authority = authorityFilter(authorityKinds, cursors[client.url], now)
+  await pageBackwards(client, authority, now, { deliver, log })
   await pageBackwards(client, { kinds: [Kind.KeyEnvelope], '#h': [channel] }, now, {
     deliver,
     log,

@@ -42,6 +42,8 @@ const now = () => Math.floor(Date.now() / 1000)
 
 /** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
 const keptPerChannel = 2000
+/** How often the page looks whether a device fell silent (offline without saying so). */
+const presenceTickMs = 2000
 
 /**
  * The stored events worth keeping: every grant, revocation, definition and profile, and the
@@ -98,6 +100,8 @@ export class Session {
   async start(): Promise<void> {
     this.lastRead.value = (await idbGet<Record<string, number>>('prefs', 'lastRead')) ?? {}
     this.cursors = (await idbGet<Record<string, number>>('prefs', 'cursors')) ?? {}
+    this.authorityCursors =
+      (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
     // What this page verified and admitted before: shown at once, admitted again (a grant may
     // have been revoked since), never verified twice.
     performance.mark('kith-phase-prefs')
@@ -112,6 +116,8 @@ export class Session {
     const pending = await idbAll<Outgoing>('outbox')
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
+    // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
+    setInterval(() => this.model.presenceTick(), presenceTickMs)
     const allowed = await allowedByPolicy()
     performance.mark('kith-phase-policy')
     const r = this.device.record
@@ -133,6 +139,11 @@ export class Session {
         saveCursor: (since) => {
           this.cursors = { ...this.cursors, [url]: since }
           void idbPut('prefs', 'cursors', this.cursors)
+        },
+        authorityCursor: this.authorityCursors[url],
+        saveAuthorityCursor: (since) => {
+          this.authorityCursors = { ...this.authorityCursors, [url]: since }
+          void idbPut('prefs', 'authorityCursors', this.authorityCursors)
         },
         onState: () => this.refreshLinks(),
         onLive: (l) => {
@@ -173,6 +184,8 @@ export class Session {
   }
 
   private cursors: Record<string, number> = {}
+  /** Per hub: where the next fetch of the authority kinds starts (link.ts). */
+  private authorityCursors: Record<string, number> = {}
 
   /** Events from a hub: admitted by the model, and what it kept stored for the next load. */
   private take(events: NostrEvent[]): void {
