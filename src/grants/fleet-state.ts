@@ -303,7 +303,7 @@ export class FleetState {
     if (!d.ok) {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
-    this.mayTake(event)
+    this.mayTake(event, past)
     const c = this.channels.mayPost(event, past ? event.created_at : now)
     if (!c.ok) throw channelRefusal(c)
     const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
@@ -322,8 +322,8 @@ export class FleetState {
     }
   }
 
-  private mayTake(event: NostrEvent): void {
-    const refusal = refuseByTable(this, event)
+  private mayTake(event: NostrEvent, past: boolean): void {
+    const refusal = refuseByTable(this, event, past)
     if (refusal !== undefined) throw refusal
   }
 
@@ -347,7 +347,7 @@ function byAdmissionOrder(a: NostrEvent, b: NostrEvent): number {
  * its author's classes at the event's date. Grants, revocations and definitions ask it in the
  * verifier and the channel book, where their structure and date are read.
  */
-function refuseByTable(state: FleetState, event: NostrEvent): KithError | undefined {
+function refuseByTable(state: FleetState, event: NostrEvent, past: boolean): KithError | undefined {
   const action = actionOf(event)
   if (event.kind === Kind.PushSubscription) {
     const sender = event.tags.find((t) => t[0] === 'p')?.[1]
@@ -363,7 +363,7 @@ function refuseByTable(state: FleetState, event: NostrEvent): KithError | undefi
       { reason: 'not-owner' },
     )
   }
-  const classes = fleetActor(state.grants, event.pubkey, event.created_at)
+  const classes = fleetActor(state.grants, event.pubkey, event.created_at, past)
   if (mayAdmit(action, classes)) return undefined
   return new KithError(
     'restricted',
