@@ -1,6 +1,6 @@
 import { e2eError } from '../events/e2e-codes.js'
 import { isSealed, sealedKinds } from '../events/e2e-seal.js'
-import { parseFleetSetting } from '../events/e2e-setting.js'
+import { parseFleetSetting, rotateEveryOf } from '../events/e2e-setting.js'
 import { compareNewestFirst, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { KithError } from '../errors.js'
@@ -22,6 +22,8 @@ export interface Sealing {
   sealedOnce: boolean
   /** Settings that decide nothing, with why (their author had no standing then, dated ahead). */
   ignored: { event: NostrEvent; reason: string }[]
+  /** Seconds after which a channel's epoch is replaced (the deciding setting's, or a week). */
+  rotateEvery: number
 }
 
 /**
@@ -63,7 +65,13 @@ export function fleetSealing(
     if (on) sealedOnce = true
     if (best === undefined || compareNewestFirst(e, best.event) < 0) best = { event: e, on }
   }
-  return { on: best?.on ?? false, decidedBy: best?.event, sealedOnce, ignored }
+  return {
+    on: best?.on ?? false,
+    decidedBy: best?.event,
+    sealedOnce,
+    ignored,
+    rotateEvery: rotateEveryOf(best?.event),
+  }
 }
 
 /** One line on why a fleet that sealed once does not seal now; undefined when that is not so. */

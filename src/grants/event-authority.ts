@@ -111,7 +111,7 @@ export function fleetActor(
   v: GrantVerifier,
   key: string,
   at: number,
-  /** History (FleetState's `past`): revocations dated after `at` are set aside. */
+  /** History: what the key signed at `at` while it stood, revoked since (verifier.authorize). */
   history = false,
 ): ActorClass[] {
   if (key === v.founder) return positionActor({ role: 'founder', deleg: true })

@@ -322,7 +322,7 @@ export class FleetState {
     }
   }
 
-  private mayTake(event: NostrEvent, past = false): void {
+  private mayTake(event: NostrEvent, past: boolean): void {
     const refusal = refuseByTable(this, event, past)
     if (refusal !== undefined) throw refusal
   }
@@ -347,7 +347,7 @@ function byAdmissionOrder(a: NostrEvent, b: NostrEvent): number {
  * its author's classes at the event's date. Grants, revocations and definitions ask it in the
  * verifier and the channel book, where their structure and date are read.
  */
-function refuseByTable(state: FleetState, event: NostrEvent, past = false): KithError | undefined {
+function refuseByTable(state: FleetState, event: NostrEvent, past: boolean): KithError | undefined {
   const action = actionOf(event)
   if (event.kind === Kind.PushSubscription) {
     const sender = event.tags.find((t) => t[0] === 'p')?.[1]

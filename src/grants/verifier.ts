@@ -529,7 +529,8 @@ export class GrantVerifier {
 
   /**
    * Every chain that makes `pubkey` a member at `now` (not revoked, inside its window), founder's
-   * grant first, in canonical order; the founder has one empty chain.
+   * grant first, in canonical order; the founder has one empty chain. With `signedAt` (history,
+   * as `authorize` takes it), a grant revoked after that date still counts.
    */
   validChains(pubkey: string, now: number, signedAt?: number): (readonly Grant[])[] {
     if (pubkey === this.founder) return [[]]

@@ -138,7 +138,7 @@ export const defaultHubLimits: HubLimits = {
   maxUnauthenticatedPerAddress: 32,
   maxUnauthenticated: 256,
   negMaxItems: 500_000,
-  negSliceItems: 5000,
+  negSliceItems: 1000,
   negMaxSessions: 2,
   negMaxSessionsPerPerson: 8,
   maxConnectionsPerPerson: 64,

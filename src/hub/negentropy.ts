@@ -205,7 +205,11 @@ export class NegSessions {
   private whenBudget(subId: string, session: Session, next: () => void): void {
     const run = () => {
       session.deferred = undefined
-      if (this.sessions.get(subId) === session) next()
+      if (this.sessions.get(subId) !== session) return
+      // Other sessions of the person may have spent the budget in this same turn.
+      if (this.budget.work.wait(session.payer, Date.now()) > 0)
+        this.whenBudget(subId, session, next)
+      else next()
     }
     const wait = this.budget.work.wait(session.payer, Date.now())
     if (wait > 0) {

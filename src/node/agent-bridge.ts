@@ -661,7 +661,15 @@ export class AgentBridge {
     const named = new Set(parsed.prompts)
     for (const [pubkey, agent] of this.agents) {
       if (targets.length > 0 && !targets.includes(pubkey)) continue
-      if (!this.mayAct(agent, control.pubkey, 'agent.cancel')) continue
+      if (!this.mayAct(agent, control.pubkey, 'agent.cancel')) {
+        // Not told in the channel (that would say a turn runs), but the owner's log says who
+        // tried to stop this agent's turns and was refused.
+        if (targets.includes(pubkey) || this.addressedTo(named, pubkey))
+          this.node.log(
+            `ignored a cancel for ${agent.record.name} in #${channel} from ${this.node.names.who(control.pubkey).name}: its approvers are ${describePolicy(agent.record.approvers)}`,
+          )
+        continue
+      }
       // Only the turns it names: a cancel made for an earlier turn never stops a later one. Each
       // thread is its own session: the cancel stops the named turns of any of them.
       const inChannel = agent.host.runningInChannel(channel)

@@ -204,6 +204,7 @@ export class KithNode {
         stopped: () => this.stopped,
         enqueue: (e) => this.store.enqueue(e, this.now()),
         sign: (t, s) => this.e2e.sign(t, s),
+        seals: () => this.e2e.encrypts(),
         emit: (e) => this.emit(e),
         pump: () => {
           for (const link of this.links) this.pump(link)

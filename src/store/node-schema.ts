@@ -1,5 +1,5 @@
 import type { Migration } from './db.js'
-import { e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
+import { e2eEpochSinceMigration, e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
 import { threadSessionsMigration } from './session-schema.js'
 
@@ -137,4 +137,5 @@ export const nodeMigrations: readonly Migration[] = [
     // cursor (per hub), so many revocations cost a reconnect only what is new.
     db.exec('CREATE TABLE authority_cursors (hub TEXT PRIMARY KEY, since INTEGER NOT NULL)')
   },
+  e2eEpochSinceMigration,
 ]

@@ -70,8 +70,6 @@ function facts(actor: Actor, person: Actor | undefined, wasMember = false) {
 /** Host rows not run here, and where they are. */
 const elsewhere: Partial<Record<Action, string>> = {
   'card.request': 'only the agent itself signs a card (test/e2e/agent-binding.test.ts)',
-  'agent.interrupt': 'test/e2e/fleet.test.ts and agent-binding.test.ts (interrupt refusals)',
-  'agent.cancel': 'test/e2e/agent-binding.test.ts (cancel binding and refusals)',
   'session.close': 'test/e2e/session-policy.test.ts (close needs the approvers policy)',
 }
 
@@ -270,7 +268,101 @@ const decide =
     return word.startsWith('reject') ? actedOn : ran
   }
 
+/**
+ * A turn of asker's that waits on its card (Alice prompts `run TAG` in a channel of its own), so
+ * it is running for as long as the card is open; the actor tries to stop it with `act`, and
+ * `heard` waits for what Alice's node made of it: acted on (true) or refused (false). Then Alice
+ * cancels whatever still runs, and the command never ran.
+ */
+const stopTurn =
+  (
+    act: (actor: Actor, channel: string, q: string) => Promise<void>,
+    heard: (actor: Actor, channel: string, q: string) => Promise<boolean>,
+  ): Cell =>
+  async (actor, tag) => {
+    const channel = tag.replace(/[^a-z0-9-]/g, '-')
+    const q = await post(f.homes.alice, channel, `@asker run ${tag}`)
+    await expect
+      .poll(
+        async () =>
+          (await history(f.homes.alice, channel)).some(
+            (i) => i.event.kind === 4142 && i.event.tags.some((t) => t[0] === 'e' && t[1] === q),
+          ),
+        { timeout: 60_000 },
+      )
+      .toBe(true)
+    if (actor !== 'eve') {
+      // The actor's node knows the turn (a cancel or interrupt names the turns it knows).
+      await expect
+        .poll(async () => (await history(f.homes[actor], channel)).some((i) => i.event.id === q), {
+          timeout: 60_000,
+        })
+        .toBe(true)
+    }
+    await act(actor, channel, q)
+    // Eve's node cannot reach the fleet: nothing of hers arrives to wait for.
+    const acted = actor === 'eve' ? false : await heard(actor, channel, q)
+    const outcome = async () =>
+      (await history(f.homes.alice, channel)).find(
+        (i) =>
+          i.event.tags.some((t) => t[0] === 'e' && t[1] === q) &&
+          /^not run|^ran:/.test(i.event.content),
+      )?.event.content
+    // Acted on, the turn was stopped then; refused, it still waits on its card until Alice stops it.
+    if (!acted) {
+      const stop = await runKith(['cancel', `#${channel}`, 'asker'], { home: f.homes.alice })
+      expect(stop.code, stop.stderr + stop.stdout).toBe(0)
+      await expect.poll(outcome, { timeout: 60_000 }).toMatch(/^not run/)
+    }
+    expect(recorded(f.cardsRan)).not.toContain(tag)
+    return acted
+  }
+
+const cancel = stopTurn(
+  async (actor, channel) => {
+    const r = await runKith(['cancel', `#${channel}`, 'asker'], { home: f.homes[actor] })
+    if (actor !== 'eve') expect(r.code, r.stderr + r.stdout).toBe(0)
+  },
+  async (actor, channel) =>
+    /cancelling/.test(
+      await f.aliceNode.waitFor(
+        new RegExp(
+          `(cancelling asker's turn in #${channel}|ignored a cancel for asker in #${channel} from ${actor})`,
+        ),
+        60_000,
+      ),
+    ),
+)
+
+const interrupt = stopTurn(
+  async (actor, channel, q) => {
+    const r = await runKith(
+      ['send', `#${channel}`, '@asker echo instead', '--interrupt', '--reply', q],
+      { home: f.homes[actor] },
+    )
+    if (actor !== 'eve') expect(r.code, r.stderr + r.stdout).toBe(0)
+  },
+  async (actor, channel, q) => {
+    // Acted on: Alice's node interrupts. Refused in the thread: the prompt itself (not on
+    // --allow), or only the interrupt (its prompt queued).
+    const said = async () => {
+      if (f.aliceNode.lines.some((l) => l.includes(`interrupting asker's turn in #${channel}`)))
+        return 'interrupted'
+      const refusal = (await history(f.homes.alice, channel)).find(
+        (i) =>
+          i.event.tags.some((t) => t[0] === 'e' && t[1] === q) &&
+          /^⚠ .*(may not interrupt|does not take your prompts)/.test(i.event.content),
+      )
+      return refusal === undefined ? undefined : 'refused'
+    }
+    await expect.poll(said, { timeout: 60_000 }).toBeDefined()
+    return (await said()) === 'interrupted'
+  },
+)
+
 const cells: Partial<Record<Action, { also: Action[]; run: Cell }>> = {
+  'agent.cancel': { also: [], run: cancel },
+  'agent.interrupt': { also: ['agent.prompt'], run: interrupt },
   'agent.prompt': { also: [], run: prompt },
   'agent.broadcast': { also: [], run: broadcast },
   'session.start.project': { also: [], run: start(['--project', 'work']) },

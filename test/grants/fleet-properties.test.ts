@@ -44,7 +44,7 @@ const nameOf = new Map(castNames.map((n) => [cast[n].pk, n]))
 
 /**
  * The classes `key` held fleet-wide at `at`, as `state` knows its grants: the founder; a hub
- * key; an admin (owner grant with deleg), a person or device (member) or an agent, for each
+ * key; an admin (owner grant with deleg), a person or device (member) or an agent (and member), for each
  * grant no revocation known had ended by `at`; removed when it had grants and none stood then;
  * stranger when it never had one. (Toward an agent, owner/allowed/approver are the host's.)
  */
@@ -58,7 +58,9 @@ function classesAt(state: FleetState, key: string, at: number): ActorClass[] {
     if (ended !== undefined && ended <= at) continue
     const g = eff.grant
     if (g.role === 'hub') out.add('hub')
-    else if (g.role === 'agent') out.add('agent')
+    // As agentActorClasses has it: an agent's key is the agent and a member (what a member
+    // may sign, it may; its grant gives it no one to stand above).
+    else if (g.role === 'agent') out.add('agent').add('member')
     else if (g.role === 'owner' && g.deleg === true) out.add('admin')
     else out.add('member')
   }
@@ -151,8 +153,11 @@ interface Run {
  */
 function watch(state: FleetState, violations: string[]): void {
   const posters = new Map<string, Set<string>>()
+  // Judged when first taken: one offered again (a node re-offers definitions) is not new.
+  const taken = new Set<string>()
   const admit = state.admit.bind(state)
   state.admit = (event, now, opts) => {
+    if (taken.has(event.id)) return admit(event, now, opts)
     const action = admissionAction(state, event, posters)
     const classes = classesAt(state, event.pubkey, event.created_at)
     const a = admit(event, now, opts)
@@ -162,6 +167,7 @@ function watch(state: FleetState, violations: string[]): void {
       violations.push(
         `${action} by ${nameOf.get(event.pubkey)} (${classes.join('+')}) at ${event.created_at}`,
       )
+    if (a.ok && a.store) taken.add(event.id)
     if (a.ok && a.store && !isEphemeralKind(event.kind))
       for (const c of hValues(event)) {
         let set = posters.get(c)

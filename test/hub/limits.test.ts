@@ -188,7 +188,7 @@ describe('storage quota by person', () => {
       max_unauthenticated_per_address: 32,
       max_unauthenticated: 256,
       negentropy_max_items: 500_000,
-      negentropy_slice_items: 5000,
+      negentropy_slice_items: 1000,
     })
   })
 })

@@ -24,6 +24,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/channels.test.ts',
     'test/grants/e2e-keyring.test.ts',
     'test/grants/definitions-first.test.ts',
+    'test/grants/e2e-rotation-period.test.ts',
     'test/grants/e2e-sealing.test.ts',
     'test/grants/fleet-state-permutations.test.ts',
     'test/grants/hub-role.test.ts',

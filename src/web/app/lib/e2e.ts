@@ -105,7 +105,7 @@ export class WebKeys {
   seal(template: EventTemplate): { before: NostrEvent[]; event: NostrEvent } {
     const channel = tagValue(template, 'h')!
     const t = now()
-    const { epoch, to } = this.keyring.epochFor(channel, t, random)
+    const { epoch, to } = this.keyring.epochFor(channel, t, random, this.sealing().rotateEvery)
     const before = to.map((p) =>
       signEvent(makeEnvelope(epoch, p, this.secret, this.fleet, t), this.secret),
     )
