@@ -41,7 +41,7 @@ export interface NodeApi {
   on(method: string, fn: (params: unknown) => void): void
 }
 
-/** Where editors' session ids are kept: the thread each one became (KITH_HOME/acp-sessions.json). */
+/** Where editors' session ids are kept (KITH_HOME/acp-sessions.json): the thread each became, '' before its first prompt. */
 export interface SessionBook {
   get(sessionId: string): string | undefined
   set(sessionId: string, root: string): void
@@ -170,11 +170,16 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     }
   }
 
-  /** The root of a session id an editor names: one it made here, or a thread's id or prefix. */
-  const rootOf = async (sessionId: string): Promise<string | undefined> => {
-    if (roots.has(sessionId)) return roots.get(sessionId)
+  /**
+   * A session id an editor names: one made here (kept in the book from session/new on, with no
+   * thread until its first prompt), or a thread's id or prefix, or a session's short id.
+   * Undefined when unknown.
+   */
+  const lookup = async (sessionId: string): Promise<{ root?: string } | undefined> => {
+    const place = (root: string | undefined) => (root === undefined || root === '' ? {} : { root })
+    if (roots.has(sessionId)) return place(roots.get(sessionId))
     const kept = book.get(sessionId)
-    if (kept !== undefined) return kept
+    if (kept !== undefined) return place(kept)
     const sessions = await node.request<SessionState[]>('sessions')
     const found = sessions.filter(
       (s) =>
@@ -182,7 +187,17 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
         s.thread !== undefined &&
         (s.thread === sessionId || s.id === sessionId || s.thread.startsWith(sessionId)),
     )
-    return found.length === 1 ? found[0]!.thread : undefined
+    return found.length === 1 ? place(found[0]!.thread) : undefined
+  }
+  const rootOf = async (sessionId: string) => (await lookup(sessionId))?.root
+
+  /** Makes a session id this connection's (session/load, or a prompt naming it), or throws. */
+  const adopt = async (sessionId: string): Promise<string | undefined> => {
+    if (roots.has(sessionId)) return roots.get(sessionId)
+    const known = await lookup(sessionId)
+    if (known === undefined) throw acp.RequestError.resourceNotFound(sessionId)
+    roots.set(sessionId, known.root)
+    return known.root
   }
 
   /** Choices made before a session's first prompt: they ride in its start (a project's). */
@@ -198,12 +213,11 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
 
   /** A mode or option change: kept for the start before the first prompt, else a 4150 set. */
   const choose = async (sessionId: string, choice: Choice) => {
-    const root = roots.has(sessionId) ? roots.get(sessionId) : await rootOf(sessionId)
+    const root = await adopt(sessionId)
     if (root !== undefined) {
       await sessionSet(sessionId, setRequestOf(choice))
       return stateOf(root)
     }
-    if (!roots.has(sessionId)) throw acp.RequestError.resourceNotFound(sessionId)
     // A start carries a mode and a model, and only in a project (kith-agents, "Sessions").
     if (opts.project === undefined || choice.options !== undefined)
       throw acp.RequestError.invalidParams(
@@ -250,12 +264,13 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     .onRequest(acp.methods.agent.session.new, async () => {
       const sessionId = `kith-${randomBytes(8).toString('hex')}`
       roots.set(sessionId, undefined)
+      // Known from now on, so another connection (an editor restarted) can load it.
+      book.set(sessionId, '')
       return { sessionId, ...acpSettingsOf(await stateOf(undefined)) }
     })
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
-      const root = await rootOf(params.sessionId)
-      if (root === undefined) throw acp.RequestError.resourceNotFound(params.sessionId)
-      roots.set(params.sessionId, root)
+      const root = await adopt(params.sessionId)
+      if (root === undefined) return acpSettingsOf(await stateOf(undefined))
       const history = await node.request<ChatItem[]>('history', { channel, limit: 5000 })
       for (const { event } of history) {
         if (event.kind !== Kind.ChatMessage) continue
@@ -293,11 +308,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       }
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
-      if (!roots.has(params.sessionId)) {
-        const root = await rootOf(params.sessionId)
-        if (root === undefined) throw acp.RequestError.resourceNotFound(params.sessionId)
-        roots.set(params.sessionId, root)
-      }
+      await adopt(params.sessionId)
       if ([...turns.values()].some((t) => t.sessionId === params.sessionId))
         throw acp.RequestError.invalidRequest(undefined, 'a turn of this session is under way')
       const text = promptText(params.prompt).trim()

@@ -159,6 +159,16 @@ export class FleetState {
         { reason: 'future-dated' },
       )
     }
+    if (
+      event.kind === Kind.FleetSetting &&
+      this.channels.hadAuthority(event.pubkey, event.created_at, Kind.FleetSetting)
+    ) {
+      // Judged at its date, as readers judge it (e2e-sealing) and as definitions are: a setting
+      // the founder or an admin made before their removal is taken by a hub or node that learns
+      // of the removal first, so every side holds the setting that decides, whatever the order.
+      opts.beforeChange?.(event)
+      return { ok: true, store: true, note: '', revoked: false, authority: false }
+    }
     const d = this.grants.authorize(event.pubkey, {
       now,
       kind: event.kind,

@@ -305,12 +305,21 @@ export class GrantVerifier {
       return { status: 'pending', code: 'not-a-member', reason: 'the revoker holds no known grant' }
     }
     if (!this.mayRevoke(rev.revoker)) {
-      // Judged on structure, like the rest: a grant of another role that arrives later counts.
+      // A hub key signs nothing but AUTH: its grants are structural (a hub is a hub on every
+      // chain), so its revocation is refused outright rather than held to be stored and
+      // re-published for nothing. Any other position is judged on structure, like the rest: a
+      // grant of another role that arrives later counts.
+      const own = this.grantsOf(rev.revoker)
+      if (own.length > 0 && own.every((eff) => eff.grant.role === 'hub'))
+        return {
+          status: 'rejected',
+          code: 'kind-not-allowed',
+          reason: 'a hub key signs nothing but AUTH',
+        }
       return {
         status: 'pending',
         code: 'no-authority',
-        reason:
-          'the authority table lets no key of this position revoke (a hub key revokes nothing)',
+        reason: 'the authority table lets no key of this position revoke',
       }
     }
     const never = this.neverAbove(rev)

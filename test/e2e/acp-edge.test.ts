@@ -260,6 +260,14 @@ describe(
         protocolVersion: acp.PROTOCOL_VERSION,
         clientCapabilities: {},
       })
+      // A session made by another connection and never prompted still loads (acpx makes one
+      // with `sessions new`, then prompts it from another process).
+      const loaded = await inApp.agent.request(acp.methods.agent.session.load, {
+        sessionId: second.sessionId,
+        cwd: '/x',
+        mcpServers: [],
+      })
+      expect(loaded.modes?.availableModes.length).toBe(4)
       const started = await inApp.agent.request(acp.methods.agent.session.new, {
         cwd: '/x',
         mcpServers: [],

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { makeFleetSetting } from '../../src/events/e2e-setting.js'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
+import { Kind } from '../../src/events/kinds.js'
 import { ChannelBook } from '../../src/grants/channels.js'
 import { FleetState } from '../../src/grants/fleet-state.js'
 import { fleetSealing, sealingLapse, settingSkewSeconds } from '../../src/grants/e2e-sealing.js'
@@ -36,7 +37,7 @@ function fleet() {
     signEvent(makeFleetSetting(fleet, on, at), sk)
   const removeBob = (at: number) =>
     signEvent(makeRevocation({ fleet, keys: [publicKeyOf(bob)] }, at), founder)
-  return { founder, bob, carol, fleet, book, setting, removeBob }
+  return { founder, bob, carol, fleet, gBob, gCarol, book, setting, removeBob }
 }
 
 describe('fleet sealing (kith-e2e/1, Turning it on)', () => {
@@ -101,6 +102,30 @@ describe('fleet sealing (kith-e2e/1, Turning it on)', () => {
       [a, c, b],
     ])
       expect(fleetSealing(order, book, f.fleet, now)).toEqual(first)
+  })
+
+  it('attacker: a hub or node that learns the removal first still takes the setting (found by fleet-properties)', () => {
+    // Bob, an admin, turned sealing on; the founder removed him later. A fresh hub, or a node
+    // catching up (authority first), refused bob's setting because he is not a member *now*,
+    // so it never sealed, while the web app (which judges settings at their date) did.
+    const f = fleet()
+    const on = f.setting(f.bob, true, t0 + 10)
+    const lateOff = f.setting(f.bob, false, t0 + 200)
+    const admitted = (order: NostrEvent[]) => {
+      const state = new FleetState({ founder: f.fleet, verifySignature: () => true })
+      const kept = state
+        .admitBatch(order, now)
+        .filter((r) => r.admission.ok && r.event.kind === Kind.FleetSetting)
+        .map((r) => r.event)
+      return { ids: kept.map((e) => e.id), on: fleetSealing(kept, state.channels, f.fleet, now).on }
+    }
+    const grants = [f.gBob, f.gCarol]
+    const removal = f.removeBob(t0 + 100)
+    const settingFirst = admitted([...grants, on])
+    const removalFirst = admitted([...grants, removal, on, lateOff])
+    expect(settingFirst).toEqual({ ids: [on.id], on: true })
+    // His setting from before the removal counts; the one he signed after it is refused.
+    expect(removalFirst).toEqual({ ids: [on.id], on: true })
   })
 
   it('hubs and nodes refuse a setting dated ahead at admission', () => {

@@ -4,6 +4,7 @@ import { makeChannelDefinition } from '../../src/events/channel-def.js'
 import { publicKeyOf, signEvent, verifyEventSignature } from '../../src/events/event.js'
 import { ChannelBook } from '../../src/grants/channels.js'
 import { GrantError, makeGrant, parseGrant, signGrant } from '../../src/grants/grant.js'
+import { makeRevocation } from '../../src/grants/revocation.js'
 import { GrantVerifier } from '../../src/grants/verifier.js'
 
 const now = 1_800_000_000
@@ -77,6 +78,22 @@ describe('the hub role (kith-grants, "Hub keys")', () => {
       founder.sk,
     )
     expect(() => parseGrant(delegating)).toThrow(GrantError)
+  })
+
+  it('signs no revocation: not one that is kept as held either (found by fleet-properties)', () => {
+    const { founder, admin, hub, v } = fleet()
+    v.add(signGrant({ subject: hub.pk, role: 'hub', fleet: founder.pk }, founder.sk, hub.sk, now))
+    // It stands above nothing, so its revocation would revoke nothing; but a hub or node kept it
+    // (stored, republished, charged to no person) while the table lets a hub key sign nothing.
+    for (const target of [{ keys: [admin.pk] }, { grants: ['ab'.repeat(32)] }]) {
+      const rev = signEvent(makeRevocation({ fleet: founder.pk, ...target }, now), hub.sk)
+      expect(v.add(rev, { keepPending: true })).toMatchObject({
+        status: 'rejected',
+        code: 'kind-not-allowed',
+      })
+      expect(v.holds(rev.id)).toBe(false)
+    }
+    expect(v.isMember(admin.pk, now).ok).toBe(true)
   })
 
   it('reads every private channel, as a hub must to replicate it', () => {

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { onTestFinished } from 'vitest'
 import { main } from '../../src/cli/main.js'
 import { kithBin, spawnHub } from '../../scripts/hub-process.js'
+import { onCleanup } from './cleanup.js'
 
 export interface RunResult {
   code: number | null
@@ -90,9 +90,7 @@ export function setupKith(
 /** `kith hub` as a real subprocess on port 0, stopped after the test. */
 export async function startHubProcess(args: string[], home: string, env: NodeJS.ProcessEnv = {}) {
   const hub = await spawnHub(args, { env: { ...env, KITH_HOME: home } })
-  onTestFinished(async () => {
-    await hub.stop()
-  })
+  onCleanup(() => hub.stop())
   return hub
 }
 
@@ -170,9 +168,7 @@ export async function startNodeProcess(
       return exited
     },
   }
-  onTestFinished(async () => {
-    await node.stop('SIGKILL')
-  })
+  onCleanup(() => node.stop('SIGKILL'))
   await Promise.race([
     node.waitFor(/"event":"ready"/),
     exited.then((code) => {
@@ -224,7 +220,7 @@ export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv =
   // Typing into a program that has already ended (EPIPE) is what a person may do too: harmless.
   child.stdin.on('error', () => undefined)
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
-  onTestFinished(() => {
+  onCleanup(() => {
     if (child.exitCode === null) child.kill('SIGKILL')
   })
   return {

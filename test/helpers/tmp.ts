@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { onTestFinished } from 'vitest'
+import { onCleanup } from './cleanup.js'
 
-/** A fresh temp dir removed when the current test finishes. */
+/** A fresh temp dir removed when the current test (or file fixture) finishes. */
 export function tempDir(prefix = 'kith-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix))
-  onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
+  onCleanup(() => rmSync(dir, { recursive: true, force: true }))
   return dir
 }

@@ -19,6 +19,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/admission-table.test.ts',
     'test/grants/authority-admission.test.ts',
     'test/grants/authority-spec.test.ts',
+    'test/grants/fleet-properties.test.ts',
     'test/grants/channel-authority.test.ts',
     'test/grants/channels.test.ts',
     'test/grants/e2e-keyring.test.ts',
@@ -83,6 +84,7 @@ export const tiers: Record<Tier, string[]> = {
   ],
   processes: [
     'test/e2e/acp-edge.test.ts',
+    'test/e2e/authority-cells.test.ts',
     'test/layers.test.ts',
     'test/acp/host.test.ts',
     'test/acp/host-features.test.ts',
