@@ -1,4 +1,4 @@
-// npm run bench:abuse [-- --seconds S --stored N]
+// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW]
 // What strangers and greedy members cost the others: a real `kith hub` subprocess, one honest
 // member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
 // first quiet and then during each abuse in turn:
@@ -14,11 +14,18 @@
 //                connections (item 4).
 // (Items 2 and 3, a node's pending set and a peer bridge, have no hub-side row: their bounds are
 // counted, not timed; see test/grants/verifier.test.ts and test/link/peer-sync.test.ts.)
-// Prints JSON: per phase the honest member's p50/p95 latencies, the hub's RSS, and what the
-// hub did to the abuser (closed or not).
+// Each abuse runs in its own child process (this script with --attacker NAME): the lane
+// squatters alone are 288 connection loops, and run beside the honest member they would time
+// their own event loop, not the hub's.
+// Prints JSON: per phase the honest member's p50/p95/p99 latencies, the hub's RSS and CPU ms per
+// second, the machine's load average at the phase's start and end, and what the hub did to the
+// abuser (closed or not).
+// The `quiet` phase is the honest member alone: the in-run baseline each other row compares to.
+import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import WebSocket from 'ws'
 import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure'
@@ -33,6 +40,8 @@ const { values } = parseArgs({
   options: {
     seconds: { type: 'string', default: '6' },
     stored: { type: 'string', default: '6000' },
+    only: { type: 'string' },
+    attacker: { type: 'string' },
   },
 })
 const seconds = Number(values.seconds)
@@ -44,18 +53,32 @@ const pct = (xs, p) => {
 }
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms))
 
-const dir = mkdtempSync(join(tmpdir(), 'kith-abuse-'))
-const founderSk = generateSecretKey()
+const hexOf = (b) => Buffer.from(b).toString('hex')
+const bytesOf = (h) => Uint8Array.from(Buffer.from(h, 'hex'))
+
+/** In an attacker child: the parent's hub and keys, sent over IPC before anything runs. */
+const given = values.attacker
+  ? await new Promise((resolve) => process.once('message', resolve))
+  : undefined
+const dir = given ? undefined : mkdtempSync(join(tmpdir(), 'kith-abuse-'))
+const founderSk = given ? bytesOf(given.founderSk) : generateSecretKey()
 const founder = getPublicKey(founderSk)
-const hub = await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0'], {
-  env: { KITH_HOME: join(dir, 'home') },
-})
+const hub = given
+  ? { url: given.url }
+  : await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0'], {
+      env: { KITH_HOME: join(dir, 'home') },
+    })
 // A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
-    hub.child.kill('SIGKILL')
+    hub.child?.kill('SIGKILL')
     process.exit(130)
   })
+}
+/** CPU time the hub process has used, in ms (utime + stime of /proc/PID/stat, 100 ticks/s). */
+const hubCpuMs = () => {
+  const fields = readFileSync(`/proc/${hub.child.pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 const rssMb = () => {
   const s = readFileSync(`/proc/${hub.child.pid}/status`, 'utf8')
@@ -94,8 +117,8 @@ function open({ auth = true, url = hub.url, localAddress = undefined, sk = found
 }
 
 // Stored events for the REQ abuses: `stored` kind-9 events of ~300 bytes.
-progress(`storing ${values.stored} events`)
-{
+if (!given) {
+  progress(`storing ${values.stored} events`)
   const ws = await open()
   const n = Number(values.stored)
   const base = Math.floor(Date.now() / 1000) - n
@@ -259,8 +282,8 @@ const abuses = {
 }
 
 // A plain member (an owner without deleg) for the held-revocations row.
-const plainSk = generateSecretKey()
-{
+const plainSk = given ? bytesOf(given.plainSk) : generateSecretKey()
+if (!given) {
   const ws = await open()
   const grant = signGrant(
     { subject: getPublicKey(plainSk), role: 'owner', fleet: founder },
@@ -365,23 +388,81 @@ Object.assign(abuses, {
   },
 })
 
-const report = { bench: 'abuse', node: process.version, seconds_per_phase: seconds, phases: {} }
-let peak = rssMb()
-for (const [name, start] of Object.entries(abuses)) {
-  progress(name)
-  const stop = await start()
-  const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 100)
-  const member = await honest(seconds * 1000)
-  const abuser = await stop()
-  const rss = rssMb()
-  // How long the hub stays busy with what the abuser left it.
-  const after = await stallSeconds(60)
-  clearInterval(sampler)
-  report.phases[name] = { member, abuser, hub_rss_mb: rss, member_answered_again_after_s: after }
-  await sleep(500)
+if (given) {
+  // An attacker child: start the abuse, say so, and stop it when told; the result goes back.
+  const stop = await abuses[values.attacker]()
+  process.send({ started: true })
+  await new Promise((resolve) => process.once('message', resolve))
+  process.send({ result: await stop() })
+  process.disconnect()
+  // Sockets a stopped abuse left to the hub to close do not keep the child.
+  setTimeout(() => process.exit(0), 200).unref()
+} else {
+  await main()
 }
-report.hub_peak_rss_mb = peak
-const stopped = await Promise.race([hub.stop().then(() => true), timeout(10_000)])
-if (!stopped) hub.child.kill('SIGKILL')
-rmSync(dir, { recursive: true, force: true })
-console.log(JSON.stringify(report, null, 2))
+
+/** Runs the abuse `name` in a child process; resolves once it is under way, with its stop. */
+async function attacker(name) {
+  const child = fork(fileURLToPath(import.meta.url), ['--attacker', name], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  })
+  const next = () => new Promise((resolve) => child.once('message', resolve))
+  child.send({ url: hub.url, founderSk: hexOf(founderSk), plainSk: hexOf(plainSk) })
+  await next()
+  return async () => {
+    const answer = next()
+    child.send({ stop: true })
+    const { result } = await answer
+    await new Promise((resolve) =>
+      child.exitCode !== null ? resolve() : child.once('exit', resolve),
+    )
+    return result
+  }
+}
+
+async function main() {
+  const load = () => loadavg().map((x) => round(x, 1))
+  const report = {
+    bench: 'abuse',
+    node: process.version,
+    seconds_per_phase: seconds,
+    attackers: 'each abuse in its own child process',
+    load_average_at_start: load(),
+    phases: {},
+  }
+  const only = values.only?.split(',')
+  let peak = rssMb()
+  for (const name of Object.keys(abuses)) {
+    if (only && name !== 'quiet' && !only.includes(name)) continue
+    progress(name)
+    const loadBefore = load()
+    const stop = name === 'quiet' ? async () => ({}) : await attacker(name)
+    const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 100)
+    const cpu0 = hubCpuMs()
+    const t0 = performance.now()
+    const member = await honest(seconds * 1000)
+    const hubCpu = round((hubCpuMs() - cpu0) / ((performance.now() - t0) / 1000), 0)
+    const loadAfter = load()
+    const abuser = await stop()
+    const rss = rssMb()
+    // How long the hub stays busy with what the abuser left it.
+    const after = await stallSeconds(60)
+    clearInterval(sampler)
+    report.phases[name] = {
+      member,
+      abuser,
+      hub_rss_mb: rss,
+      // Main-thread and worker CPU the hub spent per second of the phase: what the abuse costs
+      // it, whatever else the machine is doing.
+      hub_cpu_ms_per_s: hubCpu,
+      member_answered_again_after_s: after,
+      load_average: { before: loadBefore, after: loadAfter },
+    }
+    await sleep(500)
+  }
+  report.hub_peak_rss_mb = peak
+  const stopped = await Promise.race([hub.stop().then(() => true), timeout(10_000)])
+  if (!stopped) hub.child.kill('SIGKILL')
+  rmSync(dir, { recursive: true, force: true })
+  console.log(JSON.stringify(report, null, 2))
+}

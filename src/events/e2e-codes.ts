@@ -22,6 +22,8 @@ export const e2eReasons = {
   'not-a-member': 'restricted',
   /** No key of this epoch is held here (yet): the event stays sealed until one arrives. */
   'no-key': 'not-found',
+  /** A sealed kind in the clear, into a channel, dated while the fleet sealed: never taken on. */
+  plaintext: 'invalid',
 } as const satisfies Record<string, KithErrorCode>
 
 export type E2eReason = keyof typeof e2eReasons

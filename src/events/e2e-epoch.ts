@@ -13,6 +13,11 @@ export interface Epoch {
   /** 64 hex: the epoch id (epochId below), which names the key without revealing it. */
   id: string
   key: Uint8Array
+  /**
+   * When the epoch began, as far as its holder knows: when it was made here, or the date of the
+   * earliest envelope that brought it. Periodic rotation replaces it once it is old.
+   */
+  since?: number
 }
 
 const epochLabel = 'kith-e2e/1 epoch:'

@@ -11,6 +11,8 @@ export interface EpochView {
    * `holders`. Only these are not sent it again.
    */
   sure?: ReadonlySet<string>
+  /** When it began, as far as this member knows (Epoch.since); unknown: it does not age. */
+  since?: number
 }
 
 /**
@@ -23,12 +25,14 @@ export interface EpochView {
  *   A key that lacks the current epoch and may read no history (`joinsFresh`: an agent a device
  *   granted) rotates too (`joined`): it is never handed an epoch that sealed messages from before
  *   it arrived;
+ * - `rotate` also when the current epoch began `age.every` seconds or more ago (`aged`: periodic
+ *   rotation, so one leaked key opens a bounded window);
  * - `use`: seal under the current epoch, after sending it to `missing` (member keys not known to
  *   hold it yet: a new member, device or agent, or one only another's envelope claims holds it).
  */
 export type SealPlan =
   | { action: 'create'; number: 0 }
-  | { action: 'rotate'; number: number; removed: string[]; joined: string[] }
+  | { action: 'rotate'; number: number; removed: string[]; joined: string[]; aged?: true }
   | { action: 'use'; epochId: string; missing: string[] }
 
 export function sealPlan(
@@ -36,6 +40,8 @@ export function sealPlan(
   members: readonly string[],
   isMember: (key: string) => boolean,
   joinsFresh: (key: string) => boolean,
+  /** Periodic rotation: an epoch begun `every` seconds or more before `now` is replaced. */
+  age?: { now: number; every: number },
 ): SealPlan {
   const current = currentEpoch(epochs)
   if (current === undefined) return { action: 'create', number: 0 }
@@ -47,6 +53,8 @@ export function sealPlan(
   const joined = members.filter((k) => !current.holders.has(k) && joinsFresh(k)).sort()
   if (removed.length > 0 || joined.length > 0)
     return { action: 'rotate', number: next, removed, joined }
+  if (age !== undefined && current.since !== undefined && age.now - current.since >= age.every)
+    return { action: 'rotate', number: next, removed, joined, aged: true }
   const missing = members.filter((k) => !(current.sure ?? current.holders).has(k))
   return { action: 'use', epochId: current.id, missing }
 }

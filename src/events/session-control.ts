@@ -13,8 +13,8 @@ import { sessionAddress } from './session-state.js'
 
 /**
  * Kind 4150 (kith-agents, "Sessions"): a person's request about one session, signed by their
- * device: close it (`keep`: leave its worktree; `force`: remove it with what it holds), or set its
- * mode or model. The hosting node acts
+ * device: close it (`keep`: leave its worktree; `force`: remove it with what it holds), set its
+ * mode or model, or show its branch's diff (`diff`, answered in the notice). The hosting node acts
  * on it only from someone its agent's approvers policy allows, and answers with a notice in the
  * session's thread that names the request (`e` … `mention`).
  */
@@ -23,6 +23,8 @@ export type SessionAction =
   | { action: 'close'; keep?: boolean; force?: boolean }
   | { action: 'set'; mode?: string; model?: string; options?: Record<string, string> }
   | { action: 'command'; name: string; input?: string }
+  /** Its branch's diff against its base, answered in the notice (a worktree session). */
+  | { action: 'diff' }
 
 export interface SessionControlSpec {
   agent: string
@@ -117,7 +119,12 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
       name: c.name,
       ...(typeof c.input === 'string' ? { input: c.input } : {}),
     }
-  else throw invalid('bad-content', `${what}: not a close, a set of mode or model, or a command`)
+  else if (c.action === 'diff') request = { action: 'diff' }
+  else
+    throw invalid(
+      'bad-content',
+      `${what}: not a close, a set of mode or model, a command or a diff`,
+    )
   return {
     id: event.id,
     author: event.pubkey,

@@ -24,7 +24,10 @@ export interface KeyringStore {
   epoch(id: string): Epoch | undefined
   /** The epochs of `channel` whose keys are held. */
   epochsOf(channel: string): Epoch[]
-  /** Keeps an epoch's key; false when it was already held. */
+  /**
+   * Keeps an epoch's key; false when it was already held. An earlier `since` than the one kept
+   * replaces it (the epoch began no later than its earliest envelope).
+   */
   addEpoch(epoch: Epoch): boolean
   /** Every epoch of `channel` a counted envelope was seen for, with the keys that hold it. */
   holdersOf(channel: string): Map<string, Holders>
@@ -80,7 +83,7 @@ export class Keyring {
     const secret = secretFor(head.recipient)
     let opened: { epoch: Epoch; fresh: boolean } | undefined
     if (secret !== undefined) {
-      const epoch = openEnvelope(e, secret)
+      const epoch = { ...openEnvelope(e, secret), since: e.created_at }
       opened = { epoch, fresh: this.store.addEpoch(epoch) }
     }
     this.store.addHolders(head.epochId, head.channel, head.number, [e.pubkey], true)
@@ -104,6 +107,8 @@ export class Keyring {
     channel: string,
     now: number,
     random: (n: number) => Uint8Array,
+    /** Periodic rotation (kith-e2e/1): the fleet setting's period, in seconds. */
+    rotateEvery?: number,
   ): { epoch: Epoch; to: readonly string[]; plan: SealPlan } {
     const { grants, channels } = this.fleet
     const members = e2eRecipients(grants, channels, channel, now, this.self)
@@ -114,6 +119,7 @@ export class Keyring {
       number: e.number,
       holders: seen.get(e.id)?.holders ?? new Set(),
       sure: seen.get(e.id)?.sure ?? new Set(),
+      ...(e.since === undefined ? {} : { since: e.since }),
     }))
     const plan = sealPlan(
       views,
@@ -122,6 +128,7 @@ export class Keyring {
       // A key that may read no history (an agent a device granted) is never handed an epoch
       // that sealed messages from before it arrived: it joins by a rotation.
       (k) => historyShare(grants, k, now) === 'none',
+      rotateEvery === undefined ? undefined : { now, every: rotateEvery },
     )
     let epoch: Epoch
     let to: readonly string[]
@@ -129,7 +136,7 @@ export class Keyring {
       epoch = held.get(plan.epochId)!
       to = plan.missing
     } else {
-      epoch = newEpoch(channel, plan.number, random)
+      epoch = { ...newEpoch(channel, plan.number, random), since: now }
       this.store.addEpoch(epoch)
       to = members
     }
@@ -152,7 +159,12 @@ export class MemoryKeyringStore implements KeyringStore {
   }
 
   addEpoch(epoch: Epoch): boolean {
-    if (this.keys.has(epoch.id)) return false
+    const held = this.keys.get(epoch.id)
+    if (held !== undefined) {
+      if (epoch.since !== undefined && (held.since === undefined || epoch.since < held.since))
+        this.keys.set(epoch.id, { ...held, since: epoch.since })
+      return false
+    }
     this.keys.set(epoch.id, epoch)
     return true
   }

@@ -1,6 +1,9 @@
-import { parseFleetSetting } from '../events/e2e-setting.js'
+import { e2eError } from '../events/e2e-codes.js'
+import { isSealed, sealedKinds } from '../events/e2e-seal.js'
+import { parseFleetSetting, rotateEveryOf } from '../events/e2e-setting.js'
 import { compareNewestFirst, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import type { KithError } from '../errors.js'
 import { definitionSkewSeconds, type ChannelBook } from './channels.js'
 
 /**
@@ -19,6 +22,8 @@ export interface Sealing {
   sealedOnce: boolean
   /** Settings that decide nothing, with why (their author had no standing then, dated ahead). */
   ignored: { event: NostrEvent; reason: string }[]
+  /** Seconds after which a channel's epoch is replaced (the deciding setting's, or a week). */
+  rotateEvery: number
 }
 
 /**
@@ -60,7 +65,13 @@ export function fleetSealing(
     if (on) sealedOnce = true
     if (best === undefined || compareNewestFirst(e, best.event) < 0) best = { event: e, on }
   }
-  return { on: best?.on ?? false, decidedBy: best?.event, sealedOnce, ignored }
+  return {
+    on: best?.on ?? false,
+    decidedBy: best?.event,
+    sealedOnce,
+    ignored,
+    rotateEvery: rotateEveryOf(best?.event),
+  }
 }
 
 /** One line on why a fleet that sealed once does not seal now; undefined when that is not so. */
@@ -68,4 +79,45 @@ export function sealingLapse(s: Sealing): string | undefined {
   if (s.on || !s.sealedOnce || s.decidedBy === undefined) return undefined
   const at = new Date(s.decidedBy.created_at * 1000).toISOString()
   return `this fleet sealed, and stopped: "off" signed by ${s.decidedBy.pubkey.slice(0, 12)}… at ${at}`
+}
+
+/**
+ * Whether the fleet sealed at the date `at`: decided by the settings dated before it, as
+ * `fleetSealing` decides now. An event made while the fleet did not seal stays plaintext and
+ * readable; one dated after "on" counted was made while it did.
+ */
+export function sealedAt(
+  settings: Iterable<NostrEvent>,
+  channels: ChannelBook,
+  fleet: string,
+  at: number,
+  now: number,
+): boolean {
+  const before = [...settings].filter((e) => e.created_at < at)
+  // The usual case, a fleet that never sealed, costs one pass and no standing checks.
+  if (!before.some((e) => e.tags.some((t) => t[0] === 'encrypt' && t[1] === 'on'))) return false
+  return fleetSealing(before, channels, fleet, now).on
+}
+
+/**
+ * The refusal for an event a sealed fleet never passes on (kith-e2e/1, "Intake"): a sealed kind,
+ * in a channel (`h`), in the clear, dated while the fleet sealed. A node of a sealed fleet never
+ * signs one; one that comes anyway was made by a device that was kept from the setting (a hub
+ * withholding it) or by a plain client, and taking it on would put the text on every hub it
+ * reaches. Hubs and nodes refuse it at admission; undefined when the event may pass.
+ */
+export function plaintextRefusal(
+  event: NostrEvent,
+  settings: Iterable<NostrEvent>,
+  channels: ChannelBook,
+  fleet: string,
+  now: number,
+): KithError | undefined {
+  if (!sealedKinds.has(event.kind) || isSealed(event)) return undefined
+  if (!event.tags.some((t) => t[0] === 'h')) return undefined
+  if (!sealedAt(settings, channels, fleet, event.created_at, now)) return undefined
+  return e2eError(
+    'plaintext',
+    'this fleet seals its channels (kith fleet encrypt): a plaintext message is not taken; send it again from an up-to-date device',
+  )
 }

@@ -107,9 +107,15 @@ export function positionActor(position: { role: Role | 'founder'; deleg: boolean
  * act); `removed` for a key whose every grant is revoked or outside its window, `stranger` for a
  * key with none. Relative classes (owner, allowed, approver) are not known here: see `mayAdmit`.
  */
-export function fleetActor(v: GrantVerifier, key: string, at: number): ActorClass[] {
+export function fleetActor(
+  v: GrantVerifier,
+  key: string,
+  at: number,
+  /** History: what the key signed at `at` while it stood, revoked since (verifier.authorize). */
+  history = false,
+): ActorClass[] {
   if (key === v.founder) return positionActor({ role: 'founder', deleg: true })
-  const chains = v.validChains(key, at)
+  const chains = v.validChains(key, at, history ? at : undefined)
   if (chains.length === 0) return [v.grantsOf(key).length > 0 ? 'removed' : 'stranger']
   const out = new Set<ActorClass>()
   for (const chain of chains) {

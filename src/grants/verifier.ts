@@ -465,6 +465,12 @@ export class GrantVerifier {
       /** One channel, or every channel (`h` value) of the event: each must be allowed. */
       channel?: string | undefined
       channels?: readonly string[] | undefined
+      /**
+       * History: a grant revoked after this date still counts (what its subject signed while it
+       * stood, judged by the event's date against the revocation's). Hubs never pass it: a
+       * revoked key publishes nothing new, whatever date it writes.
+       */
+      signedAt?: number | undefined
     },
   ): Decision {
     if (pubkey === this.founder) return { ok: true, role: 'founder', chain: [] }
@@ -476,7 +482,7 @@ export class GrantVerifier {
       if (best === undefined || (rank[d.code] ?? 0) > (rank[best.code] ?? 0)) best = d
     }
     for (const eff of candidates) {
-      const failure = this.check(eff, q.now, q.kind, channels)
+      const failure = this.check(eff, q.now, q.kind, channels, q.signedAt)
       if (failure === undefined) return { ok: true, role: eff.grant.role, chain: eff.chain }
       consider(failure)
     }
@@ -488,9 +494,13 @@ export class GrantVerifier {
     now: number,
     kind: number | undefined,
     channels: readonly string[],
+    signedAt?: number,
   ): Refusal | undefined {
-    if (this.isRevokedGrant(eff.grant))
-      return refuse('revoked', 'this key’s grant has been revoked')
+    if (this.isRevokedGrant(eff.grant)) {
+      const ended = signedAt === undefined ? undefined : this.revokedAt(eff.grant.id)
+      if (ended === undefined || signedAt! >= ended)
+        return refuse('revoked', 'this key’s grant has been revoked')
+    }
     if (eff.nbf !== undefined && now < eff.nbf - this.skew) {
       return refuse('not-yet-valid', 'the grant is not valid yet')
     }
@@ -519,12 +529,13 @@ export class GrantVerifier {
 
   /**
    * Every chain that makes `pubkey` a member at `now` (not revoked, inside its window), founder's
-   * grant first, in canonical order; the founder has one empty chain.
+   * grant first, in canonical order; the founder has one empty chain. With `signedAt` (history,
+   * as `authorize` takes it), a grant revoked after that date still counts.
    */
-  validChains(pubkey: string, now: number): (readonly Grant[])[] {
+  validChains(pubkey: string, now: number, signedAt?: number): (readonly Grant[])[] {
     if (pubkey === this.founder) return [[]]
     return this.grantsOf(pubkey)
-      .filter((eff) => this.check(eff, now, undefined, []) === undefined)
+      .filter((eff) => this.check(eff, now, undefined, [], signedAt) === undefined)
       .map((eff) => eff.chain)
   }
 

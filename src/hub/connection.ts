@@ -153,6 +153,18 @@ export class Connection implements Streaming {
     return false
   }
 
+  /** True when every member key this connection proved is a hub key: a peer hub relaying. */
+  private isPeerConnection(now: number): boolean {
+    let peer = false
+    for (const key of this.authed) {
+      const d = this.ctx.grants.isMember(key, now)
+      if (!d.ok) continue
+      if (d.role !== 'hub') return false
+      peer = true
+    }
+    return peer
+  }
+
   /** May this connection receive `event` (private channels: members only)? */
   mayReceive(event: NostrEvent): boolean {
     return this.gate.mayReceive(event, this.ctx.now())
@@ -346,6 +358,7 @@ export class Connection implements Streaming {
     // The one admission rule hubs and nodes share (grants, channels); the hub adds its size,
     // rate and quota checks before anything changes.
     const admission = ctx.state.admit(event, now, {
+      relayed: this.isPeerConnection(now),
       beforeChange: () => {
         checkEventPolicy(event, ctx.limits, now)
         reservation = ctx.eventLimits.take(event, raw, now, Date.now())

@@ -87,6 +87,12 @@ export interface HubLimits {
    * client narrows its filter (a time window) or pages.
    */
   negMaxItems: number
+  /**
+   * NIP-77: items of a reconciliation's set read in one turn of the event loop. A large set is
+   * built over many turns (each charged to the person's work budget), so other connections'
+   * EVENTs and REQs are answered between them.
+   */
+  negSliceItems: number
   /** NIP-77 reconciliations open at once on one connection. */
   negMaxSessions: number
   /** NIP-77 reconciliations open at once for one person, all their connections together. */
@@ -132,6 +138,7 @@ export const defaultHubLimits: HubLimits = {
   maxUnauthenticatedPerAddress: 32,
   maxUnauthenticated: 256,
   negMaxItems: 500_000,
+  negSliceItems: 1000,
   negMaxSessions: 2,
   negMaxSessionsPerPerson: 8,
   maxConnectionsPerPerson: 64,

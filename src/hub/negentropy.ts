@@ -1,6 +1,8 @@
 import { nip77 } from 'nostr-tools'
 import type { Filter } from '../events/filter.js'
-import type { EventStore, HideRule } from '../store/event-store.js'
+import { hexToBytes } from '@noble/hashes/utils.js'
+import type { EventStore, HideRule, QueryCursor } from '../store/event-store.js'
+import { NegentropySet, toNegentropyOrder, type NegItem } from './negentropy-set.js'
 import type { HubLimits } from './limits.js'
 import type { WorkBudget } from './req-scheduler.js'
 
@@ -82,18 +84,34 @@ export function asResponderQuery(hex: string): string {
   return out.map((b) => b.toString(16).padStart(2, '0')).join('')
 }
 
+/** A set still being read from the store, a slice per turn, resumed after the last row read. */
+interface Building {
+  /** Rows read so far, in NIP-01 order (newest first). */
+  items: NegItem[]
+  filter: Filter
+  after: QueryCursor | undefined
+  /** The client's first message, answered once the set is built. */
+  message: string
+}
+
 interface Session {
-  neg: nip77.Negentropy
+  /** Undefined while the set is being built (`building`). */
+  neg: nip77.Negentropy | undefined
+  building: Building | undefined
   timer: NodeJS.Timeout
   payer: string
-  /** A NEG-MSG waiting for its person's work budget to refill. */
-  deferred?: NodeJS.Timeout | undefined
+  /**
+   * Cancels what is scheduled: the set's next slice, or a NEG-MSG waiting for its person's work
+   * budget to refill.
+   */
+  deferred?: (() => void) | undefined
 }
 
 /**
  * NIP-77 set reconciliation over the events a member may read: the same filter, private-channel
  * rules and store as a REQ. The hub only answers (a client initiates); the set of (created_at, id)
- * is taken once, at NEG-OPEN, and held until NEG-CLOSE, the idle limit or the connection's end.
+ * is read at NEG-OPEN, `negSliceItems` rows a turn (each slice charged to the person's work
+ * budget, as a REQ's are), and held until NEG-CLOSE, the idle limit or the connection's end.
  */
 export class NegSessions {
   private readonly sessions = new Map<string, Session>()
@@ -117,7 +135,7 @@ export class NegSessions {
       return
     }
     const payer = this.peer.payer()
-    const { work, open, maxOpenPerPerson } = this.budget
+    const { open, maxOpenPerPerson } = this.budget
     if ((open.get(payer) ?? 0) >= maxOpenPerPerson) {
       this.error(
         subId,
@@ -125,46 +143,86 @@ export class NegSessions {
       )
       return
     }
-    // Building the set is the costly part: it waits for none, so it needs budget left now.
-    const wait = work.wait(payer, Date.now())
-    if (wait > 0) {
-      this.error(
-        subId,
-        `rate-limited: work: this person's REQ and reconciliation work is over ${this.limits.reqWorkMsPerSecond} ms/s; retry in ${wait} ms`,
-      )
-      return
-    }
-    const startedAt = performance.now()
-    const storage = new nip77.NegentropyStorageVector()
     // A reconciliation covers the whole match: NIP-77 has no use for a REQ's limit.
     const unlimited: Filter = { ...filter }
     delete unlimited.limit
-    const cursor = this.store.openCursor(
-      unlimited,
-      this.limits.negMaxItems + 1,
-      this.peer.hidden(),
-      undefined,
-    )
-    let count = 0
-    for (const row of cursor) {
-      if (++count > this.limits.negMaxItems) {
-        cursor.return?.()
-        work.charge(payer, performance.now() - startedAt, Date.now())
-        this.error(
-          subId,
-          `blocked: the filter matches more than ${this.limits.negMaxItems} events; narrow it (since/until)`,
-        )
-        return
-      }
-      storage.insert(row.created_at, row.id)
+    const session: Session = {
+      neg: undefined,
+      building: { items: [], filter: unlimited, after: undefined, message },
+      timer: this.idleTimer(subId),
+      payer,
     }
-    storage.seal()
-    const neg = new nip77.Negentropy(storage, this.limits.maxFrameBytes - 1024)
-    const session: Session = { neg, timer: this.idleTimer(subId), payer }
     this.sessions.set(subId, session)
     open.set(payer, (open.get(payer) ?? 0) + 1)
-    work.charge(payer, performance.now() - startedAt, Date.now())
-    this.answer(subId, session, message)
+    // A person out of work budget waits for it, as their REQs do (the caps above bound how
+    // many wait); the set is read only when its slices are paid for.
+    if (this.budget.work.wait(payer, Date.now()) === 0) this.build(subId, session)
+    else this.whenBudget(subId, session, () => this.build(subId, session))
+  }
+
+  /**
+   * Reads one slice of the set, then yields: the next slice runs on a later turn (after the
+   * person's work budget allows), so other connections are answered while a large set is read.
+   * Rows are read after the last one read, in NIP-01 order, with what the member may not see
+   * asked afresh each slice (as a REQ's slices do).
+   */
+  private build(subId: string, session: Session): void {
+    const b = session.building
+    if (b === undefined || this.sessions.get(subId) !== session) return
+    session.timer.refresh()
+    const startedAt = performance.now()
+    const max = this.limits.negMaxItems
+    const want = Math.min(this.limits.negSliceItems, max + 1 - b.items.length)
+    let read = 0
+    for (const row of this.store.openCursor(b.filter, want, this.peer.hidden(), b.after)) {
+      read++
+      b.items.push({ timestamp: row.created_at, id: hexToBytes(row.id) })
+      b.after = { created_at: row.created_at, id: row.id }
+    }
+    const done = read < want
+    if (b.items.length > max) {
+      this.charge(session, startedAt)
+      this.close(subId)
+      this.error(
+        subId,
+        `blocked: the filter matches more than ${max} events; narrow it (since/until)`,
+      )
+      return
+    }
+    if (done) {
+      session.building = undefined
+      session.neg = new nip77.Negentropy(
+        new NegentropySet(toNegentropyOrder(b.items)),
+        this.limits.maxFrameBytes - 1024,
+      )
+    }
+    this.charge(session, startedAt)
+    if (done) this.whenBudget(subId, session, () => this.answer(subId, session, b.message))
+    else this.whenBudget(subId, session, () => this.build(subId, session))
+  }
+
+  /** Runs `next` on a later turn, once the session's person has work budget left. */
+  private whenBudget(subId: string, session: Session, next: () => void): void {
+    const run = () => {
+      session.deferred = undefined
+      if (this.sessions.get(subId) !== session) return
+      // Other sessions of the person may have spent the budget in this same turn.
+      if (this.budget.work.wait(session.payer, Date.now()) > 0)
+        this.whenBudget(subId, session, next)
+      else next()
+    }
+    const wait = this.budget.work.wait(session.payer, Date.now())
+    if (wait > 0) {
+      const timer = setTimeout(run, wait)
+      session.deferred = () => clearTimeout(timer)
+    } else {
+      const immediate = setImmediate(run)
+      session.deferred = () => clearImmediate(immediate)
+    }
+  }
+
+  private charge(session: Session, startedAt: number): void {
+    this.budget.work.charge(session.payer, performance.now() - startedAt, Date.now())
   }
 
   /** NEG-MSG: the client's next message in an open reconciliation. */
@@ -175,29 +233,25 @@ export class NegSessions {
       return
     }
     session.timer.refresh()
-    if (session.deferred !== undefined) {
+    if (session.deferred !== undefined || session.neg === undefined) {
       // A client waits for each answer; one that does not is out of step.
       this.close(subId)
       this.error(subId, 'invalid: NEG-MSG sent before the previous one was answered')
       return
     }
-    const wait = this.budget.work.wait(session.payer, Date.now())
-    if (wait === 0) {
+    if (this.budget.work.wait(session.payer, Date.now()) === 0) {
       this.answer(subId, session, message)
       return
     }
     // Out of budget: the answer waits (as a REQ's next slice does); the session stays open.
-    session.deferred = setTimeout(() => {
-      session.deferred = undefined
-      if (this.sessions.get(subId) === session) this.answer(subId, session, message)
-    }, wait)
+    this.whenBudget(subId, session, () => this.answer(subId, session, message))
   }
 
   close(subId: string): void {
     const session = this.sessions.get(subId)
     if (session === undefined) return
     clearTimeout(session.timer)
-    clearTimeout(session.deferred)
+    session.deferred?.()
     this.sessions.delete(subId)
     const { open } = this.budget
     const n = (open.get(session.payer) ?? 1) - 1
@@ -216,8 +270,9 @@ export class NegSessions {
       if (!/^[0-9a-f]*$/.test(message) || message.length % 2 !== 0) {
         throw new Error('the message is not lowercase hex')
       }
+      if (session.neg === undefined) throw new Error('the set is not built yet')
       reply = session.neg.reconcile(asResponderQuery(message))
-      this.budget.work.charge(session.payer, performance.now() - startedAt, Date.now())
+      this.charge(session, startedAt)
     } catch (err) {
       this.close(subId)
       this.error(subId, `invalid: ${err instanceof Error ? err.message : String(err)}`)

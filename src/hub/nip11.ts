@@ -44,6 +44,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       hard_frame_bytes: limits.hardFrameBytes,
       max_unread_bytes: limits.maxUnreadBytes,
       negentropy_max_items: limits.negMaxItems,
+      negentropy_slice_items: limits.negSliceItems,
       negentropy_max_sessions: limits.negMaxSessions,
       negentropy_max_sessions_per_person: limits.negMaxSessionsPerPerson,
       max_connections_per_person: limits.maxConnectionsPerPerson,

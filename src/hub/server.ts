@@ -113,6 +113,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     definitions: store.allVersionsOfKind(Kind.ChannelDefinition),
     firsts: store.earliestInChannels(),
     legacy: store.legacyVersionIds(Kind.ChannelDefinition),
+    settings: [
+      ...store.allVersionsOfKind(Kind.FleetSetting),
+      ...store.eventsOfKind(Kind.FleetSetting),
+    ],
   })
   const { grants, channels } = state
   let verifier: VerifyPool

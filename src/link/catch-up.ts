@@ -28,6 +28,24 @@ export function catchUpSince(
 }
 
 /**
+ * The filter for the authority kinds (grants, revocations, definitions, profiles, envelopes) on
+ * a connect: whole the first time a device follows a hub, then from the authority cursor (the
+ * start of the last connect whose authority fetch completed) with the catch-up overlap, so a
+ * fleet with many revocations costs a reconnect only what is new. An event older than the
+ * overlap that reaches the hub while the device is away comes live or, on a node, by the
+ * reconciliation of the authority kinds (hub-link.ts).
+ */
+export function authorityFilter(
+  kinds: number[],
+  cursor: number | undefined,
+  startedAt: number,
+  opts: { overlapSeconds?: number } = {},
+): { kinds: number[]; since?: number } {
+  if (cursor === undefined) return { kinds }
+  return { kinds, since: catchUpSince(cursor, startedAt, opts) }
+}
+
+/**
  * The wait before reconnect attempt `attempt` (0-based): exponential from 0.5 s to 20 s,
  * jittered to 50–100% so many devices do not return in step.
  */

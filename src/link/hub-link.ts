@@ -4,7 +4,13 @@ import type { NostrEvent } from '../events/event.js'
 import { signAuthEvent } from '../events/nip42.js'
 import { RelayClient, type OkAnswer, type Subscription } from './relay-client.js'
 import { fetchIds, reconcile, type EventKey } from './reconcile.js'
-import { catchUpSince, pageBackwards, pageTimeoutMs, reconnectDelayMs } from './catch-up.js'
+import {
+  authorityFilter,
+  catchUpSince,
+  pageBackwards,
+  pageTimeoutMs,
+  reconnectDelayMs,
+} from './catch-up.js'
 
 export type LinkState =
   | 'connecting'
@@ -23,8 +29,14 @@ export interface LinkOptions {
   chain: () => NostrEvent[]
   /** Kinds followed live and caught up from the cursor. */
   kinds: number[]
-  /** Kinds fetched whole on every connect (grants, revocations, profiles): small and vital. */
+  /**
+   * The authority kinds (grants, revocations, profiles, envelopes): fetched whole the first time,
+   * then only what is new since `authorityCursor` (catch-up.ts, `authorityFilter`).
+   */
   fullKinds: number[]
+  /** The start of the last connect whose authority fetch completed (kept across restarts). */
+  authorityCursor?: () => number | undefined
+  saveAuthorityCursor?: (since: number) => void
   /** More live-only filters (e.g. observer frames addressed to this device). */
   extraLive?: Record<string, unknown>[]
   cursor: () => number | undefined
@@ -257,7 +269,8 @@ export class HubLink {
     this.setState('catching-up')
     await this.subscribeLive(ws, client)
     this.opts.onLive?.()
-    await this.page(client, { kinds: this.opts.fullKinds }, startedAt)
+    await this.fetchAuthority(client, startedAt)
+    this.opts.saveAuthorityCursor?.(startedAt)
     const cursor = this.opts.cursor()
     const since = catchUpSince(cursor, startedAt, {
       ...(this.opts.overlapSeconds === undefined
@@ -270,7 +283,10 @@ export class HubLink {
     const t0 = Date.now()
     const reconciled =
       cursor !== undefined && this.opts.localKeys !== undefined
-        ? await this.reconcile(client, Math.max(0, cursor - reconcileWindowSeconds))
+        ? await this.reconcile(client, {
+            kinds: this.opts.kinds,
+            since: Math.max(0, cursor - reconcileWindowSeconds),
+          })
         : undefined
     const caught =
       reconciled ?? (await this.page(client, { kinds: this.opts.kinds, since }, startedAt))
@@ -329,9 +345,11 @@ export class HubLink {
    * reached it, then those events by id. Undefined (page instead) when the hub does not speak
    * NIP-77 or refuses this reconciliation (too large a set).
    */
-  private async reconcile(client: RelayClient, since: number): Promise<number | undefined> {
+  private async reconcile(
+    client: RelayClient,
+    filter: { kinds: number[]; since: number },
+  ): Promise<number | undefined> {
     if (!(await speaksNip77(this.url))) return undefined
-    const filter = { kinds: this.opts.kinds, since }
     let result
     try {
       result = await reconcile(client, filter, this.opts.localKeys!(filter), pageTimeoutMs)
@@ -370,6 +388,27 @@ export class HubLink {
       },
       pageTimeoutMs,
     )
+  }
+
+  /**
+   * The authority kinds: whole on the first connect; after, only what this node lacks of the
+   * last week before its authority cursor (NIP-77, however late it reached the hub), or where the
+   * hub does not reconcile, what is newer than the cursor less the overlap, in pages.
+   */
+  private async fetchAuthority(client: RelayClient, startedAt: number): Promise<number> {
+    const cursor = this.opts.authorityCursor?.()
+    const kinds = this.opts.fullKinds
+    if (cursor !== undefined && this.opts.localKeys !== undefined) {
+      const since = Math.max(0, cursor - reconcileWindowSeconds)
+      const reconciled = await this.reconcile(client, { kinds, since })
+      if (reconciled !== undefined) return reconciled
+    }
+    const filter = authorityFilter(kinds, cursor, startedAt, {
+      ...(this.opts.overlapSeconds === undefined
+        ? {}
+        : { overlapSeconds: this.opts.overlapSeconds }),
+    })
+    return this.page(client, filter, startedAt)
   }
 
   /** Pages backwards from `until` through everything matching `filter` (catch-up.ts). */

@@ -17,8 +17,8 @@ import { RelayClient, type OkAnswer } from './relay-client.js'
  * NIP-77 relay such as strfry (no AUTH).
  *
  * On connect, and every `roundMs`, a reconciliation in three phases (authority, channel
- * definitions, everything) finds what either side lacks; in between, both sides are subscribed
- * live. Each id crosses at most once per bridge, so two hubs peered both ways, or a ring, do not
+ * definitions and the fleet's setting, everything) finds what either side lacks; once the first
+ * round is past its first two phases, both sides are subscribed live. Each id crosses at most once per bridge, so two hubs peered both ways, or a ring, do not
  * echo; ephemeral events are not replicated (they would have no store to stop an echo).
  */
 export interface PeerSyncOptions {
@@ -79,9 +79,13 @@ const liveOverlapSeconds = 60
 const maxRetryMs = 30_000
 const frameBytes = 16 * 1024 * 1024
 
+/**
+ * What the rest is judged by: grants, then channel definitions and the fleet's setting (which
+ * decides whether plaintext is taken, kith-e2e/1). Live relaying starts only after these.
+ */
 const authorityPhases: Filter[] = [
   { kinds: [Kind.Grant, Kind.Revocation] },
-  { kinds: [Kind.ChannelDefinition] },
+  { kinds: [Kind.ChannelDefinition, Kind.FleetSetting] },
 ]
 /** Ids fetched from a peer in one round at most; the rest come in later rounds. */
 export const maxNeedPerRound = 5000
@@ -180,11 +184,15 @@ export class PeerSync {
     const closed = new Promise<void>((resolve) => {
       this.onClosed = resolve
     })
-    const since = Math.floor(Date.now() / 1000) - liveOverlapSeconds
-    peer.subscribe([{ since }], { onEvent: (e) => void this.cross(e, local, 'in') })
-    local.subscribe([{ since }], { onEvent: (e) => void this.cross(e, peer, 'out') })
     this.state = 'syncing'
-    await this.round(local, peer)
+    // Live relaying starts once the authority phases are through: an event relayed before the
+    // definition of its private channel (or the setting that seals the fleet) would be judged
+    // by a hub that does not know them yet.
+    await this.round(local, peer, () => {
+      const since = Math.floor(Date.now() / 1000) - liveOverlapSeconds
+      peer.subscribe([{ since }], { onEvent: (e) => void this.cross(e, local, 'in') })
+      local.subscribe([{ since }], { onEvent: (e) => void this.cross(e, peer, 'out') })
+    })
     this.attempt = 0
     this.state = 'live'
     this.roundTimer = setInterval(() => {
@@ -266,7 +274,11 @@ export class PeerSync {
   }
 
   /** One reconciliation, phase by phase; at most maxNeed ids fetched from the peer. */
-  private async round(local: RelayClient, peer: RelayClient): Promise<void> {
+  private async round(
+    local: RelayClient,
+    peer: RelayClient,
+    afterAuthority?: () => void,
+  ): Promise<void> {
     const started = Date.now()
     let need = 0
     let have = 0
@@ -275,7 +287,8 @@ export class PeerSync {
     let acceptedIn = 0
     const maxNeed = this.opts.maxNeed ?? maxNeedPerRound
     const fetched = new Set<string>()
-    for (const filter of this.phases()) {
+    for (const [phase, filter] of this.phases().entries()) {
+      if (phase === authorityPhases.length) afterAuthority?.()
       const keys = this.opts.store.openCursor(filter, Number.MAX_SAFE_INTEGER, [], undefined)
       const diff = await reconcile(peer, { ...filter }, keys, requestTimeoutMs)
       const wanted: string[] = []

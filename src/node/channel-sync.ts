@@ -1,7 +1,7 @@
-import { channelsOfEvent } from '../events/channel-def.js'
 import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import type { ChannelBook } from '../grants/channels.js'
+import { definitionsFirst as firstOf } from '../grants/definitions-first.js'
 import { HubSession } from '../link/hub-session.js'
 import { NodeStore } from '../store/node-store.js'
 import type { FleetNode } from './fleet.js'
@@ -27,18 +27,13 @@ export function definitionsFirst(
   hub: string,
   now: number,
 ): Prerequisites {
-  if (event.kind === Kind.ChannelDefinition) return { first: [] }
-  const first: NostrEvent[] = []
-  for (const channel of channelsOfEvent(event)) {
-    const def = book.definition(channel, now)
-    if (def === undefined || !def.private || store.hubHolds(def.id, hub)) continue
-    const raw = store.events.getEvent(def.id)
-    if (raw === undefined) {
-      return { refuse: `the definition of #${channel} in effect is not in node.db to send first` }
-    }
-    first.push(raw)
-  }
-  return { first }
+  return firstOf(
+    book,
+    event,
+    (id) => store.hubHolds(id, hub),
+    (id) => store.events.getEvent(id),
+    now,
+  )
 }
 
 /**

@@ -24,6 +24,7 @@ import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names, resolveAgent } from './names.js'
 import {
+  maxPresenceAgents,
   PresenceBook,
   presenceAnswerMs,
   presenceIntervalSeconds,
@@ -53,9 +54,9 @@ const followedKinds = [
   Kind.SessionControl,
   Kind.SessionState,
 ]
-/** Fetched whole on every connect. */
 /**
- * Fetched whole on every connect. Key envelopes (kith-e2e) are here so that a catch-up, which
+ * The authority kinds: fetched before the catch-up (whole on a first connect, then only what is
+ * new since the authority cursor). Key envelopes (kith-e2e) are here so that a catch-up, which
  * pages newest first, has the keys before the content they open.
  */
 const vitalKinds = [
@@ -95,6 +96,17 @@ export interface DeviceStatus {
   lastSeenSeconds: number | null
   /** The agents it reports hosting, with their states. */
   agents: { name: string; pubkey: string; state: string }[]
+}
+
+/** Where an agent runs as this node knows it (control request `hosts`). */
+export interface AgentHost {
+  agent: string
+  /** Still a member of the fleet (a revoked agent can finish nothing). */
+  member: boolean
+  /** The device that last reported hosting it, by name. */
+  host: string | null
+  /** That device's presence now; unknown when no device reported hosting it. */
+  status: 'online' | 'offline' | 'unknown'
 }
 
 export interface LinkStatus {
@@ -192,6 +204,7 @@ export class KithNode {
         stopped: () => this.stopped,
         enqueue: (e) => this.store.enqueue(e, this.now()),
         sign: (t, s) => this.e2e.sign(t, s),
+        seals: () => this.e2e.encrypts(),
         emit: (e) => this.emit(e),
         pump: () => {
           for (const link of this.links) this.pump(link)
@@ -257,6 +270,8 @@ export class KithNode {
       cards: (p) => this.bridge.permissions.openCards(p),
       'cards-sealed': (p) => ({ count: this.bridge.permissions.sealedCards(p) }),
       cancel: (p) => this.cancelTurn(p),
+      // kith chat: whether the agents of the turns it shows can still finish them.
+      hosts: (p) => this.agentHosts(p),
       metrics: () => ({ turns: this.turnMetrics }),
       watch: (p, client) => this.bridge.frames.watch(p, client),
       // kith acp: the agent a name means here, and the machine whose grant hosts it.
@@ -334,6 +349,8 @@ export class KithNode {
         ],
         cursor: () => this.store.cursor(url),
         saveCursor: (since) => this.store.setCursor(url, since),
+        authorityCursor: () => this.store.authorityCursor(url),
+        saveAuthorityCursor: (since) => this.store.setAuthorityCursor(url, since),
         deliver: (events) => this.intake(events, url),
         localKeys: (filter) =>
           this.store.events.openCursor(filter, maxReconcileKeys, [], undefined),
@@ -392,7 +409,9 @@ export class KithNode {
     if (this.links.some((l) => l.lastSync === undefined)) return
     if (this.e2e.sealing().decidedBy !== undefined) return
     const now = this.now()
-    this.store.enqueue(signEvent(makeFleetSetting(this.fleet, true, now), id.ownerSecret), now)
+    const setting = signEvent(makeFleetSetting(this.fleet, true, now), id.ownerSecret)
+    this.store.enqueue(setting, now)
+    this.book.state.noteSetting(setting)
     this.e2e.settingChanged()
     this.log('this fleet had no encryption setting: signed "on" (kith fleet encrypt off to undo)')
     for (const link of this.links) this.pump(link)
@@ -436,6 +455,31 @@ export class KithNode {
     this.presenceDue.unref()
   }
 
+  /**
+   * For each agent asked about: whether it is still a member, and the device that last reported
+   * hosting it with that device's presence now (kith-chat/1: offline once it said so, or after
+   * 2.5 of its intervals without a word). A turn whose host is offline cannot finish there.
+   */
+  agentHosts(params: Record<string, unknown>): AgentHost[] {
+    const asked = Array.isArray(params.agents) ? params.agents : []
+    const nowMs = Date.now()
+    return asked
+      .filter((a): a is string => typeof a === 'string' && /^[0-9a-f]{64}$/.test(a))
+      .slice(0, maxPresenceAgents)
+      .map((agent) => {
+        const member = this.book.verifier.isMember(agent, this.now()).ok
+        if (this.agents.has(agent))
+          return { agent, member, host: this.id.config.name, status: 'online' as const }
+        const last = this.presence.lastHost(agent, nowMs)
+        return {
+          agent,
+          member,
+          host: last === undefined ? null : this.names.who(last.device).name,
+          status: last?.status ?? 'unknown',
+        }
+      })
+  }
+
   /** Which devices are up, with their agents' states, as this node knows them now. */
   devicePresence(): DevicePresence[] {
     return this.presence.all(Date.now())
@@ -477,8 +521,12 @@ export class KithNode {
       // A grant or revocation may be in node.db (written by a CLI command such as kith pair)
       // yet unknown to this process's verifier, so those are always offered to it; a definition
       // a hub returns also tells that the hub holds it.
+      // A setting, too: one this node signed is in node.db before its state has seen it.
       const always =
-        e.kind === Kind.Grant || e.kind === Kind.Revocation || e.kind === Kind.ChannelDefinition
+        e.kind === Kind.Grant ||
+        e.kind === Kind.Revocation ||
+        e.kind === Kind.ChannelDefinition ||
+        e.kind === Kind.FleetSetting
       if (known.has(e.id) && !always) return false
       seen.add(e.id)
       return true
@@ -498,10 +546,14 @@ export class KithNode {
     // The same admission a hub applies (grants first, then definitions, then the rest), so
     // whatever link an event came through, a node takes only what a hub would take.
     const now = this.now()
-    const results = this.book.state.admitBatch(valid, now, { keepPending: true })
+    // History too: what a since-revoked key signed while it stood is shown (as every device
+    // shows it), never acted on.
+    const results = this.book.state.admitBatch(valid, now, { keepPending: true, history: true })
     const admitted: NostrEvent[] = []
+    const past = new Set<string>()
     let revoked = false
     for (const { event: e, admission } of results) {
+      if (admission.ok && admission.past === true) past.add(e.id)
       if (!admission.ok) {
         if (
           e.kind === Kind.Grant ||
@@ -563,7 +615,7 @@ export class KithNode {
     }
     accepted.forEach((e, i) => {
       // Still sealed (no key yet, or refused): kept, never shown or acted on as it stands.
-      if (outcomes[i] === 'stored' && !isSealed(e)) handOff(e)
+      if (outcomes[i] === 'stored' && !isSealed(e)) handOff(e, !past.has(admitted[i]!.id))
     })
     // Events that waited for a key that just came: shown; acted on while still fresh.
     for (const e of this.e2e.reopen()) {

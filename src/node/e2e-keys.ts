@@ -151,12 +151,19 @@ export class E2eKeys {
 
   /** The epoch to seal under now, after queueing what must go before (kith-e2e/1, Rotation). */
   private epochFor(channel: string): Epoch {
-    const { epoch, to, plan } = this.keyring.epochFor(channel, this.ctx.now(), random)
+    const { epoch, to, plan } = this.keyring.epochFor(
+      channel,
+      this.ctx.now(),
+      random,
+      this.sealing().rotateEvery,
+    )
     this.keys.delete(epoch.id)
     if (plan.action === 'rotate')
       this.ctx.log(
-        `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members, ` +
-          `${plan.joined.length} new key(s) that may read no history)`,
+        plan.aged === true
+          ? `#${channel}: new epoch ${plan.number} (the last one was older than the fleet's rotation period)`
+          : `#${channel}: new epoch ${plan.number} (${plan.removed.length} key(s) no longer members, ` +
+              `${plan.joined.length} new key(s) that may read no history)`,
       )
     this.signEnvelopes(epoch, to)
     return epoch

@@ -251,6 +251,10 @@ export class GrantBook {
       definitions: this.store.allVersionsOfKind(Kind.ChannelDefinition),
       firsts: this.store.earliestInChannels(),
       legacy: this.store.legacyVersionIds(Kind.ChannelDefinition),
+      settings: [
+        ...this.store.allVersionsOfKind(Kind.FleetSetting),
+        ...this.store.eventsOfKind(Kind.FleetSetting),
+      ],
     })
   }
 

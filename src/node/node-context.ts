@@ -25,6 +25,8 @@ export interface NodeContext {
    * node/e2e-keys.ts), the event as made coming back under the sealed id. Absent: signEvent.
    */
   sign?(template: EventTemplate, secret: Uint8Array): NostrEvent
+  /** Whether the fleet seals (kith-e2e/1): what events show in the clear depends on it. */
+  seals?(): boolean
   /** Puts a signed event in the outbox (sent on the next pump). */
   enqueue(event: NostrEvent): void
   /** Shows an event to this node's chat listeners. */

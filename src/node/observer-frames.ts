@@ -5,7 +5,7 @@ import {
 } from 'nostr-tools/nip44'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
+import { makeObserverFrame } from '../events/observer-frame.js'
 import type { ControlClientHandle } from './control.js'
 import { resolveAgent, type Who } from './names.js'
 import { retiredReason } from './agent-signer.js'
@@ -91,18 +91,19 @@ export class ObserverFrames {
       .filter((r) => r !== this.node.id.devicePubkey)
       .slice(0, 10)
     const content = JSON.stringify({ prompt: question.id, updates: buf.updates })
+    const sealed = this.node.seals?.() === true
     for (const r of recipients) {
       const event = signEvent(
-        {
-          kind: Kind.ObserverFrame,
-          created_at: this.node.now(),
-          tags: [
-            ['p', r],
-            ['h', channel],
-            ['e', question.id],
-          ],
-          content: nip44Encrypt(content, getConversationKey(agent.secret, r)),
-        },
+        makeObserverFrame(
+          {
+            recipient: r,
+            channel,
+            prompt: question.id,
+            content: nip44Encrypt(content, getConversationKey(agent.secret, r)),
+          },
+          this.node.now(),
+          sealed,
+        ),
         agent.secret,
       )
       for (const link of this.node.links) {

@@ -100,7 +100,14 @@ export class PresenceBook {
         if (state !== undefined && agents.length < maxPresenceAgents)
           agents.push({ pubkey: t[1]!, state })
       }
-    this.heard.set(event.pubkey, { status, heardAt: nowMs, intervalMs, agents })
+    // An offline device keeps the agents it last reported: a turn under way there is known to
+    // have lost its host (lastHost), not taken as hosted nowhere.
+    this.heard.set(event.pubkey, {
+      status,
+      heardAt: nowMs,
+      intervalMs,
+      agents: status === 'online' ? agents : (this.heard.get(event.pubkey)?.agents ?? []),
+    })
     return status === 'online' && before?.status !== 'online'
   }
 
@@ -132,6 +139,23 @@ export class PresenceBook {
         best = { device: d.device, state: a.state, heardAt: d.heardAt }
     }
     return best
+  }
+
+  /**
+   * The device that last reported hosting `agent`, online or not: a turn's host that went away
+   * (it said offline, or fell silent) is still named, with its status now.
+   */
+  lastHost(
+    agent: string,
+    nowMs: number,
+  ): { device: string; status: 'online' | 'offline' } | undefined {
+    let best: { device: string; heardAt: number } | undefined
+    for (const [device, h] of this.heard) {
+      if (!h.agents.some((a) => a.pubkey === agent)) continue
+      if (best === undefined || h.heardAt > best.heardAt) best = { device, heardAt: h.heardAt }
+    }
+    if (best === undefined) return undefined
+    return { device: best.device, status: this.get(best.device, nowMs)!.status }
   }
 }
 

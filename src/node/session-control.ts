@@ -15,6 +15,7 @@ import { postAsAgent } from './agent-signer.js'
 import type { HostedAgent, NodeContext } from './node-context.js'
 import type { SessionReports } from './sessions.js'
 import { removeWorktree, uncommitted } from './worktrees.js'
+import { sessionDiff } from './session-diff.js'
 import { findSession, listSessions } from './sessions.js'
 
 /** What session requests need of the bridge. */
@@ -68,6 +69,15 @@ async function carryOut(
   if (!deps.mayAct(agent, c.author, c.request.action === 'close' ? 'session.close' : 'session.set'))
     return `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`
   const record = node.store.sessions.record(pubkey, place)
+  // A diff reads what a session left: a closed one's branch too.
+  if (c.request.action === 'diff' && record !== undefined) {
+    try {
+      return sessionDiff(node.id.home, name, record)
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
+      return `⚠ ${name} has no diff to show: ${err.message}`
+    }
+  }
   if (record === undefined || record.closedAt !== undefined)
     return `⚠ ${name} has no open session there${record?.closedAt !== undefined ? ' (it was closed)' : ''}`
   const r = c.request
@@ -115,6 +125,7 @@ async function carryOut(
       ]
       return `✓ ${name}: this session's ${what.join(' and ')} set`
     }
+    if (r.action === 'diff') return `⚠ ${name} has no session there`
     return `⚠ ${name}: run /${r.name} as a message in the thread (@${name} /${r.name})`
   } catch (err) {
     if (!(err instanceof KithError)) throw err

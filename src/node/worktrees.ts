@@ -6,7 +6,7 @@ import { KithError } from '../errors.js'
 /** git can take a while on a large repository; it never runs unbounded. */
 const gitTimeoutMs = 60_000
 
-function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): string {
+export function git(cwd: string, args: string[], env?: NodeJS.ProcessEnv): string {
   try {
     return execFileSync('git', ['-C', cwd, ...args], {
       encoding: 'utf8',
@@ -43,7 +43,7 @@ export function isGitRepo(dir: string): boolean {
  * follows includes) and overridden through GIT_CONFIG_COUNT, which takes any name as it is
  * (`-c` cannot say a name holding `=`). An LFS repository's files come out as pointer files.
  */
-function quietGit(repo: string): NodeJS.ProcessEnv {
+export function quietGit(repo: string): NodeJS.ProcessEnv {
   const pairs: [string, string][] = [
     ['core.hooksPath', '/dev/null'],
     ['core.fsmonitor', 'false'],

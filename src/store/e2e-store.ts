@@ -45,6 +45,16 @@ export const e2eSureHoldersMigration: Migration = (db) => {
   db.exec('ALTER TABLE e2e_holders ADD COLUMN sure INTEGER NOT NULL DEFAULT 1')
 }
 
+/**
+ * When each held epoch began as far as this node knows (kith-e2e/1, "Periodic rotation"): the
+ * earliest envelope that brought it, or when it was made here. Epochs held before this are
+ * counted from the upgrade, so they are replaced one period later.
+ */
+export const e2eEpochSinceMigration: Migration = (db) => {
+  db.exec('ALTER TABLE e2e_epochs ADD COLUMN since INTEGER')
+  db.prepare('UPDATE e2e_epochs SET since = ?').run(Math.floor(Date.now() / 1000))
+}
+
 /** Tag values longer than this are not indexed (as event-store.ts). */
 const maxTagValueIndexed = 1024
 
@@ -53,11 +63,13 @@ interface EpochRow {
   channel: string
   number: number
   key: Buffer
+  since: number | null
 }
 
 export class E2eStore {
   private readonly s: {
-    addEpoch: Statement<[string, string, number, Buffer]>
+    addEpoch: Statement<[string, string, number, Buffer, number | null]>
+    earlier: Statement<[number, string, number]>
     epoch: Statement<[string], EpochRow>
     epochsOf: Statement<[string], EpochRow>
     channels: Statement<[], { channel: string }>
@@ -78,11 +90,14 @@ export class E2eStore {
   constructor(private readonly db: Db) {
     this.s = {
       addEpoch: db.prepare(
-        'INSERT OR IGNORE INTO e2e_epochs (id, channel, number, key) VALUES (?, ?, ?, ?)',
+        'INSERT OR IGNORE INTO e2e_epochs (id, channel, number, key, since) VALUES (?, ?, ?, ?, ?)',
       ),
-      epoch: db.prepare('SELECT id, channel, number, key FROM e2e_epochs WHERE id = ?'),
+      earlier: db.prepare(
+        'UPDATE e2e_epochs SET since = ? WHERE id = ? AND (since IS NULL OR since > ?)',
+      ),
+      epoch: db.prepare('SELECT id, channel, number, key, since FROM e2e_epochs WHERE id = ?'),
       epochsOf: db.prepare(
-        'SELECT id, channel, number, key FROM e2e_epochs WHERE channel = ? ORDER BY number, id',
+        'SELECT id, channel, number, key, since FROM e2e_epochs WHERE channel = ? ORDER BY number, id',
       ),
       channels: db.prepare('SELECT DISTINCT channel FROM e2e_epochs ORDER BY channel'),
       addHolder: db.prepare(
@@ -104,9 +119,12 @@ export class E2eStore {
 
   /** Keeps an epoch's key; false when it was already held. */
   addEpoch(epoch: Epoch): boolean {
-    return (
-      this.s.addEpoch.run(epoch.id, epoch.channel, epoch.number, Buffer.from(epoch.key)).changes > 0
-    )
+    const since = epoch.since ?? null
+    const added =
+      this.s.addEpoch.run(epoch.id, epoch.channel, epoch.number, Buffer.from(epoch.key), since)
+        .changes > 0
+    if (!added && since !== null) this.s.earlier.run(since, epoch.id, since)
+    return added
   }
 
   epoch(id: string): Epoch | undefined {
@@ -184,5 +202,11 @@ export class E2eStore {
 }
 
 function toEpoch(r: EpochRow): Epoch {
-  return { id: r.id, channel: r.channel, number: r.number, key: new Uint8Array(r.key) }
+  return {
+    id: r.id,
+    channel: r.channel,
+    number: r.number,
+    key: new Uint8Array(r.key),
+    ...(r.since === null ? {} : { since: r.since }),
+  }
 }

@@ -1,5 +1,5 @@
 import type { Migration } from './db.js'
-import { e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
+import { e2eEpochSinceMigration, e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
 import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
 import { threadSessionsMigration } from './session-schema.js'
 
@@ -132,4 +132,10 @@ export const nodeMigrations: readonly Migration[] = [
     db.exec('ALTER TABLE notify_targets ADD COLUMN full_text INTEGER NOT NULL DEFAULT 0')
   },
   e2eSureHoldersMigration,
+  (db) => {
+    // Issue 30: the authority kinds are fetched whole only on a first connect; after, from this
+    // cursor (per hub), so many revocations cost a reconnect only what is new.
+    db.exec('CREATE TABLE authority_cursors (hub TEXT PRIMARY KEY, since INTEGER NOT NULL)')
+  },
+  e2eEpochSinceMigration,
 ]

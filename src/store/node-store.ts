@@ -41,6 +41,8 @@ export class NodeStore {
     cursor: Statement<[string], { since: number }>
     setCursor: Statement<[string, number]>
     cursors: Statement<[], { hub: string; since: number }>
+    authorityCursor: Statement<[string], { since: number }>
+    setAuthorityCursor: Statement<[string, number]>
     refused: Statement<[], { event_id: string; hub: string; message: string; raw: string }>
     outboxSize: Statement<[], { n: number }>
     markHeld: Statement<[string, string]>
@@ -74,6 +76,10 @@ export class NodeStore {
         'INSERT INTO cursors (hub, since) VALUES (?, ?) ON CONFLICT(hub) DO UPDATE SET since = excluded.since',
       ),
       cursors: db.prepare('SELECT hub, since FROM cursors ORDER BY hub'),
+      authorityCursor: db.prepare('SELECT since FROM authority_cursors WHERE hub = ?'),
+      setAuthorityCursor: db.prepare(
+        'INSERT INTO authority_cursors (hub, since) VALUES (?, ?) ON CONFLICT(hub) DO UPDATE SET since = excluded.since',
+      ),
       refused: db.prepare(
         `SELECT d.event_id, d.hub, d.message, o.raw FROM deliveries d JOIN outbox o USING (event_id)
          WHERE d.state = 'refused' ORDER BY d.at DESC LIMIT 50`,
@@ -185,6 +191,15 @@ export class NodeStore {
 
   setCursor(hub: string, since: number): void {
     this.stmts.setCursor.run(hub, since)
+  }
+
+  /** Where the next fetch of the authority kinds from `hub` starts (hub-link.ts). */
+  authorityCursor(hub: string): number | undefined {
+    return this.stmts.authorityCursor.get(hub)?.since
+  }
+
+  setAuthorityCursor(hub: string, since: number): void {
+    this.stmts.setAuthorityCursor.run(hub, since)
   }
 
   cursors(): { hub: string; since: number }[] {

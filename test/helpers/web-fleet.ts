@@ -21,7 +21,7 @@ const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.met
  * six digits on both sides), showing `#ops`.
  */
 export async function pairedBrowser(
-  opts: { encrypt?: boolean; agentArgs?: string[] } = {},
+  opts: { encrypt?: boolean; agentArgs?: string[]; devboxArgs?: string[] } = {},
 ): Promise<{
   laptop: string
   devbox: string
@@ -42,7 +42,12 @@ export async function pairedBrowser(
   expect(added.code, added.stderr).toBe(0)
   if (opts.encrypt === true)
     expect((await runKith(['fleet', 'encrypt', 'on'], { home: laptop })).code).toBe(0)
-  const nd = await startNodeProcess(devbox, ['--no-web', '--permission-timeout', '120'])
+  const nd = await startNodeProcess(devbox, [
+    '--no-web',
+    '--permission-timeout',
+    '120',
+    ...(opts.devboxArgs ?? []),
+  ])
   const nl = await startNodeProcess(laptop, ['--web-port', '0'])
   await nd.waitFor(/linked to/)
   await nl.waitFor(/linked to/)
@@ -54,22 +59,7 @@ export async function pairedBrowser(
       })
       .toMatch(/"encrypt": true/)
   const browser = await launchChromium()
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
-  const { page, problems } = await watchedPage(context)
-  await page.goto(web)
-  const pair = spawnKith(['pair', '--name', 'phone'], laptop)
-  const code = (await pair.waitFor(codeOf('kith join')))[1]!
-  await page.getByLabel('Pairing code').fill(code)
-  await page.getByRole('button', { name: 'Continue' }).click()
-  await page.getByRole('button', { name: 'Join' }).click()
-  const sasEl = page.getByLabel('six digits')
-  await sasEl.waitFor({ timeout: 20_000 })
-  expect((await sasEl.textContent())!.trim()).toBe((await pair.waitFor(sasLine))[1]!)
-  await page.getByRole('button', { name: 'Same digits' }).click()
-  pair.write('y\n')
-  expect(await pair.exit, pair.output()).toBe(0)
-  await page.goto(`${web}/#/c/ops`)
-  await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
+  const { page, problems } = await pairPage(browser, web, laptop, 'phone')
   return {
     laptop,
     devbox,
@@ -86,6 +76,35 @@ export async function pairedBrowser(
       await hub.stop()
     },
   }
+}
+
+/**
+ * A fresh browser profile paired as the person's device NAME (as a person pairs it: the code,
+ * the same six digits on both sides, from the laptop's `kith pair`), showing `#ops`.
+ */
+export async function pairPage(
+  browser: Browser,
+  web: string,
+  laptop: string,
+  name: string,
+): Promise<{ page: Page; problems: string[] }> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+  const { page, problems } = await watchedPage(context)
+  await page.goto(web)
+  const pair = spawnKith(['pair', '--name', name], laptop)
+  const code = (await pair.waitFor(codeOf('kith join')))[1]!
+  await page.getByLabel('Pairing code').fill(code)
+  await page.getByRole('button', { name: 'Continue' }).click()
+  await page.getByRole('button', { name: 'Join' }).click()
+  const sasEl = page.getByLabel('six digits')
+  await sasEl.waitFor({ timeout: 20_000 })
+  expect((await sasEl.textContent())!.trim()).toBe((await pair.waitFor(sasLine))[1]!)
+  await page.getByRole('button', { name: 'Same digits' }).click()
+  pair.write('y\n')
+  expect(await pair.exit, pair.output()).toBe(0)
+  await page.goto(`${web}/#/c/ops`)
+  await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
+  return { page, problems }
 }
 
 /** Types into the composer and sends with Enter, as a person would. */

@@ -187,6 +187,8 @@ describe('storage quota by person', () => {
       auth_deadline_seconds: 15,
       max_unauthenticated_per_address: 32,
       max_unauthenticated: 256,
+      negentropy_max_items: 500_000,
+      negentropy_slice_items: 1000,
     })
   })
 })

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest'
 import { nip77 } from 'nostr-tools'
 import { startTestHub } from '../helpers/hub.js'
+import { publicKeyOf } from '../../src/events/event.js'
 import type { RawClient } from '../helpers/raw-client.js'
+import { newSecret, signTestGrant } from '../helpers/secrets.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -48,11 +50,10 @@ describe('NIP-77 work is bounded per person', () => {
     for (const e of events) expect((await c.ok(e.id))[2]).toBe(true)
     c.send(['NEG-OPEN', 'n1', { kinds: [1] }, initiate()])
     expect((await answer(c, 'n1'))[0]).toBe('NEG-MSG')
-    // The set it just built spent the budget: a second build is refused until it refills.
+    // The set it just built spent the budget: a second build waits for it to refill (as a REQ
+    // does), and is answered; it is not refused.
     c.send(['NEG-OPEN', 'n2', { kinds: [1] }, initiate()])
-    const refused = await answer(c, 'n2')
-    expect(refused[0]).toBe('NEG-ERR')
-    expect(refused[2]).toMatch(/^rate-limited: work: /)
+    expect((await answer(c, 'n2'))[0]).toBe('NEG-MSG')
     // A message in an open reconciliation waits for the budget instead, and is answered.
     c.send(['NEG-MSG', 'n1', initiate()])
     expect((await answer(c, 'n1'))[0]).toBe('NEG-MSG')
@@ -68,5 +69,77 @@ describe('NIP-77 work is bounded per person', () => {
     expect(ok[3]).toBe(
       'rate-limited: connections: this person holds 2 connections (max_connections_per_person 2); close one',
     )
+  })
+
+  it('builds a large set a slice at a time: another member’s EVENTs are answered meanwhile', async () => {
+    // Slices of 10 rows, and a work budget the founder's build outruns: its slices wait for it
+    // between turns, as a REQ's do, where one synchronous build answered before anyone else.
+    const t = await startTestHub({
+      limits: {
+        eventsPerSecond: 0,
+        negSliceItems: 10,
+        reqWorkMsPerSecond: 50,
+        reqWorkBurstMs: 0.5,
+      },
+    })
+    const founder = await t.member()
+    const bobSk = newSecret()
+    const grant = signTestGrant(
+      { subject: publicKeyOf(bobSk), role: 'owner', fleet: t.owner },
+      t.ownerSk,
+      now(),
+    )
+    founder.send(['EVENT', grant])
+    expect((await founder.ok(grant.id))[2]).toBe(true)
+    const stored = Array.from({ length: 1000 }, (_, i) =>
+      t.sign({ kind: 1, created_at: now() - 1000 + (i % 300), content: `e${i}` }),
+    )
+    for (let i = 0; i < stored.length; i += 200) {
+      const window = stored.slice(i, i + 200)
+      for (const e of window) founder.send(['EVENT', e])
+      for (const e of window) expect((await founder.ok(e.id))[2]).toBe(true)
+    }
+    const bob = await t.connect()
+    expect((await bob.auth(t.url, bobSk))[2]).toBe(true)
+
+    // The founder opens a reconciliation over 1,000 events (100 slices of 10); Bob publishes,
+    // one EVENT after each OK, until the founder's first answer comes.
+    const client = new nip77.Negentropy(
+      (() => {
+        const s = new nip77.NegentropyStorageVector()
+        s.seal()
+        return s
+      })(),
+    )
+    founder.send(['NEG-OPEN', 'big', { kinds: [1] }, client.initiate()])
+    let answered = false
+    const first = founder
+      .next((f) => (f[0] === 'NEG-MSG' || f[0] === 'NEG-ERR') && f[1] === 'big', 60_000)
+      .then((f) => {
+        answered = true
+        return f
+      })
+    let oksBefore = 0
+    for (let i = 0; !answered && i < 1000; i++) {
+      const e = t.sign({ kind: 9, content: `bob ${i}` }, bobSk)
+      bob.send(['EVENT', e])
+      const ok = await bob.ok(e.id)
+      expect(ok[2]).toBe(true)
+      if (!answered) oksBefore++
+    }
+    // Built in one turn (as before), no OK of Bob's could come between NEG-OPEN and its answer.
+    expect(oksBefore).toBeGreaterThanOrEqual(5)
+
+    // And the set built in slices is the whole match: the founder needs every stored event.
+    const need: string[] = []
+    let reply = await first
+    for (;;) {
+      expect(reply[0]).toBe('NEG-MSG')
+      const next = client.reconcile(String(reply[2]), undefined, (id) => need.push(id))
+      if (next === null) break
+      founder.send(['NEG-MSG', 'big', next])
+      reply = await answer(founder, 'big')
+    }
+    expect(need.sort()).toEqual(stored.map((e) => e.id).sort())
   })
 })

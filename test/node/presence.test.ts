@@ -29,6 +29,14 @@ describe('presence: devices up and their agents', () => {
     expect(book.hostOf(agent, 20_000)).toMatchObject({ device: online.pubkey, state: 'working' })
     expect(book.get(online.pubkey, 26_001)).toMatchObject({ status: 'offline', agents: [] })
     expect(book.hostOf(agent, 26_001)).toBeUndefined()
+    // Silent, it still names the last host of a turn under way, now offline.
+    expect(book.lastHost(agent, 26_001)).toEqual({ device: online.pubkey, status: 'offline' })
+    // Said offline: the same, at once; back online: online again.
+    book.receive(signEvent(presenceTemplate('offline', [], 1001, 10), device), 27_000)
+    expect(book.lastHost(agent, 27_000)).toEqual({ device: online.pubkey, status: 'offline' })
+    book.receive(online, 28_000)
+    expect(book.lastHost(agent, 28_000)).toEqual({ device: online.pubkey, status: 'online' })
+    expect(book.lastHost('c'.repeat(64), 28_000)).toBeUndefined()
   })
 
   it('takes an offline presence at once, and drops agent tags it cannot read', () => {

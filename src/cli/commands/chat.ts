@@ -2,7 +2,7 @@ import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
-import type { ChatItem, DeviceStatus, WatchFrame } from '../../node/daemon.js'
+import type { AgentHost, ChatItem, DeviceStatus, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
 import type { ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
@@ -16,6 +16,9 @@ import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { whoIsIn } from './chat-who.js'
 
+/** How often a chat with turns under way asks whether their hosts are still up. */
+const hostCheckMs = 2000
+
 type Option = { optionId: string; name: string; kind?: string }
 
 export const chatCommand = declare({
@@ -27,7 +30,9 @@ export const chatCommand = declare({
   about: `Interactive chat in a channel (default #general) through the running node (kith up): recent
 history, then live messages with each author's name and role; type a line to send it. Agents'
 answers are laid out for the terminal (wrapped, lists and code set off), each with what it
-answers; while an agent works, a line says so and its tool calls show as progress.
+answers; while an agent works, a line says so and its tool calls show as progress. A turn whose
+host machine goes offline (kith-chat/1 presence) is said so and no longer counted; a turn of an
+agent removed from the fleet is over.
   Multi-line messages: paste them (a paste is one message: Enter sends it), or end a line
   with \\ to go on in the next one.
   /join #other   switch channel      /who       who is in this channel
@@ -57,7 +62,11 @@ interface Card {
 /** An agent turn under way, as the observer frames tell it (for the "working" line). */
 interface Turn {
   agent: string
+  /** The agent's key, to ask the node whether its host is still up. */
+  agentKey: string
   since: number
+  /** Its host went offline (by name): the turn cannot go on there, so it is not counted. */
+  hostOffline?: string
   thinking: boolean
   /** A card of this turn is waiting for a person. */
   waiting: boolean
@@ -96,6 +105,8 @@ class ChatSession {
   /** The terminal says a bracketed paste is under way (readline reports its markers as keys). */
   private pasting = false
   private ticker: NodeJS.Timeout | undefined
+  /** While turns are under way: asks the node now and then whether their hosts are still up. */
+  private hostWatch: NodeJS.Timeout | undefined
 
   constructor(
     private readonly daemon: ControlClient,
@@ -138,9 +149,10 @@ class ChatSession {
       working.length === 0
         ? ''
         : ` (${working
-            .map(
-              (t) =>
-                `${t.agent} ${t.waiting ? 'waiting for you' : t.thinking ? 'thinking' : 'working'} ${Math.round((Date.now() - t.since) / 1000)}s`,
+            .map((t) =>
+              t.hostOffline !== undefined
+                ? `${t.agent}: host offline`
+                : `${t.agent} ${t.waiting ? 'waiting for you' : t.thinking ? 'thinking' : 'working'} ${Math.round((Date.now() - t.since) / 1000)}s`,
             )
             .join(', ')})`
     const more = this.draft.waiting > 0 ? '… ' : '> '
@@ -409,6 +421,7 @@ class ChatSession {
         if (u.state === 'started') {
           this.turns.set(key, {
             agent: frame.agent.name,
+            agentKey: frame.agent.pubkey,
             since: Date.now(),
             thinking: false,
             waiting: false,
@@ -459,8 +472,51 @@ class ChatSession {
     }
   }
 
+  /**
+   * A turn whose host went away (it said offline, or fell silent: kith-chat/1, Presence) is
+   * never going to answer here: it is said once, and the prompt line stops counting it. A
+   * turn of an agent removed from the fleet is over: nothing it says would be taken.
+   */
+  private async checkHosts(): Promise<void> {
+    const agents = [...new Set([...this.turns.values()].map((t) => t.agentKey))]
+    if (agents.length === 0) return
+    const hosts = await this.daemon.request<AgentHost[]>('hosts', { agents })
+    let changed = false
+    for (const [key, turn] of this.turns) {
+      const h = hosts.find((x) => x.agent === turn.agentKey)
+      if (h === undefined) continue
+      if (!h.member) {
+        this.turns.delete(key)
+        this.note(`  ✗ ${turn.agent} was removed from the fleet: its turn is over`)
+        changed = true
+      } else if (h.status === 'offline' && turn.hostOffline === undefined) {
+        turn.hostOffline = h.host ?? '?'
+        this.note(
+          `  ⚠ ${turn.agent}'s host ${turn.hostOffline} went offline: its turn cannot finish until that machine is back`,
+        )
+        changed = true
+      } else if (h.status === 'online' && turn.hostOffline !== undefined) {
+        this.note(`  ⋯ ${turn.hostOffline} is back online (${turn.agent})`)
+        delete turn.hostOffline
+        changed = true
+      }
+    }
+    if (changed) this.tick()
+  }
+
   /** On a terminal, the prompt line counts the seconds an agent has been working. */
   private tick(): void {
+    if (this.turns.size === 0) {
+      clearInterval(this.hostWatch)
+      this.hostWatch = undefined
+    } else if (this.hostWatch === undefined) {
+      this.hostWatch = setInterval(() => {
+        this.checkHosts().catch((err: unknown) => {
+          this.note(`⚠ ${err instanceof Error ? err.message : String(err)}`)
+        })
+      }, hostCheckMs)
+      this.hostWatch.unref()
+    }
     if (!this.tty) return
     if (this.turns.size === 0) {
       clearInterval(this.ticker)
@@ -494,6 +550,7 @@ class ChatSession {
         if (finished) return
         finished = true
         clearInterval(this.ticker)
+        clearInterval(this.hostWatch)
         // Leave on a line of its own, so the shell's prompt is not glued to the chat's.
         if (tty) process.stdout.write('\u001b[?2004l\n')
         rl.close()

@@ -1,5 +1,5 @@
 import { KithError } from '../../errors.js'
-import { makeFleetSetting } from '../../events/e2e-setting.js'
+import { makeFleetSetting, parseRotatePeriod, rotateEveryOf } from '../../events/e2e-setting.js'
 import { sealingLapse } from '../../grants/e2e-sealing.js'
 import { fleetSealingHere } from '../../node/e2e-keys.js'
 import { signEvent } from '../../events/event.js'
@@ -17,9 +17,13 @@ export async function fleetEncrypt(
   arg: string | undefined,
   json: boolean,
   out: Out,
+  rotateEvery?: string,
 ): Promise<number> {
   if (arg !== undefined && arg !== 'on' && arg !== 'off')
     throw new KithError('usage', 'kith fleet encrypt takes on, off, or nothing (to show it)')
+  if (rotateEvery !== undefined && arg !== 'on')
+    throw new KithError('usage', '--rotate-every goes with kith fleet encrypt on')
+  const period = rotateEvery === undefined ? undefined : parseRotatePeriod(rotateEvery)
   return withNode((node) => {
     const now = nowSeconds()
     if (arg === undefined) {
@@ -27,10 +31,17 @@ export async function fleetEncrypt(
         fleetSealingHere(store, node.book, node.fleet, now),
       )
       const lapse = sealingLapse(s)
-      if (json) out.json({ encrypt: s.on, ...(lapse === undefined ? {} : { sealLapse: lapse }) })
+      if (json)
+        out.json({
+          encrypt: s.on,
+          ...(s.on ? { rotateEverySeconds: s.rotateEvery } : {}),
+          ...(lapse === undefined ? {} : { sealLapse: lapse }),
+        })
       else
         out.line(
-          s.on ? 'this fleet seals its channels (kith-e2e/1)' : (lapse ?? 'encryption is off'),
+          s.on
+            ? `this fleet seals its channels (kith-e2e/1); each channel's key is replaced every ${periodText(s.rotateEvery)}`
+            : (lapse ?? 'encryption is off'),
         )
       return 0
     }
@@ -48,15 +59,28 @@ export async function fleetEncrypt(
           reason: 'no-authority',
         },
       )
-    const setting = signEvent(makeFleetSetting(node.fleet, arg === 'on', now), owner)
+    const setting = signEvent(makeFleetSetting(node.fleet, arg === 'on', now, period), owner)
     withStore(node.id.home, (store) => store.enqueue(setting, now))
-    if (json) out.json({ encrypt: arg === 'on', event: setting.id })
+    const every = rotateEveryOf(setting)
+    if (json)
+      out.json({
+        encrypt: arg === 'on',
+        event: setting.id,
+        ...(arg === 'on' ? { rotateEverySeconds: every } : {}),
+      })
     else
       out.line(
         arg === 'on'
-          ? 'this fleet now seals its channels: hubs and relays carry ciphertext (kith-e2e/1); earlier messages stay as they were'
+          ? `this fleet now seals its channels: hubs and relays carry ciphertext (kith-e2e/1); earlier messages stay as they were; each channel's key is replaced every ${periodText(every)}`
           : 'this fleet no longer seals new messages; sealed ones stay readable to those who hold their keys',
       )
     return 0
   })
+}
+
+/** A period as a person writes it: 7d, 12h, 90m. */
+function periodText(seconds: number): string {
+  if (seconds % 86_400 === 0) return `${seconds / 86_400}d`
+  if (seconds % 3_600 === 0) return `${seconds / 3_600}h`
+  return `${Math.round(seconds / 60)}m`
 }

@@ -30,7 +30,7 @@ export const fleetCommand = declare({
     `kith fleet remove NAME|NPUB [--json] [--yes]
                                   remove a person: their devices and agents go with them`,
     `kith fleet name [NAME]          show or set the fleet's display name (on this machine)`,
-    `kith fleet encrypt [on|off] [--json]
+    `kith fleet encrypt [on|off] [--rotate-every PERIOD] [--json]
                                   seal every channel end to end (founder or admin), or show it`,
   ],
   subcommands: {
@@ -66,6 +66,12 @@ export const fleetCommand = declare({
     rearm: {
       type: 'boolean',
       description: '(invite) clear the lock set after 3 failed pairings in 15 minutes',
+    },
+    'rotate-every': {
+      type: 'string',
+      value: 'PERIOD',
+      description:
+        "(encrypt on) replace each channel's key this often, so one leaked key opens a bounded window: 7d (the default), 12h, 90m; 1h to 365d",
     },
     json: { type: 'boolean', description: 'machine-readable output' },
   },
@@ -117,7 +123,12 @@ export async function runFleet(argv: string[], out: Out): Promise<number> {
       return remove(arg, { json: values.json === true, yes: values.yes === true }, out)
     case 'encrypt':
       if (extra.length > 0) throw new KithError('usage', 'kith fleet encrypt takes on or off')
-      return fleetEncrypt(arg, values.json === true, out)
+      return fleetEncrypt(
+        arg,
+        values.json === true,
+        out,
+        typeof values['rotate-every'] === 'string' ? values['rotate-every'] : undefined,
+      )
     default:
       throw new KithError(
         'usage',

@@ -1,4 +1,4 @@
-import { makeFleetSetting } from '../../events/e2e-setting.js'
+import { makeFleetSetting, rotateTagOf } from '../../events/e2e-setting.js'
 import { signEvent } from '../../events/event.js'
 import { Kind } from '../../events/kinds.js'
 import type { FleetNode } from '../../node/fleet.js'
@@ -56,7 +56,11 @@ function resignSealing(node: FleetNode, removed: string, revokedAt: number): str
     const sealing = fleetSealingHere(store, node.book, node.fleet, revokedAt)
     if (!sealing.on) return undefined
     const at = Math.max(revokedAt, (sealing.decidedBy?.created_at ?? 0) + 1)
-    const setting = signEvent(makeFleetSetting(node.fleet, true, at), owner)
+    // The same period as the setting it repeats (kith-e2e/1, "Periodic rotation").
+    const setting = signEvent(
+      makeFleetSetting(node.fleet, true, at, rotateTagOf(sealing.decidedBy)),
+      owner,
+    )
     store.enqueue(setting, revokedAt)
     return setting.id
   })

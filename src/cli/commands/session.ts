@@ -18,6 +18,7 @@ export const sessionCommand = declare({
     'kith session show ID [--json]',
     'kith session close ID [--keep | --force]',
     'kith session set ID [--mode MODE] [--model MODEL] [--option ID=VALUE]…',
+    'kith session diff ID [--json]',
   ],
   subcommands: {
     list: 'the sessions of every agent of the fleet, most recently active first',
@@ -25,6 +26,7 @@ export const sessionCommand = declare({
     show: 'one session: where it runs, its modes, models, commands and usage',
     close: 'end a session (ACP session/close where the agent has it)',
     set: "change a session's mode or model",
+    diff: "a worktree session's branch diff against where it left its project (open or closed)",
   },
   options: {
     all: { type: 'boolean', description: '(list) closed sessions too' },
@@ -60,6 +62,9 @@ new branch (removed on close unless --keep; never while it holds changed, untrac
 files, which the refusal lists, unless closed with --force). A directory that is
 not one of its projects is refused, with the reason. It is a message that mentions the agent,
 so the session is a thread like any other.
+diff asks the hosting node for the session's branch diff against the commit it left its project
+from (its worktree as it is now while open, new files included; its branch once closed), bounded
+to 24 KB; the answer is a notice in the thread too. --json prints {session, summary, diff}.
 list and show read this node's copy (no node needed); the rest need kith up.`,
 })
 
@@ -113,6 +118,7 @@ async function request(
   session: string,
   req: SessionAction,
   out: Out,
+  json = false,
 ): Promise<number> {
   const { id } = await daemon.request<{ id: string }>('session-request', { session, request: req })
   // The hosting node answers with a notice in the thread; it may be another machine, so wait.
@@ -120,8 +126,18 @@ async function request(
   for (;;) {
     const answer = await daemon.request<NostrEvent | null>('session-answer', { request: id })
     if (answer !== null) {
-      out.line(answer.content)
-      return answer.content.startsWith('✓') ? 0 : 1
+      const ok = answer.content.startsWith('✓')
+      if (json) {
+        // The notice: a summary line, then (for a diff) the diff fenced.
+        const fenced = /\n\n```diff\n([\s\S]*)\n```$/.exec(answer.content)
+        out.json({
+          session,
+          ok,
+          summary: answer.content.split('\n')[0],
+          ...(req.action === 'diff' ? { diff: fenced === null ? '' : `${fenced[1]}\n` } : {}),
+        })
+      } else out.line(answer.content)
+      return ok ? 0 : 1
     }
     if (Date.now() > deadline) {
       out.err(
@@ -295,6 +311,14 @@ export async function runSession(argv: string[], out: Out): Promise<number> {
     const daemon = await requireNode(`kith session ${sub} needs the node running: start kith up`)
     try {
       return await request(daemon, id, req, out)
+    } finally {
+      daemon.close()
+    }
+  }
+  if (sub === 'diff') {
+    const daemon = await requireNode('kith session diff needs the node running: start kith up')
+    try {
+      return await request(daemon, id, { action: 'diff' }, out, values.json === true)
     } finally {
       daemon.close()
     }

@@ -85,6 +85,12 @@ export const upCommand = declare({
       value: 'S',
       description: 'end any agent turn after S seconds (default 7200)',
     },
+    'presence-interval': {
+      type: 'string',
+      value: 'S',
+      description:
+        'say this device is up every S seconds (default 60); others take it as gone after 2.5 S of silence',
+    },
     json: { type: 'boolean', description: 'log lines as JSON' },
   },
   about: `Runs this machine's node until Ctrl-C: links to every hub in the config (kith hub add URL), or,
@@ -139,6 +145,12 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
       : {
           permissionTimeoutMs:
             1000 * parseCount('--permission-timeout', values['permission-timeout'], 300),
+        }),
+    ...(values['presence-interval'] === undefined
+      ? {}
+      : {
+          presenceIntervalMs:
+            1000 * Math.max(1, parseCount('--presence-interval', values['presence-interval'], 60)),
         }),
     ...(values['page-size'] === undefined
       ? {}

@@ -2,6 +2,7 @@
 import {
   cardActionSigns,
   cardNotificationActions,
+  Kind,
   makePermissionDecision,
   parsePushPayload,
   RelayClient,
@@ -65,15 +66,19 @@ async function publishAnywhere(
       for (const e of [...chain, grant]) await client.publish(e)
       const auth = await client.auth(signAuthEvent(url, challenge, secret))
       if (!auth.ok) throw new Error(`AUTH refused: ${auth.message}`)
-      const keys = await keysForChannel(device, client, channel)
+      const { keys, first } = await keysForChannel(device, client, channel)
       const { before, event } =
         cardSealed || keys.seals(template)
           ? keys.seal(template)
           : { before: [], event: signEvent(template, secret) }
-      for (const e of before) {
+      // The channel's definition first (a hub without it takes the channel for open), then the
+      // key envelopes, then the event.
+      for (const e of [...first(event), ...before]) {
         const took = await client.publish(e)
         if (!took.ok && !took.message.startsWith('duplicate:'))
-          throw new Error(`key envelope refused: ${took.message}`)
+          throw new Error(
+            `${e.kind === Kind.KeyEnvelope ? 'key envelope' : 'definition'} refused: ${took.message}`,
+          )
       }
       const ok = await client.publish(event)
       if (ok.ok || ok.message.startsWith('duplicate:')) return url

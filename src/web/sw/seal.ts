@@ -1,5 +1,7 @@
 /// <reference lib="webworker" />
 import {
+  authorityFilter,
+  definitionsFirst,
   FleetState,
   Kind,
   pageBackwards,
@@ -9,7 +11,7 @@ import {
 } from '../../browser-core.js'
 import type { Device } from '../app/lib/device.js'
 import { WebKeys } from '../app/lib/e2e.js'
-import { idbAll } from '../app/lib/idb.js'
+import { idbAll, idbGet } from '../app/lib/idb.js'
 
 /** What decides who may hold which channel key, and whether the fleet seals. */
 const authorityKinds: number[] = [
@@ -53,12 +55,16 @@ export function keysFrom(
   return keys
 }
 
-/** keysFrom with the app's IndexedDB and, from `client`, the fleet's authority and `channel`'s envelopes. */
+/**
+ * keysFrom with the app's IndexedDB and, from `client`, the fleet's authority and `channel`'s
+ * envelopes; with `first`, what that hub must be sent before an event (the private channel's
+ * definition in effect when the hub did not return it: kith-channels, "Definitions first").
+ */
 export async function keysForChannel(
   device: Device,
   client: RelayClient,
   channel: string,
-): Promise<WebKeys> {
+): Promise<{ keys: WebKeys; first: (event: NostrEvent) => NostrEvent[] }> {
   const now = Math.floor(Date.now() / 1000)
   const fresh: NostrEvent[] = []
   const deliver = (events: NostrEvent[]) => {
@@ -66,10 +72,28 @@ export async function keysForChannel(
     return Promise.resolve()
   }
   const log = (line: string) => console.warn(`kith: ${line}`)
-  await pageBackwards(client, { kinds: authorityKinds }, now, { deliver, log })
+  // What the app already fetched from this hub is in IndexedDB: ask only for what is newer than
+  // its authority cursor there (kith-chat/1, step 5); all of it when the app never linked.
+  const cursors = (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
+  const authority = authorityFilter(authorityKinds, cursors[client.url], now)
+  await pageBackwards(client, authority, now, { deliver, log })
   await pageBackwards(client, { kinds: [Kind.KeyEnvelope], '#h': [channel] }, now, {
     deliver,
     log,
   })
-  return keysFrom(device, await idbAll<NostrEvent>('events'), fresh, now)
+  const stored = await idbAll<NostrEvent>('events')
+  const keys = keysFrom(device, stored, fresh, now)
+  const atHub = new Set(fresh.map((e) => e.id))
+  const byId = new Map([...stored, ...fresh].map((e) => [e.id, e]))
+  const first = (event: NostrEvent) => {
+    const p = definitionsFirst(
+      keys.state.channels,
+      event,
+      (id) => atHub.has(id),
+      (id) => byId.get(id),
+      now,
+    )
+    return 'first' in p ? p.first : []
+  }
+  return { keys, first }
 }

@@ -40,7 +40,8 @@ export class WebKeys {
     private readonly me: string,
     private readonly secret: Uint8Array,
     private readonly fleet: string,
-    private readonly state: FleetState,
+    /** The fleet's state these keys judge by (a service worker's sends need its channels too). */
+    readonly state: FleetState,
   ) {
     this.keyring = new Keyring(this.store, state, me)
   }
@@ -104,7 +105,7 @@ export class WebKeys {
   seal(template: EventTemplate): { before: NostrEvent[]; event: NostrEvent } {
     const channel = tagValue(template, 'h')!
     const t = now()
-    const { epoch, to } = this.keyring.epochFor(channel, t, random)
+    const { epoch, to } = this.keyring.epochFor(channel, t, random, this.sealing().rotateEvery)
     const before = to.map((p) =>
       signEvent(makeEnvelope(epoch, p, this.secret, this.fleet, t), this.secret),
     )

@@ -59,10 +59,16 @@ export interface PushSenderInfo {
 
 /** How often a device sends its presence (kith-chat/1: nodes, and this page, once a minute). */
 export const presenceSeconds = 60
-/** A device counts as online this long after its last presence (one lost is not offline). */
-const presenceFreshSeconds = 150
+/**
+ * A device counts as online for 2.5 of its own intervals after its last presence (kith-chat/1:
+ * one lost is not offline).
+ */
+const offlineAfterIntervals = 2.5
 
 export type AgentState = 'idle' | 'working' | 'awaiting permission'
+
+/** Why a turn under way cannot finish: its host went offline, or the agent was removed. */
+export type TurnStop = 'host offline' | 'removed'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -95,7 +101,12 @@ export class FleetModel {
   /** This device's newest push subscription: which sender it names, and when. */
   private mySubscription: { sender: string; at: number; event: NostrEvent } | undefined
   /** Each device's newest presence: when, and whether it said online or offline. */
-  private readonly presence = new Map<string, { at: number; online: boolean }>()
+  private readonly presence = new Map<
+    string,
+    { at: number; online: boolean; interval: number; agents: readonly string[] }
+  >()
+  /** Devices online at the last presenceTick, to redraw when one falls silent. */
+  private onlineAtTick = ''
   private readonly channelsMap = new Map<string, Entry[]>()
   private readonly requests = new Map<string, PermissionRequest>()
   /** The signed card and decisions, which the one rule of what answers a card reads. */
@@ -144,7 +155,11 @@ export class FleetModel {
     const t = now()
     let changed = false
     let authority = false
-    for (const { event: e, admission } of this.state.admitBatch(fresh, t, { keepPending: true })) {
+    for (const { event: e, admission } of this.state.admitBatch(fresh, t, {
+      keepPending: true,
+      // What a since-revoked device signed while it stood is history, told as it happened.
+      history: true,
+    })) {
       if (!admission.ok) {
         // A setting counts by its author's standing at its date (e2e-sealing), not now: one
         // whose author was removed since is still taken, as it was when it was signed.
@@ -162,7 +177,14 @@ export class FleetModel {
         if (before !== undefined && before.at > e.created_at) continue
         // A node that stops says so (status offline): it is gone now, not in 150 s.
         const online = e.tags.find((t) => t[0] === 'status')?.[1] !== 'offline'
-        this.presence.set(e.pubkey, { at: e.created_at, online })
+        const n = Number(e.tags.find((t) => t[0] === 'interval')?.[1])
+        const interval = Number.isInteger(n) && n >= 1 && n <= 86_400 ? n : presenceSeconds
+        // The agents it hosts; an offline one keeps those it last reported (a turn there has
+        // lost its host, it is not hosted nowhere).
+        const agents = online
+          ? e.tags.filter((t) => t[0] === 'agent' && t[1] !== undefined).map((t) => t[1]!)
+          : (before?.agents ?? [])
+        this.presence.set(e.pubkey, { at: e.created_at, online, interval, agents })
         changed = true
         continue
       }
@@ -182,6 +204,10 @@ export class FleetModel {
 
   private keep(e: NostrEvent): void {
     switch (e.kind) {
+      case Kind.ChannelDefinition:
+        // Sent ahead of a private channel's events to a hub that lacks it (definitionsFirst).
+        this.definitionEvents.set(e.id, e)
+        return
       case Kind.Profile: {
         const prev = this.profiles.get(e.pubkey)
         if (prev === undefined || e.created_at >= prev.created_at) this.profiles.set(e.pubkey, e)
@@ -311,6 +337,12 @@ export class FleetModel {
     return n
   }
 
+  /** A channel definition this page holds, by id. */
+  definition(id: string): NostrEvent | undefined {
+    return this.definitionEvents.get(id)
+  }
+  private readonly definitionEvents = new Map<string, NostrEvent>()
+
   event(id: string): NostrEvent | undefined {
     for (const list of this.channelsMap.values()) {
       const hit = list.find((e) => e.event.id === id)
@@ -417,7 +449,38 @@ export class FleetModel {
 
   online(pubkey: string): boolean {
     const p = this.presence.get(pubkey)
-    return p !== undefined && p.online && now() - p.at < presenceFreshSeconds
+    return p !== undefined && p.online && now() - p.at < p.interval * offlineAfterIntervals
+  }
+
+  /**
+   * Called now and then: a device that fell silent is offline without any event saying so, so
+   * the views are redrawn when the set of online devices changed.
+   */
+  presenceTick(): void {
+    const up = [...this.presence.keys()].filter((k) => this.online(k)).join(',')
+    if (up === this.onlineAtTick) return
+    this.onlineAtTick = up
+    this.revision.value++
+  }
+
+  /** The device that last reported hosting `agent` (online or not), if this page heard one. */
+  hostOf(agent: string): string | undefined {
+    let best: { device: string; at: number } | undefined
+    for (const [device, p] of this.presence)
+      if (p.agents.includes(agent) && (best === undefined || p.at > best.at))
+        best = { device, at: p.at }
+    return best?.device
+  }
+
+  /**
+   * Why a turn of `agent` under way cannot finish, if it cannot: the agent was removed from the
+   * fleet (nothing it says is taken), or the device hosting it is offline (kith-chat/1).
+   */
+  turnStop(agent: string): TurnStop | undefined {
+    if (!this.state.grants.isMember(agent, now()).ok) return 'removed'
+    const host = this.hostOf(agent)
+    if (host !== undefined && !this.online(host)) return 'host offline'
+    return undefined
   }
 
   /** The prompts still waiting for an agent in a channel (kith-agents/1, "Open prompts"). */

@@ -1,4 +1,5 @@
 import {
+  authorityFilter,
   catchUpSince,
   Kind,
   pageBackwards,
@@ -30,8 +31,14 @@ export interface LinkOptions {
   chain: () => NostrEvent[]
   /** Followed live and caught up from the cursor. */
   kinds: number[]
-  /** Fetched whole on every connect (profiles, grants, revocations, definitions). */
+  /**
+   * The authority kinds (profiles, grants, revocations, definitions, envelopes): fetched whole
+   * the first time, then only what is new since `authorityCursor` (catch-up.ts).
+   */
   fullKinds: number[]
+  /** The start of the last connect whose authority fetch completed (kept across reloads). */
+  authorityCursor: number | undefined
+  saveAuthorityCursor: (since: number) => void
   deliver: (events: NostrEvent[], from: string) => void
   /** Where catch-up starts (kept across reloads): the last time this hub was followed live. */
   cursor: number | undefined
@@ -57,7 +64,8 @@ const cursorMoveMs = 30_000
 /**
  * The browser's link to one hub, as a node's (kith-chat/1, "A node's link to a hub"): connect,
  * publish this device's chain, AUTH, subscribe live (limit 0) with the observer frames addressed
- * to this device, fetch the vital kinds whole, catch up from the cursor (an hour of overlap) in
+ * to this device, fetch the authority kinds (whole the first time, then what is new since the
+ * authority cursor), catch up from the cursor (an hour of overlap) in
  * pages, stay live; reconnect with jittered backoff after any failure. The cursor is kept in
  * IndexedDB with the events: a device new to the fleet catches up the last 7 days, as a new
  * node does.
@@ -68,6 +76,7 @@ export class BrowserLink {
   private client: RelayClient | undefined
   private live: Subscription | undefined
   private cursor: number | undefined
+  private authorityCursor: number | undefined
   private moveCursor(since: number): void {
     this.cursor = since
     this.opts.saveCursor(since)
@@ -79,6 +88,7 @@ export class BrowserLink {
 
   constructor(private readonly opts: LinkOptions) {
     this.cursor = opts.cursor
+    this.authorityCursor = opts.authorityCursor
   }
 
   get url(): string {
@@ -221,7 +231,10 @@ export class BrowserLink {
     }
     const log = this.opts.log
     performance.mark('kith-phase-live-sub')
-    await pageBackwards(client, { kinds: this.opts.fullKinds }, startedAt, { deliver, log })
+    const vital = authorityFilter(this.opts.fullKinds, this.authorityCursor, startedAt)
+    await pageBackwards(client, vital, startedAt, { deliver, log })
+    this.authorityCursor = startedAt
+    this.opts.saveAuthorityCursor(startedAt)
     performance.mark('kith-phase-full')
     const since = catchUpSince(this.cursor, startedAt)
     await pageBackwards(client, { kinds: this.opts.kinds, since }, startedAt, { deliver, log })

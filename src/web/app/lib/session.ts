@@ -1,6 +1,7 @@
 import { signal } from '@preact/signals'
 import {
   channelOf,
+  definitionsFirst,
   judgeHubRevoked,
   Kind,
   KithError,
@@ -41,6 +42,8 @@ const now = () => Math.floor(Date.now() / 1000)
 
 /** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
 const keptPerChannel = 2000
+/** How often the page looks whether a device fell silent (offline without saying so). */
+const presenceTickMs = 2000
 
 /**
  * The stored events worth keeping: every grant, revocation, definition and profile, and the
@@ -97,6 +100,8 @@ export class Session {
   async start(): Promise<void> {
     this.lastRead.value = (await idbGet<Record<string, number>>('prefs', 'lastRead')) ?? {}
     this.cursors = (await idbGet<Record<string, number>>('prefs', 'cursors')) ?? {}
+    this.authorityCursors =
+      (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
     // What this page verified and admitted before: shown at once, admitted again (a grant may
     // have been revoked since), never verified twice.
     performance.mark('kith-phase-prefs')
@@ -111,6 +116,8 @@ export class Session {
     const pending = await idbAll<Outgoing>('outbox')
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
+    // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
+    setInterval(() => this.model.presenceTick(), presenceTickMs)
     const allowed = await allowedByPolicy()
     performance.mark('kith-phase-policy')
     const r = this.device.record
@@ -132,6 +139,11 @@ export class Session {
         saveCursor: (since) => {
           this.cursors = { ...this.cursors, [url]: since }
           void idbPut('prefs', 'cursors', this.cursors)
+        },
+        authorityCursor: this.authorityCursors[url],
+        saveAuthorityCursor: (since) => {
+          this.authorityCursors = { ...this.authorityCursors, [url]: since }
+          void idbPut('prefs', 'authorityCursors', this.authorityCursors)
         },
         onState: () => this.refreshLinks(),
         onLive: (l) => {
@@ -172,6 +184,8 @@ export class Session {
   }
 
   private cursors: Record<string, number> = {}
+  /** Per hub: where the next fetch of the authority kinds starts (link.ts). */
+  private authorityCursors: Record<string, number> = {}
 
   /** Events from a hub: admitted by the model, and what it kept stored for the next load. */
   private take(events: NostrEvent[]): void {
@@ -282,25 +296,52 @@ export class Session {
     for (const o of this.outbox.value.values()) if (o.state === 'queued') this.deliver(link, o)
   }
 
-  private deliver(link: BrowserLink, o: Outgoing): void {
-    link.publish(o.event).then(
-      async (answer) => {
-        if (!this.outbox.value.has(o.event.id)) return
-        if (answer.ok) {
-          await idbDelete('outbox', o.event.id)
-          this.setOutgoing({ event: o.event, state: 'sent' })
-          return
-        }
-        // A refusal is kept and shown, never retried blindly (as a node's outbox).
-        const refused: Outgoing = { event: o.event, state: 'refused', message: answer.message }
-        await idbPut('outbox', o.event.id, refused)
-        this.setOutgoing(refused)
-      },
-      (err: unknown) => {
-        // The link dropped: the event stays queued and goes out on the next live link.
-        console.info(`kith: ${link.url}: ${String(err)}`)
-      },
+  /**
+   * A private channel's definition in effect goes to a hub before the channel's events
+   * (kith-channels, "Definitions first"), unless that hub took it before: a hub without it
+   * would take the channel for open and pass the event to the whole fleet.
+   */
+  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<void> {
+    let holds = this.hubHolds.get(link)
+    if (holds === undefined) this.hubHolds.set(link, (holds = new Set()))
+    const held = holds
+    const p = definitionsFirst(
+      this.model.state.channels,
+      event,
+      (id) => held.has(id),
+      (id) => this.model.definition(id),
+      now(),
     )
+    // Nothing here to send first: the hub judges the event with what it holds.
+    if (!('first' in p)) return
+    for (const d of p.first) {
+      const answer = await link.publish(d)
+      if (answer.ok || answer.message.startsWith('duplicate:')) held.add(d.id)
+    }
+  }
+  private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
+
+  private deliver(link: BrowserLink, o: Outgoing): void {
+    this.definitionsTo(link, o.event)
+      .then(() => link.publish(o.event))
+      .then(
+        async (answer) => {
+          if (!this.outbox.value.has(o.event.id)) return
+          if (answer.ok) {
+            await idbDelete('outbox', o.event.id)
+            this.setOutgoing({ event: o.event, state: 'sent' })
+            return
+          }
+          // A refusal is kept and shown, never retried blindly (as a node's outbox).
+          const refused: Outgoing = { event: o.event, state: 'refused', message: answer.message }
+          await idbPut('outbox', o.event.id, refused)
+          this.setOutgoing(refused)
+        },
+        (err: unknown) => {
+          // The link dropped: the event stays queued and goes out on the next live link.
+          console.info(`kith: ${link.url}: ${String(err)}`)
+        },
+      )
   }
 
   /** Removes a refused event from the outbox (the person has read why). */

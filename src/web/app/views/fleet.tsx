@@ -41,7 +41,9 @@ export function FleetView({ session }: { session: Session }) {
     const state = !active
       ? k.status
       : kind === 'agent'
-        ? m.agentState(k.pubkey)
+        ? m.hostOf(k.pubkey) !== undefined && !m.online(m.hostOf(k.pubkey)!)
+          ? 'host offline'
+          : m.agentState(k.pubkey)
         : k.pubkey === session.me
           ? 'this browser'
           : m.online(k.pubkey)

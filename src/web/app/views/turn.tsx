@@ -42,13 +42,29 @@ export function TurnProgress({
         {turn.plan.length > 0 ? `, a plan of ${turn.plan.length}` : ''}
       </button>
     )
-  const state = answered ? 'done' : m.agentState(agent)
+  // A turn whose host went offline, or whose agent was removed, cannot finish: said so, and no
+  // Stop (a cancel nobody is there to carry out).
+  const stopped = answered ? undefined : m.turnStop(agent)
+  const state = answered ? 'done' : (stopped ?? m.agentState(agent))
+  const host = stopped === 'host offline' ? m.hostOf(agent) : undefined
   return (
-    <section class={`turn ${answered ? 'done' : 'live'}`} aria-label={`${name}'s progress`}>
+    <section
+      class={`turn ${answered ? 'done' : stopped !== undefined ? 'stalled' : 'live'}`}
+      aria-label={`${name}'s progress`}
+    >
       <header>
         <span class="agent">{name}</span>
         <span class="state">{state === 'idle' ? 'queued' : state}</span>
-        {!answered && (
+        {stopped === 'host offline' && (
+          <span class="muted">
+            {host === undefined ? 'its host' : m.who(host).name} went offline: this turn cannot
+            finish until it is back
+          </span>
+        )}
+        {stopped === 'removed' && (
+          <span class="muted">{name} was removed from the fleet: this turn is over</span>
+        )}
+        {!answered && stopped === undefined && (
           <button
             type="button"
             class="danger small"
