@@ -3,8 +3,10 @@ import {
   channelOf,
   decisionStanding,
   FleetState,
+  fleetActor,
   isNotice,
   Kind,
+  mayAct,
   mayPushThrough,
   Names,
   openPromptsIn,
@@ -214,6 +216,8 @@ export class FleetModel {
       case Kind.ChatMessage:
       case Kind.PermissionRequest: {
         if (e.kind === Kind.PermissionRequest) {
+          // card.request is the agent's own (the authority table): a member's is no card.
+          if (!mayAct('card.request', fleetActor(this.state.grants, e.pubkey, e.created_at))) return
           try {
             this.requests.set(e.id, parsePermissionRequest(e))
             this.requestEvents.set(e.id, e)
