@@ -4,7 +4,7 @@ import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { optionFor } from '../events/permission-options.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
-import type { Action } from '../grants/authority.js'
+import { mayAct, type Action } from '../grants/authority.js'
 import { decisionStanding } from '../grants/decision-standing.js'
 import type { NotifyClass, PushPayload } from '../events/push.js'
 
@@ -96,6 +96,9 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
     }
     if (card.expires <= now) return undefined
     if (card.fleet !== undefined && card.fleet !== ctx.fleet) return undefined
+    // card.request is the agent's own: a member's key signing one pages nobody.
+    if (!mayAct('card.request', ctx.isAgent(card.agent) ? ['agent', 'member'] : ['member']))
+      return undefined
     if (!mine(card.agent) && !mine(card.prompter)) return undefined
     // The notification's Allow is the once option (never allow_always, even listed first).
     const allow = optionFor(card.options, 'allow')

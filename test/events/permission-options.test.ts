@@ -53,7 +53,8 @@ describe('which option a word means (one rule for every surface)', () => {
     const ctx: ClassifyContext = {
       person: parsed.prompter,
       personOf: (k) => k,
-      isAgent: () => false,
+      // The card is signed by the agent that asks (card.request is the agent's own).
+      isAgent: (k) => k === parsed.agent,
       nameOf: () => 'bot',
       event: () => undefined,
       fleet: parsed.fleet!,

@@ -3,7 +3,10 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent, verifyEventSignature } from '../../src/events/event.js'
 import { makeFleetSetting } from '../../src/events/e2e-setting.js'
 import { Kind } from '../../src/events/kinds.js'
+import { makePermissionRequest } from '../../src/events/permission-request.js'
 import { makePushSubscription } from '../../src/events/push.js'
+import { personOf } from '../../src/grants/members.js'
+import { classify } from '../../src/notify/classify.js'
 import { authorityRow, mayAct } from '../../src/grants/authority.js'
 import { actionOf, fleetActor, mayAdmit, mayPushThrough } from '../../src/grants/event-authority.js'
 import { FleetState } from '../../src/grants/fleet-state.js'
@@ -129,6 +132,7 @@ describe('admission asks the authority table who may (issue 28)', () => {
     )
     const a = state.admit(rev, now)
     expect(a.ok).toBe(false)
+    // A hub key signs nothing but AUTH: refused outright (a hub is a hub on every chain).
     if (!a.ok) expect(a.error.reason).toBe('kind-not-allowed')
     expect(mayAct('revocation', fleetActor(state.grants, k.hub.pk, now))).toBe(false)
   })
@@ -171,5 +175,47 @@ describe('admission asks the authority table who may (issue 28)', () => {
       }
     }
     expect(checked).toBe(9 * 8)
+  })
+
+  it('pages nobody for a card a member signed, which the table gives to the agent alone', () => {
+    const { state, k } = fleet()
+    const card = (who: K) =>
+      signEvent(
+        makePermissionRequest(
+          {
+            channel: 'ops',
+            fleet: k.founder.pk,
+            prompt: 'a'.repeat(64),
+            prompter: k.alice.pk,
+            title: 'rm -rf build',
+            toolKind: 'execute',
+            options: [
+              { optionId: 'allow', name: 'Allow once', kind: 'allow_once' },
+              { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+            ],
+            expires: now + 600,
+            toolCallId: 't',
+            sessionId: 's',
+            input: 'c'.repeat(64),
+            nonce: '0123456789abcdef',
+          },
+          now,
+        ),
+        who.sk,
+      )
+    const ctx = {
+      person: k.alice.pk,
+      personOf: (key: string) => personOf(state.grants, key, now),
+      isAgent: (key: string) => key === k.aliceNode.pk,
+      nameOf: () => 'x',
+      event: () => undefined,
+      fleet: k.founder.pk,
+      now: () => now,
+    }
+    // Bob signs a "card" in Alice's turn: admitted (which agent asks is its host's to read), but
+    // no notification asks Alice to answer it.
+    expect(classify(card(k.bob), ctx)).toBeUndefined()
+    // The same card from a key that is an agent pages her.
+    expect(classify(card(k.aliceNode), ctx)?.class).toBe('cards')
   })
 })
