@@ -18,9 +18,10 @@ module.exports = {
     {
       name: 'no-cycles',
       severity: 'error',
-      comment: 'A cycle makes two modules one; split along the seam or move the shared part down.',
+      comment:
+        'A cycle makes two modules one; split along the seam or move the shared part down. A type-only import (the verifier type the table reads grants through) is erased at build and loads nothing, so it closes no cycle.',
       from: { path: '^src/' },
-      to: { circular: true },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
     },
     ...layers.slice(0, -1).map((names, i) => ({
       name: `no-upward-from-${names.join('-')}`,
