@@ -1,13 +1,14 @@
 // `kith acp` (an ACP agent an editor launches) in front of each pinned real agent on another
 // node: the SDK's own client plays the editor on the laptop, the agent runs on the devbox against
 // the loopback mock model. What the editor sees must be what the real agent did.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import * as acp from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { acpEditor, textOf, type Editor } from '../helpers/acp-editor.js'
 import { runKith } from '../helpers/cli.js'
 import { startCodexFleet } from './codex-fleet.js'
+import { startOpencodeFleet } from './opencode-fleet.js'
 import { pinnedFile, proofCommand, proofTurn, startFleet, type Fleet } from './fleet.js'
 import { startMockModel, type MockModel } from './mock-model.js'
 
@@ -141,28 +142,7 @@ describe('kith acp in front of real agents on another node', { timeout: 240_000 
     model.respond((req) =>
       req.tools.length === 0 ? { text: 'Proof file' } : proofTurn('bash', req),
     )
-    const fleet = await startFleet({
-      name: 'opencode',
-      command: [pinnedFile('opencode-ai', 'bin', 'opencode.exe'), 'acp'],
-      prepare: ({ agentCwd }) => {
-        writeFileSync(
-          join(agentCwd, 'opencode.json'),
-          JSON.stringify({
-            $schema: 'https://opencode.ai/config.json',
-            model: 'mock/mock-model',
-            provider: {
-              mock: {
-                npm: '@ai-sdk/openai-compatible',
-                name: 'Mock',
-                options: { baseURL: model.baseUrl, apiKey: 'not-a-key' },
-                models: { 'mock-model': { name: 'Mock model' } },
-              },
-            },
-            permission: { bash: 'ask' },
-          }),
-        )
-      },
-    })
+    const fleet = await startOpencodeFleet(model)
     const { ed, sessionId } = await editorOn(fleet, 'opencode')
     allowOnce(ed)
     expect(await prompt(ed, sessionId, 'write the proof file')).toContain(
