@@ -90,7 +90,8 @@ describe('kith CLI', () => {
     expect(f.encrypt).toBe(true)
     expect(f.encryptSetting).toMatch(/^[0-9a-f]{64}$/)
     const shown = await runKith(['fleet', 'encrypt', '--json'], { home: sealedHome })
-    expect(JSON.parse(shown.stdout)).toEqual({ encrypt: true })
+    // Sealed, with the default rotation period (7 days).
+    expect(JSON.parse(shown.stdout)).toEqual({ encrypt: true, rotateEverySeconds: 604800 })
     const status = await runKith(['status'], { home: sealedHome })
     expect(status.stdout).toMatch(/sealed +yes: hubs and relays carry only ciphertext/)
     // A second init founds nothing, so --plain has nothing to apply to.

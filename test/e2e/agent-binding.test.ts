@@ -35,7 +35,9 @@ async function box(addFlags: string[] = []): Promise<{
   const home = join(dir, 'kith')
   const project = join(dir, 'project')
   mkdirSync(project)
-  expect((await setupKith(['init', '--name', 'box'], { home })).code).toBe(0)
+  // Plain: the attackers here are raw clients signing cancels, cards and answers in the clear,
+  // which a sealed fleet refuses outright (invalid: plaintext) before any binding is judged.
+  expect((await setupKith(['init', '--name', 'box', '--plain'], { home })).code).toBe(0)
   const add = await runKith(
     ['agent', 'add', 'bot', '--cwd', project, ...addFlags, '--', process.execPath, fakeAgent],
     { home },
