@@ -32,6 +32,8 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/issuer.test.ts',
     'test/grants/nip-oa.test.ts',
     'test/grants/policy.test.ts',
+    'test/grants/agent-policy.test.ts',
+    'test/grants/quorum.test.ts',
     'test/grants/verifier.test.ts',
     'test/pairing/aborts.test.ts',
     'test/pairing/mitm.test.ts',
