@@ -116,7 +116,7 @@ export function quorumApplies(quorum: Quorum | undefined, toolKind: string): boo
 function parseList(value: unknown, what: string): PolicyList {
   if (value === 'owner' || value === 'fleet') return value
   if (Array.isArray(value) && value.length > 0 && value.every((k) => isHex64(k)))
-    return [...new Set(value as string[])]
+    return [...new Set(value)]
   throw invalid('bad-content', `${what} is owner, fleet or a non-empty list of hex keys`)
 }
 
