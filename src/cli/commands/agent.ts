@@ -362,8 +362,9 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         ...caps,
       }
       // Replaced whole (or removed): --quorum 1 leaves none.
-      delete updated.quorum
-      Object.assign(updated, quorumSetting(record.quorum, quorumN, quorumFor))
+      const quorum = quorumSetting(record.quorum, quorumN, quorumFor).quorum
+      if (quorum === undefined) delete updated.quorum
+      else updated.quorum = quorum
       writeAgentRecord(id.home, updated)
       const live = await notifyDaemon('agents-changed')
       if (values.json) {
@@ -447,7 +448,10 @@ function parseQuorumFlag(text: string | undefined): number | undefined {
   if (text === undefined) return undefined
   const n = /^[0-9]$/.test(text) ? Number(text) : NaN
   if (!(n >= 1 && n <= quorumMax))
-    throw new KithError('usage', `--quorum is a number of people from 1 to ${quorumMax} (got ${text})`)
+    throw new KithError(
+      'usage',
+      `--quorum is a number of people from 1 to ${quorumMax} (got ${text})`,
+    )
   return n
 }
 
@@ -473,7 +477,10 @@ function quorumSetting(
   const nextFor = kinds ?? old?.for
   if (nextN === undefined || nextN < 2) {
     if (n === undefined && kinds !== undefined)
-      throw new KithError('usage', '--for says which tool kinds a quorum holds for: give --quorum N too')
+      throw new KithError(
+        'usage',
+        '--for says which tool kinds a quorum holds for: give --quorum N too',
+      )
     return {}
   }
   if (nextFor === undefined)
