@@ -1,0 +1,126 @@
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, it } from 'vitest'
+import type { OpenCard } from '../../src/node/agent-permissions.js'
+import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
+import { ask, threadedUnder } from '../helpers/node-chat.js'
+import { init, pairUp } from '../helpers/pair-up.js'
+import { tempDir } from '../helpers/tmp.js'
+
+const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
+
+/** The open cards a device knows, as `kith permit --json` lists them. */
+async function openCards(home: string): Promise<OpenCard[]> {
+  const r = await runKith(['permit', '--json'], { home })
+  expect(r.code, r.stderr).toBe(0)
+  return (JSON.parse(r.stdout) as { requests: OpenCard[] }).requests
+}
+
+/** Waits (expect.poll, as threadedUnder) until `home` lists the card with `allowed` people counted. */
+async function tallied(home: string, id: string, allowed: number): Promise<OpenCard> {
+  let card: OpenCard | undefined
+  await expect
+    .poll(
+      async () => {
+        card = (await openCards(home)).find((c) => c.id === id)
+        return card?.quorum?.allowedBy.length
+      },
+      { timeout: 40_000 },
+    )
+    .toBe(allowed)
+  return card!
+}
+
+describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
+  it('a quorum card runs only after two people allow it; two devices of one person are one; a Reject ends it', async () => {
+    const dir = tempDir()
+    const home = (n: string) => join(dir, n)
+    const [aliceLaptop, alicePhone, bob, carol] = [
+      'alice-laptop',
+      'alice-phone',
+      'bob',
+      'carol',
+    ].map(home) as [string, string, string, string]
+    await init(aliceLaptop, 'alice-laptop')
+    const hub = await startHubProcess(['--db', join(dir, 'hub.db')], aliceLaptop)
+    await setupKith(['hub', 'add', hub.url], { home: aliceLaptop })
+    await pairUp(aliceLaptop, ['pair', '--name', 'alice-phone'], alicePhone, ['join'])
+    await init(bob, 'bob')
+    await pairUp(aliceLaptop, ['fleet', 'invite', '--name', 'bob'], bob, ['fleet', 'join'])
+    await init(carol, 'carol')
+    await pairUp(aliceLaptop, ['fleet', 'invite', '--name', 'carol'], carol, ['fleet', 'join'])
+    // allow-all would run every call at once: a quorum kind still waits for people.
+    const add = await setupKith(
+      [
+        'agent',
+        'add',
+        'deploy',
+        '--allow',
+        'fleet',
+        '--approvers',
+        'fleet',
+        '--permissions',
+        'allow-all',
+        '--quorum',
+        '2',
+        '--for',
+        'execute,edit',
+        '--',
+        process.execPath,
+        fakeAgent,
+      ],
+      { home: aliceLaptop },
+    )
+    expect(add.code, add.stderr).toBe(0)
+    for (const h of [aliceLaptop, alicePhone, bob, carol])
+      await (await startNodeProcess(h)).waitFor(/linked to/)
+
+    // Bob asks for a deploy: the card needs two people and offers no "always".
+    const q1 = await ask(bob, '@deploy permission-execute deploy prod')
+    const card1 = (await threadedUnder(bob, q1, { kind: 4142 }))[0]!
+    const content = JSON.parse(card1.event.content) as {
+      options: { optionId: string }[]
+      quorum: unknown
+      policy: string
+    }
+    expect(content.quorum).toEqual({ n: 2, for: ['execute', 'edit'] })
+    expect(content.policy).toMatch(/^[0-9a-f]{64}$/)
+    expect(content.options.map((o) => o.optionId)).toEqual(['allow', 'reject'])
+
+    // Alice allows from her laptop: 1 of 2, and the agent waits.
+    const a1 = await runKith(['permit', card1.event.id, 'allow'], { home: aliceLaptop })
+    expect(a1.code, a1.stderr).toBe(0)
+    const notice1 = (await threadedUnder(bob, q1))[0]!.event.content
+    expect(notice1).toBe(
+      '✓ alice-laptop allowed "deploy prod": 1 of 2 — waiting for another approver',
+    )
+    // Her phone still sees the card, with her allow counted, and cannot allow it again.
+    const seen = await tallied(alicePhone, card1.event.id, 1)
+    expect(seen.quorum).toMatchObject({ n: 2, mine: true })
+    expect(seen.quorum!.text).toBe('1 of 2 — waiting for another approver')
+    const again = await runKith(['permit', card1.event.id, 'allow'], { home: alicePhone })
+    expect(again.code).toBe(1)
+    expect(again.stderr).toMatch(/you already allowed it \(1 of 2 — waiting for another approver\)/)
+    const listed = await runKith(['permit'], { home: aliceLaptop })
+    expect(listed.stdout).toMatch(/👥 needs 2 people: 1 of 2 — waiting for another approver/)
+
+    // Carol allows: two people, and the call runs.
+    const c1 = await runKith(['permit', card1.event.id, 'allow'], { home: carol })
+    expect(c1.code, c1.stderr).toBe(0)
+    const replies1 = (await threadedUnder(bob, q1, { count: 2 })).map((r) => r.event.content)
+    expect(replies1).toEqual([notice1, 'permission: selected allow'])
+
+    // A second deploy: Bob allows, Carol rejects; the Reject ends it, one allow short.
+    const q2 = await ask(bob, '@deploy permission-execute drop the database')
+    const card2 = (await threadedUnder(bob, q2, { kind: 4142 }))[0]!
+    expect((await runKith(['permit', card2.event.id, 'allow'], { home: bob })).code).toBe(0)
+    expect((await threadedUnder(carol, q2))[0]!.event.content).toMatch(/1 of 2 — waiting/)
+    expect((await runKith(['permit', card2.event.id, 'reject'], { home: carol })).code).toBe(0)
+    const replies2 = (await threadedUnder(bob, q2, { count: 2 })).map((r) => r.event.content)
+    expect(replies2[1]).toBe('permission: selected reject')
+
+    // A call of a kind outside the quorum runs under allow-all without asking anyone.
+    const q3 = await ask(bob, '@deploy permission-read README.md')
+    expect((await threadedUnder(bob, q3))[0]!.event.content).toBe('permission: selected allow')
+  })
+})
