@@ -1,10 +1,14 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
+import { parseAgentPolicy } from '../../src/events/agent-policy.js'
+import type { NostrEvent } from '../../src/events/event.js'
+import { readKeyFile } from '../../src/identity/key-file.js'
 import type { OpenCard } from '../../src/node/agent-permissions.js'
 import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { init, pairUp } from '../helpers/pair-up.js'
+import { RawClient } from '../helpers/raw-client.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
@@ -86,6 +90,23 @@ describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
     expect(content.quorum).toEqual({ n: 2, for: ['execute', 'edit'] })
     expect(content.policy).toMatch(/^[0-9a-f]{64}$/)
     expect(content.options.map((o) => o.optionId)).toEqual(['allow', 'reject'])
+    // The policy it names is on the wire, signed by the hosting device: Bob's reading counts it.
+    const c = await RawClient.connect(hub.url)
+    onTestFinished(() => c.close())
+    expect((await c.auth(hub.url, readKeyFile(join(bob, 'device.key'))!))[2]).toBe(true)
+    const [policy] = (await c.req('p', { ids: [content.policy] })).events as NostrEvent[]
+    const laptopKey = (
+      JSON.parse((await runKith(['whoami', '--json'], { home: aliceLaptop })).stdout) as {
+        deviceHex: string
+      }
+    ).deviceHex
+    expect(policy).toMatchObject({ kind: 34151, pubkey: laptopKey })
+    expect(parseAgentPolicy(policy!)).toMatchObject({
+      allow: 'fleet',
+      approvers: 'fleet',
+      permissions: 'allow-all',
+      quorum: { n: 2, for: ['execute', 'edit'] },
+    })
 
     // Alice allows from her laptop: 1 of 2, and the agent waits.
     const a1 = await runKith(['permit', card1.event.id, 'allow'], { home: aliceLaptop })
