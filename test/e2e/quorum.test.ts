@@ -2,7 +2,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { parseAgentPolicy } from '../../src/events/agent-policy.js'
-import type { NostrEvent } from '../../src/events/event.js'
+import { signEvent, type NostrEvent } from '../../src/events/event.js'
+import { makePermissionDecision } from '../../src/events/permission-decision.js'
 import { readKeyFile } from '../../src/identity/key-file.js'
 import type { OpenCard } from '../../src/node/agent-permissions.js'
 import { runKith, setupKith, startHubProcess, startNodeProcess } from '../helpers/cli.js'
@@ -45,7 +46,10 @@ describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
       'bob',
       'carol',
     ].map(home) as [string, string, string, string]
-    await init(aliceLaptop, 'alice-laptop')
+    // Plain, so the test can post a decision of its own making (below) as a client would.
+    expect(
+      (await setupKith(['init', '--name', 'alice-laptop', '--plain'], { home: aliceLaptop })).code,
+    ).toBe(0)
     const hub = await startHubProcess(['--db', join(dir, 'hub.db')], aliceLaptop)
     await setupKith(['hub', 'add', hub.url], { home: aliceLaptop })
     await pairUp(aliceLaptop, ['pair', '--name', 'alice-phone'], alicePhone, ['join'])
@@ -122,14 +126,38 @@ describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
     const again = await runKith(['permit', card1.event.id, 'allow'], { home: alicePhone })
     expect(again.code).toBe(1)
     expect(again.stderr).toMatch(/you already allowed it \(1 of 2 — waiting for another approver\)/)
+    // Signed by her phone past the CLI's check, the host still counts her once.
+    const phone = await RawClient.connect(hub.url)
+    onTestFinished(() => phone.close())
+    const phoneKey = readKeyFile(join(alicePhone, 'device.key'))!
+    expect((await phone.auth(hub.url, phoneKey))[2]).toBe(true)
+    const fleet = card1.event.tags.find((t) => t[0] === 'fleet')![1]!
+    const twice = signEvent(
+      makePermissionDecision(
+        {
+          request: { id: card1.event.id, channel: 'ops', agent: card1.event.pubkey },
+          fleet,
+          optionId: 'allow',
+        },
+        Math.floor(Date.now() / 1000),
+      ),
+      phoneKey,
+    )
+    phone.send(['EVENT', twice])
+    const ok = await phone.ok(twice.id)
+    expect(ok[2], String(ok[3])).toBe(true)
+    const notices = await threadedUnder(bob, q1, { count: 2 })
+    expect(notices[1]!.event.content).toBe(
+      'ℹ alice-phone\'s person already allowed "deploy prod": two devices of one person count once; 1 of 2 — waiting for another approver',
+    )
     const listed = await runKith(['permit'], { home: aliceLaptop })
     expect(listed.stdout).toMatch(/👥 needs 2 people: 1 of 2 — waiting for another approver/)
 
     // Carol allows: two people, and the call runs.
     const c1 = await runKith(['permit', card1.event.id, 'allow'], { home: carol })
     expect(c1.code, c1.stderr).toBe(0)
-    const replies1 = (await threadedUnder(bob, q1, { count: 2 })).map((r) => r.event.content)
-    expect(replies1).toEqual([notice1, 'permission: selected allow'])
+    const replies1 = (await threadedUnder(bob, q1, { count: 3 })).map((r) => r.event.content)
+    expect(replies1).toEqual([notice1, notices[1]!.event.content, 'permission: selected allow'])
 
     // A second deploy: Bob allows, Carol rejects; the Reject ends it, one allow short.
     const q2 = await ask(bob, '@deploy permission-execute drop the database')
