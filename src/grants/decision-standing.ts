@@ -98,7 +98,10 @@ export function cardTally(
     .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1))
     .map((d) => {
       const optionId = parsePermissionDecision(d).optionId
-      return { author: d.pubkey, optionKind: card.options.find((o) => o.optionId === optionId)?.kind }
+      return {
+        author: d.pubkey,
+        optionKind: card.options.find((o) => o.optionId === optionId)?.kind,
+      }
     })
   // Every vote here already stands: an approver under the policy the card names.
   return tally(card.quorum.n, votes, (key) => ({ person: ctx.personOf(key), approver: true }))

@@ -18,6 +18,7 @@ import {
   normalizeRelayUrl,
   signEvent,
   threadOf,
+  tallyText,
   type EventTemplate,
   type NostrEvent,
   type PermissionRequest,
@@ -432,6 +433,16 @@ export class Session {
   async decide(request: PermissionRequest, optionId: string): Promise<NostrEvent> {
     if (!this.model.requestOpen(request))
       throw new KithError('error', `"${request.title}" is no longer open`)
+    const count = this.model.tallyOf(request)
+    const me = this.model.myPerson()
+    const kind = request.options.find((o) => o.optionId === optionId)?.kind ?? ''
+    if (
+      count !== undefined &&
+      me !== undefined &&
+      count.allowedBy.includes(me) &&
+      kind.startsWith('allow')
+    )
+      throw new KithError('error', `you already allowed it (${tallyText(count)})`)
     return this.send(
       makePermissionDecision(
         {
