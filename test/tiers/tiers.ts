@@ -34,6 +34,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/policy.test.ts',
     'test/grants/agent-policy.test.ts',
     'test/grants/quorum.test.ts',
+    'test/grants/audit.test.ts',
     'test/grants/verifier.test.ts',
     'test/pairing/aborts.test.ts',
     'test/pairing/mitm.test.ts',
