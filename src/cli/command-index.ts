@@ -58,6 +58,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'chat', load: () => import('./commands/chat.js') },
   { name: 'send', load: () => import('./commands/send.js') },
   { name: 'log', load: () => import('./commands/log.js') },
+  { name: 'audit', load: () => import('./commands/audit.js') },
   { name: 'status', load: () => import('./commands/status.js') },
   { name: 'open', load: () => import('./commands/open.js') },
   { name: 'service', load: () => import('./commands/service.js') },
