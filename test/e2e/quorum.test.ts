@@ -171,5 +171,21 @@ describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
     // A call of a kind outside the quorum runs under allow-all without asking anyone.
     const q3 = await ask(bob, '@deploy permission-read README.md')
     expect((await threadedUnder(bob, q3))[0]!.event.content).toBe('permission: selected allow')
+
+    // The host's store audits clean: each card under the policy it names, decided as it allows.
+    const audited = await runKith(['audit', '--json'], { home: aliceLaptop })
+    expect(audited.code, audited.stdout).toBe(0)
+    const report = JSON.parse(audited.stdout) as {
+      turns: {
+        prompt: string
+        cards: { outcome: string; policy: string; policyInForce: string }[]
+      }[]
+      flags: unknown[]
+    }
+    expect(report.flags).toEqual([])
+    const cardsOf = (q: string) => report.turns.find((t) => t.prompt === q)?.cards ?? []
+    expect(cardsOf(q1).map((c) => c.outcome)).toEqual(['allowed'])
+    expect(cardsOf(q2).map((c) => c.outcome)).toEqual(['rejected'])
+    expect(cardsOf(q1)[0]!.policyInForce).toBe(content.policy)
   })
 })
