@@ -131,28 +131,44 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
           `goes in plainFleets (test/helpers/sentinel.ts) with why`,
       )
     }
-    const text = sentinelText()
-    let event: NostrEvent
     try {
-      event = (
-        await control.request<{ event: NostrEvent }>('send', {
-          channel: 'ops',
-          text,
-          waitMs: 10_000,
-        })
-      ).event
+      return { sent: await sendSentinel(home, control) }
     } catch (err) {
       // A removed device, or one no longer in #ops, sends nothing: nothing to look for.
       return { skipped: `send refused: ${(err as Error).message}` }
     }
-    // The node answers with its own view of what it sent (the wire's id, the text in the clear);
-    // what went out is for the hub scans to judge.
-    const s = { text, id: event.id, home }
-    sent.push(s)
-    return { sent: s }
   } finally {
     control.close()
   }
+}
+
+/**
+ * Sends a sentinel to #ops from the node in `home`, whatever its fleet decides, and keeps it for
+ * the hub scans (the check's own test uses it to leak one on purpose).
+ */
+export async function sendSentinel(home: string, control?: ControlClient): Promise<Sent> {
+  const c = control ?? (await ControlClient.connect(join(home, homeFiles.controlSocket)))
+  if (c === undefined) throw new Error(`no node runs in ${home}`)
+  try {
+    const text = sentinelText()
+    // The node answers with its own view of what it sent (the wire's id, the text in the
+    // clear); what went out is for the hub scans to judge.
+    const { event } = await c.request<{ event: NostrEvent }>('send', {
+      channel: 'ops',
+      text,
+      waitMs: 10_000,
+    })
+    const s = { text, id: event.id, home }
+    sent.push(s)
+    return s
+  } finally {
+    if (control === undefined) c.close()
+  }
+}
+
+/** Forgets the sentinels kept so far (after a test that leaked one on purpose saw it caught). */
+export function forgetSentinels(): void {
+  sent.length = 0
 }
 
 /** The files of the store at `db`: the database and every file sqlite keeps beside it. */
