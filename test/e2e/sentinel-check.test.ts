@@ -7,6 +7,7 @@ import {
   forgetSentinels,
   scanHub,
   sendSentinel,
+  sentinelChannel,
   storeFiles,
 } from '../helpers/sentinel.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -26,7 +27,9 @@ describe('the sentinel check (issue 29; real processes)', { timeout: 120_000 }, 
     expect(checked).toHaveProperty('sent')
     const { text } = (checked as { sent: { text: string } }).sent
     await expect
-      .poll(async () => (await history(laptop)).map((i) => i.event.content), { timeout: 20_000 })
+      .poll(async () => (await history(laptop, sentinelChannel)).map((i) => i.event.content), {
+        timeout: 20_000,
+      })
       .toContain(text)
     await nl.stop('SIGKILL')
     await hub.stop()

@@ -13,9 +13,9 @@ import { fleetSealingHere } from '../../src/node/e2e-keys.js'
 // The test-wide half of kith-e2e/1's promise (issue 29, "Done when ... a sentinel message in
 // every test fleet is absent from every hub file"). The shared helpers call this file:
 //   - startNodeProcess: before a node stops (the test's own stop(), or the cleanup after the
-//     test), a node whose fleet seals sends a fresh sentinel text to #ops through its control
-//     socket, as `kith send` would. A node whose fleet does not seal sends nothing: it must be
-//     in `plainFleets` below, or the test fails.
+//     test), a node whose fleet seals sends a fresh sentinel text through its control socket,
+//     as `kith send` would, to a channel of its own (no test counts it). A node whose fleet
+//     does not seal sends nothing: it must be in `plainFleets` below, or the test fails.
 //   - startHubProcess, startTestHub, and a node's embedded hub: once a hub stopped, every file
 //     of its store (hub.db, -wal, -shm, -journal) is read as an operator reading the disk would,
 //     and the test fails if any sentinel sent so far in this test file is there in plaintext.
@@ -78,6 +78,12 @@ function report(line: Record<string, unknown>): void {
     appendFileSync(file, `${JSON.stringify({ file: currentFile(), ...line })}\n`)
 }
 
+/**
+ * Where sentinels go: a channel of their own, so that a test counting #ops (or any channel it
+ * made) after a node's stop and restart counts what it sent, and no agent is prompted.
+ */
+export const sentinelChannel = 'kith-sentinel'
+
 /** A text no test writes: 'kith-sentinel-' and 16 random bytes in hex. */
 export function sentinelText(): string {
   return `kith-sentinel-${randomBytes(16).toString('hex')}`
@@ -99,7 +105,7 @@ export type NodeCheck =
   { sent: Sent } | { skipped: string } | { exempt: string } | { unsealed: 'no setting yet' }
 
 /**
- * Before the node in `home` stops: if its fleet seals, sends a sentinel to #ops and keeps it for
+ * Before the node in `home` stops: if its fleet seals, sends a sentinel to #kith-sentinel and keeps it for
  * the hub scans; if its fleet does not seal, the test's file must say why (`plainFleets`).
  */
 export async function beforeNodeStops(home: string): Promise<NodeCheck> {
@@ -134,7 +140,7 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
     try {
       return { sent: await sendSentinel(home, control) }
     } catch (err) {
-      // A removed device, or one no longer in #ops, sends nothing: nothing to look for.
+      // A removed device sends nothing: nothing to look for.
       return { skipped: `send refused: ${(err as Error).message}` }
     }
   } finally {
@@ -143,7 +149,7 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
 }
 
 /**
- * Sends a sentinel to #ops from the node in `home`, whatever its fleet decides, and keeps it for
+ * Sends a sentinel to #kith-sentinel from the node in `home`, whatever its fleet decides, and keeps it for
  * the hub scans (the check's own test uses it to leak one on purpose).
  */
 export async function sendSentinel(home: string, control?: ControlClient): Promise<Sent> {
@@ -154,7 +160,7 @@ export async function sendSentinel(home: string, control?: ControlClient): Promi
     // The node answers with its own view of what it sent (the wire's id, the text in the
     // clear); what went out is for the hub scans to judge.
     const { event } = await c.request<{ event: NostrEvent }>('send', {
-      channel: 'ops',
+      channel: sentinelChannel,
       text,
       waitMs: 10_000,
     })
