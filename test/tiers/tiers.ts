@@ -94,6 +94,7 @@ export const tiers: Record<Tier, string[]> = {
   processes: [
     'test/e2e/acp-edge.test.ts',
     'test/e2e/authority-cells.test.ts',
+    'test/e2e/sentinel-check.test.ts',
     'test/layers.test.ts',
     'test/acp/host.test.ts',
     'test/acp/host-features.test.ts',
@@ -117,6 +118,7 @@ export const tiers: Record<Tier, string[]> = {
   ],
   browser: [
     'test/web/agent-work.test.ts',
+    'test/web/definitions-first-web.test.ts',
     'test/web/app.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
