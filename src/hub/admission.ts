@@ -18,6 +18,11 @@ interface Waiting {
   authenticating: boolean
   /** In a pairing room: its deadline is the room's end (nothing more; it is evicted like any). */
   lane: boolean
+  /**
+   * It carried a member's connect ticket (upgrade-gate.ts): never evicted, like one mid-AUTH, so
+   * strangers from its address cannot push it out before it authenticates. It keeps its deadline.
+   */
+  vouched: boolean
   /** Closes the WebSocket with a reason once there is one; before the upgrade, the socket goes. */
   close?: (code: number, reason: string) => void
 }
@@ -48,6 +53,8 @@ export class Admission {
   constructor(
     private readonly limits: AdmissionLimits,
     private readonly log: (line: string) => void,
+    /** Told when a stranger authenticates as a member (the connection rate refunds it). */
+    private readonly onAdmit: (socket: Socket) => void = () => undefined,
   ) {}
 
   /** A new TCP connection. False when it was refused (and destroyed). */
@@ -77,6 +84,7 @@ export class Admission {
       address,
       authenticating: false,
       lane: false,
+      vouched: false,
       timer: setTimeout(
         () =>
           this.expel(
@@ -114,7 +122,15 @@ export class Admission {
 
   /** `socket` authenticated as a member: it no longer counts as a stranger. */
   admit(socket: Socket): void {
+    if (!this.waiting.has(socketKey(socket))) return
     this.leave(socketKey(socket))
+    this.onAdmit(socket)
+  }
+
+  /** `socket`'s upgrade carried a member's valid connect ticket: it is not evicted for a cap. */
+  vouch(socket: Socket): void {
+    const entry = this.waiting.get(socketKey(socket))
+    if (entry !== undefined) entry.vouched = true
   }
 
   /** `socket` joined a pairing room: its deadline becomes the room's end. */
@@ -189,9 +205,9 @@ export class Admission {
   }
 }
 
-/** The first (oldest) stranger of `group` not mid-AUTH. */
+/** The first (oldest) stranger of `group` neither mid-AUTH nor vouched for by a ticket. */
 function oldestEvictable(group: Map<string, Waiting>): Waiting | undefined {
-  for (const entry of group.values()) if (!entry.authenticating) return entry
+  for (const entry of group.values()) if (!entry.authenticating && !entry.vouched) return entry
   return undefined
 }
 
