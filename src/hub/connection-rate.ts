@@ -56,7 +56,7 @@ export class ConnectionRate {
     if (bucket !== undefined) bucket.tokens = Math.min(this.limits.burst, bucket.tokens + 1)
   }
 
-  /** Addresses tracked now (the overflow bucket included), for tests and operators. */
+  /** Addresses tracked now (the overflow bucket included: at most maxAddresses + 1). */
   get size(): number {
     return this.buckets.size
   }
@@ -67,7 +67,9 @@ export class ConnectionRate {
     if (bucket !== undefined) {
       this.buckets.delete(address)
     } else {
-      if (this.buckets.size >= this.limits.maxAddresses && !this.forgetOldest(now)) {
+      // Each pass forgets one address added earlier, so this loop is paid for by insertions.
+      while (this.buckets.size >= this.limits.maxAddresses && this.forgetOldest(now));
+      if (this.buckets.size >= this.limits.maxAddresses) {
         address = overflow
         bucket = this.buckets.get(overflow)
         if (bucket !== undefined) this.buckets.delete(overflow)

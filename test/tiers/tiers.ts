@@ -69,6 +69,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/auth.test.ts',
     'test/hub/auth-flood.test.ts',
     'test/hub/channel-attacks.test.ts',
+    'test/hub/connection-rate.test.ts',
     'test/hub/limits.test.ts',
     'test/hub/negentropy-budget.test.ts',
     'test/hub/negentropy.test.ts',
