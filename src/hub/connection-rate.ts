@@ -50,6 +50,15 @@ export class ConnectionRate {
     return Math.max(1, Math.ceil((1 - bucket.tokens) / this.limits.perSecond))
   }
 
+  /** Whether `address` has no token now (nothing taken, nothing reordered). */
+  empty(address: string): boolean {
+    if (this.limits.perSecond <= 0) return false
+    const bucket = this.buckets.get(address)
+    if (bucket === undefined) return false
+    const earned = ((this.nowMs() - bucket.atMs) / 1000) * this.limits.perSecond
+    return bucket.tokens + earned < 1
+  }
+
   /** Gives `address` its token back (its connection authenticated as a member). */
   refund(address: string): void {
     const bucket = this.buckets.get(address) ?? this.buckets.get(overflow)

@@ -168,13 +168,17 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   }
   const wss = new WebSocketServer(wsOptions)
   const relayUrls = new Set<string>()
-  const admission = new Admission(limits, log, (socket) => gate.refund(socket))
+  const admission = new Admission(limits, log, {
+    onAdmit: (socket) => gate.refund(socket),
+    overRate: (address) => gate.overRate(address),
+  })
   const gate: UpgradeGate = new UpgradeGate({
     limits,
     relayUrls,
     isMember: (key, now) => grants.isMember(key, now).ok,
     verify: (event) => verifier.verify(event, JSON.stringify(event), 'stranger'),
     vouch: (socket) => admission.vouch(socket),
+    settle: (socket) => admission.settle(socket),
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
   })
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {

@@ -20,6 +20,8 @@ export interface UpgradeGateOptions {
   verify: (event: NostrEvent) => Promise<VerifyResult>
   /** The connection is a member's (valid ticket): admission must not evict it for a cap. */
   vouch: (socket: Socket) => void
+  /** The upgrade passed (ticket or token): admission places a socket it had deferred. */
+  settle: (socket: Socket) => void
   now: () => number
   nowMs?: () => number
 }
@@ -58,12 +60,14 @@ export class UpgradeGate {
   async decide(req: IncomingMessage, socket: Duplex): Promise<UpgradeVerdict> {
     if (await this.ticketValid(req)) {
       this.opts.vouch(socket as Socket)
+      this.opts.settle(socket as Socket)
       return 'ticket'
     }
     const address = addressGroup(req.socket.remoteAddress ?? '')
     const retryAfter = this.rate.take(address)
     if (retryAfter === undefined) {
       this.charged.set(socket, address)
+      this.opts.settle(socket as Socket)
       return 'charged'
     }
     refuse(socket, retryAfter)
@@ -76,6 +80,11 @@ export class UpgradeGate {
     if (address === undefined) return
     this.charged.delete(socket)
     this.rate.refund(address)
+  }
+
+  /** Whether `address` (an address group) has no token now: its next upgrade would be refused. */
+  overRate(address: string): boolean {
+    return this.rate.empty(address)
   }
 
   /** Addresses the rate tracks now, for tests and operators. */

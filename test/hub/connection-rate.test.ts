@@ -110,6 +110,32 @@ describe('connection rate per address', () => {
     member.close()
   })
 
+  it('upgrades refused 429 displace no one already held', async () => {
+    const t = await startTestHub({
+      limits: {
+        maxUnauthenticatedPerAddress: 3,
+        connectionsPerSecondPerAddress: 0.05,
+        connectionBurstPerAddress: 3,
+      },
+    })
+    const held: RawClient[] = []
+    for (let i = 0; i < 3; i++) held.push(await RawClient.connect(t.url))
+    expect(refused(await flood(t.url, 10))).toHaveLength(10)
+    // Were the refused ones placed before their upgrade was answered, they would have closed
+    // the three held (1013), one per arrival.
+    for (const c of held) {
+      c.send(['REQ', 'still-there', { limit: 0 }])
+      expect((await c.next((f) => f[1] === 'still-there'))[0]).toBe('CLOSED')
+      expect(c.closed).toBeUndefined()
+    }
+    // A member's ticketed connection from that address still gets in, displacing the oldest.
+    const member = await RawClient.connect(withConnectTicket(t.url, t.ownerSk))
+    expect((await held[0]!.waitClosed()).code).toBe(1013)
+    expect((await member.auth(t.url, t.ownerSk))[2]).toBe(true)
+    for (const c of held) c.close()
+    member.close()
+  })
+
   it('bounds the table of addresses it remembers', async () => {
     const t = await startTestHub({ limits: { connectionRateAddresses: 4 } })
     for (let i = 2; i < 14; i++) {

@@ -118,6 +118,7 @@ export const tiers: Record<Tier, string[]> = {
   browser: [
     'test/web/agent-work.test.ts',
     'test/web/app.test.ts',
+    'test/web/authority-cursor-web.test.ts',
     'test/web/e2e-web.test.ts',
     'test/web/push.test.ts',
     'test/web/revoked-history.test.ts',
