@@ -402,7 +402,7 @@ export class AgentBridge {
     // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
     let rejected: string | undefined
     // What the turn did, kept with its answer: frames show it live but are never stored.
-    const work = new WorkLog()
+    const work = new WorkLog(route.job.cwd ?? agent.record.cwd)
     const job: PromptJob = {
       ...route.job,
       text,
