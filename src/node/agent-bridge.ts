@@ -349,10 +349,12 @@ export class AgentBridge {
   private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
     if (!this.mayAct(agent, event.pubkey, 'agent.prompt')) {
       this.node.store.prompts.done(event.id, agent.record.pubkey)
+      // Everyone in the channel reads it: it names whom it answers, never "you".
+      const who = this.node.names.who(event.pubkey)
       this.replyAs(
         agent,
         event,
-        `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        `⚠ ${agent.record.name} does not take prompts from ${who.person ?? who.name}: its policy allows ${describePolicy(agent.record.allow)} (its owner sets it: kith agent set ${agent.record.name} --allow)`,
         { outcome: ['refused', 'policy'] },
       )
       return
