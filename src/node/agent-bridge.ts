@@ -336,7 +336,8 @@ export class AgentBridge {
         this.replyAs(
           agent,
           event,
-          `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+          // Read on other devices: it names its host, as their "went offline" line did.
+          `⚠ ${agent.record.name} did not answer: its host ${this.node.names.who(this.node.id.devicePubkey).name} stopped during the turn; ask again if it is still needed`,
           { outcome: ['failed', 'stopped'] },
         )
         continue
