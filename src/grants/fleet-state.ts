@@ -312,7 +312,11 @@ export class FleetState {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
     this.mayTake(event, past)
-    const c = this.channels.mayPost(event, past ? event.created_at : now)
+    // History is judged at its date: the channel's definition then, and the person the author
+    // stood under then (a revocation dated after it set aside).
+    const c = past
+      ? this.channels.mayPost(event, event.created_at, event.created_at)
+      : this.channels.mayPost(event, now)
     if (!c.ok) throw channelRefusal(c)
     const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
     if (plain !== undefined) throw plain

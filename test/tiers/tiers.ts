@@ -123,6 +123,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/app.test.ts',
     'test/web/authority-cursor-web.test.ts',
     'test/web/e2e-web.test.ts',
+    'test/web/first-channel.test.ts',
     'test/web/push.test.ts',
     'test/web/revoked-history.test.ts',
     'test/web/sessions-web.test.ts',
