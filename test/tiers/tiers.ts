@@ -33,6 +33,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/nip-oa.test.ts',
     'test/grants/policy.test.ts',
     'test/grants/agent-policy.test.ts',
+    'test/grants/audit.test.ts',
     'test/grants/quorum.test.ts',
     'test/grants/verifier.test.ts',
     'test/pairing/aborts.test.ts',
