@@ -60,7 +60,12 @@ const maxTagValueIndexed = 1024
  * channel definitions and fleet settings, whose meaning depends on the whole set of them (an
  * admin's later "off" that does not count must not erase their "on" that does).
  */
-const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition, Kind.FleetSetting])
+const keptVersionKinds: ReadonlySet<number> = new Set([
+  Kind.ChannelDefinition,
+  Kind.FleetSetting,
+  // An audit judges each card by the policy in force when it was made, not the newest.
+  Kind.AgentPolicy,
+])
 
 /** The earliest stored event of one key in one channel (`h` value). */
 export interface ChannelFirst {
