@@ -1,4 +1,7 @@
 import type { PermissionOption } from '../events/permission-request.js'
+import { agentActor, decisionAction, mayAct, type AgentStanding } from './authority.js'
+import { personOf } from './members.js'
+import type { GrantVerifier } from './verifier.js'
 
 /**
  * Two-person approval (kith-agents, "Quorum"): a card of a tool kind its agent's policy names
@@ -80,4 +83,20 @@ export function tallyText(t: Pick<Tally, 'n' | 'allowedBy' | 'state'>): string {
   if (t.state === 'allowed') return `${got} of ${t.n} — allowed`
   const left = t.n - got
   return `${got} of ${t.n} — waiting for ${left === 1 ? 'another approver' : `${left} more approvers`}`
+}
+
+/**
+ * How the fleet's grants and the agent's policy in force stand each deciding key at `now`: its
+ * person, and whether the authority table lets it decide on the agent's cards. The hosting node,
+ * a reader of the card and an auditor ask this, never their own idea of "approver".
+ */
+export function voterStanding(
+  v: GrantVerifier,
+  now: number,
+  agent: AgentStanding,
+): (key: string) => VoterStanding {
+  return (key) => ({
+    person: personOf(v, key, now),
+    approver: mayAct(decisionAction('allow_once'), agentActor(v, key, now, agent)),
+  })
 }
