@@ -2,7 +2,7 @@ import { KithError } from '../errors.js'
 import type { AgentPolicyEvent, Quorum } from '../events/agent-policy.js'
 import { quorumApplies } from '../events/agent-policy.js'
 import { channelOf } from '../events/chat.js'
-import { isHex64, type NostrEvent } from '../events/event.js'
+import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest, type PermissionRequest } from '../events/permission-request.js'
@@ -238,7 +238,7 @@ export function audit(source: AuditSource): AuditReport {
   const cards = new Map<string, PermissionRequest>()
   for (const e of readable.filter((x) => x.kind === Kind.PermissionRequest)) {
     try {
-      const c = readCard(e)
+      const c = parsePermissionRequest(e)
       if (agents.has(c.agent)) cards.set(c.id, c)
     } catch (err) {
       if (!(err instanceof KithError)) throw err
@@ -429,18 +429,6 @@ function policyOf(p: AgentPolicyEvent): AuditPolicy {
   }
 }
 
-/** The policy version a card says it was judged under (its content's `policy`). */
-function cardPolicy(card: PermissionRequest & { policy?: unknown }): string | undefined {
-  return typeof card.policy === 'string' && isHex64(card.policy) ? card.policy : undefined
-}
-
-/** A card as parsed, with the policy its content names (kith-agents, "Permission request"). */
-function readCard(e: NostrEvent): PermissionRequest & { policy?: string } {
-  const card = parsePermissionRequest(e)
-  const policy = (JSON.parse(e.content) as { policy?: unknown }).policy
-  return typeof policy === 'string' ? { ...card, policy } : card
-}
-
 function auditCard(
   card: PermissionRequest,
   ctx: {
@@ -456,7 +444,7 @@ function auditCard(
   },
 ): AuditCard {
   const { flags } = ctx
-  const policy = cardPolicy(card)
+  const policy = card.policy
   const inForce = ctx.policyAtCard
   if (policy !== undefined && inForce !== undefined && policy !== inForce.id)
     flags.push({

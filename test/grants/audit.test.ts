@@ -127,13 +127,10 @@ function card(
       sessionId: 's1',
       input: '0'.repeat(64),
       nonce: '0123456789abcdef',
+      ...extra,
     },
     at,
   )
-  if (extra.policy !== undefined) {
-    const content = JSON.parse(template.content) as Record<string, unknown>
-    template.content = JSON.stringify({ ...content, policy: extra.policy })
-  }
   const e = signEvent(template, f.k.agent.sk)
   f.events.push(e)
   return e
