@@ -7,8 +7,12 @@ import type { AuditKey, AuditReport, AuditTurn } from '../grants/audit.js'
 
 const time = (t: number) => new Date(t * 1000).toISOString().replace('.000Z', 'Z')
 const short = (hex: string) => hex.slice(0, 8)
-const who = (k: AuditKey) =>
-  `${k.name ?? short(k.key)}${k.person === undefined ? ' (not a member then)' : ''}`
+const who = (k: AuditKey) => {
+  const name = k.name ?? short(k.key)
+  if (k.person === undefined) return `${name} (not a member then)`
+  if (k.person === k.key) return name
+  return `${name} (${k.personName ?? short(k.person)})`
+}
 
 function policyLine(t: AuditTurn): string {
   const p = t.policy
@@ -28,7 +32,7 @@ export function auditText(r: AuditReport): string[] {
       `${time(t.at)}  ${who(t.agent)} in #${t.channel ?? '?'}: turn ${short(t.id)} (${t.outcome}${t.seconds === undefined ? '' : `, ${t.seconds} s`})`,
     )
     out.push(
-      `  prompted by ${who(t.prompter)}${t.prompter.allowed ? '' : ' — NOT allowed'} via ${t.prompter.chain.length} grant${t.prompter.chain.length === 1 ? '' : 's'}`,
+      `  prompted by ${who(t.prompter)}${t.prompter.allowed === false ? ' — NOT allowed by the policy' : ''} via ${t.prompter.chain.length} grant${t.prompter.chain.length === 1 ? '' : 's'}`,
     )
     if (t.start !== undefined)
       out.push(
@@ -41,7 +45,7 @@ export function auditText(r: AuditReport): string[] {
       )
       for (const d of c.decisions)
         out.push(
-          `    ${time(d.at)} ${d.optionKind ?? d.optionId} by ${who(d.by)}${d.approver ? '' : ' (not an approver)'}${d.unbound === undefined ? '' : ` — answers nothing: ${d.unbound}`}`,
+          `    ${time(d.at)} ${d.optionKind ?? d.optionId} by ${who(d.by)}${d.approver === false ? ' (not an approver)' : ''}${d.unbound === undefined ? '' : ` — answers nothing: ${d.unbound}`}`,
         )
     }
     const carded = new Set(t.cards.map((c) => c.toolCallId))

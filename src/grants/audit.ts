@@ -70,6 +70,8 @@ export interface AuditKey {
   key: string
   person: string | undefined
   name: string | undefined
+  /** The display name of its person's grant. */
+  personName: string | undefined
 }
 
 export interface AuditDecision {
@@ -79,8 +81,11 @@ export interface AuditDecision {
   optionId: string
   /** ACP kind of the chosen option (allow_once, reject_once, …); undefined: none of the card's. */
   optionKind: string | undefined
-  /** Whether its author could make this decision under the policy in force at its date. */
-  approver: boolean
+  /**
+   * Whether its author could make this decision under the policy in force at its date;
+   * undefined when no policy was on record (not checked).
+   */
+  approver: boolean | undefined
   /** Why it answers nothing (not bound to the card), when it does not. */
   unbound?: string
 }
@@ -122,8 +127,8 @@ export interface AuditTurn {
   prompter: AuditKey & {
     /** Grant ids from the founder down to the prompter's own, valid at the prompt's date. */
     chain: string[]
-    /** Whether the policy in force let the prompter prompt this agent. */
-    allowed: boolean
+    /** Whether the policy in force let the prompter prompt this agent; undefined: no policy. */
+    allowed: boolean | undefined
   }
   start: SessionStart | undefined
   /** The agent's policy in force at the prompt; undefined: none on record (checks skipped). */
@@ -168,6 +173,8 @@ export interface AuditSource {
   vouched?: (event: NostrEvent) => boolean
   /** Checks a signature (events/event.ts verifyEventSignature, or a native verifier). */
   verifySignature: (event: NostrEvent) => boolean
+  /** Display names as the reader knows them (profiles); else the grants' names. */
+  nameOf?: (key: string) => string | undefined
 }
 
 /** Tool kinds that change nothing: running one without a card is not flagged. */
@@ -206,11 +213,15 @@ export function audit(source: AuditSource): AuditReport {
   const names = new Map<string, string>()
   for (const g of [...v.allGrants()].sort((a, b) => a.createdAt - b.createdAt))
     if (g.name !== undefined) names.set(g.subject, g.name)
-  const keyAt = (key: string, at: number): AuditKey => ({
-    key,
-    person: personAt(v, key, at),
-    name: names.get(key),
-  })
+  const keyAt = (key: string, at: number): AuditKey => {
+    const person = personAt(v, key, at)
+    return {
+      key,
+      person,
+      name: source.nameOf?.(key) ?? names.get(key),
+      personName: person === undefined ? undefined : (source.nameOf?.(person) ?? names.get(person)),
+    }
+  }
 
   const policies = events.filter((e) => e.kind === Kind.AgentPolicy)
   for (const p of policies) {
@@ -374,7 +385,7 @@ export function audit(source: AuditSource): AuditReport {
         prompter: {
           ...keyAt(prompt.pubkey, at),
           chain: chainAt(v, prompt.pubkey, at),
-          allowed: allowed ?? false,
+          allowed,
         },
         start,
         policy: policyEvent === undefined ? undefined : policyOf(policyEvent),
@@ -469,7 +480,7 @@ function auditCard(
         if (!(err instanceof KithError)) throw err
       }
       const optionKind = kindOf(optionId)
-      const approver = ctx.may(e.pubkey, e.created_at, decisionAction(optionKind)) ?? false
+      const approver = ctx.may(e.pubkey, e.created_at, decisionAction(optionKind))
       return {
         id: e.id,
         at: e.created_at,
@@ -486,7 +497,8 @@ function auditCard(
     bound.map((d) => ({ author: d.by.key, optionKind: d.optionKind })),
     (key) => {
       const d = bound.find((x) => x.by.key === key)!
-      return { person: d.by.person, approver: d.approver }
+      // No policy on record: the tally shows what was decided, unchecked (notes say so).
+      return { person: d.by.person, approver: d.approver ?? true }
     },
   )
   const status = ctx.tools.find((tool) => tool.id === card.toolCallId)?.status

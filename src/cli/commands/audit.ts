@@ -9,7 +9,7 @@ import { loadIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
-import { withStore } from '../local-node.js'
+import { withLocalNode, withStore } from '../local-node.js'
 import { auditHtml, auditText } from '../audit-report.js'
 
 export const auditCommand = declare({
@@ -20,7 +20,7 @@ export const auditCommand = declare({
     'kith audit export [--since T] > fleet.audit.jsonl',
     '    the signed events an audit reads, one JSON event per line',
   ],
-  subcommands: { export: 'write the signed events an audit reads, one per line' },
+  words: ['export'],
   arity: { min: 0, max: 1, error: 'kith audit takes no argument but export' },
   options: {
     since: {
@@ -150,7 +150,19 @@ export function runAudit(argv: string[], out: Out): number {
         e.created_at >= since,
     )
   if (!fromFile) out.err(`reading this node's store (${events.length} events)…`)
+  const nameOf = withLocalNode(({ names }) => {
+    const known = new Map<string, string>()
+    const keys = new Set<string>([fleet])
+    for (const e of events) {
+      keys.add(e.pubkey)
+      if (e.kind === Kind.Grant) for (const t of e.tags) if (t[0] === 'p' && t[1]) keys.add(t[1])
+    }
+    for (const k of keys) known.set(k, names.who(k).name)
+    // Read here: node.db is closed once this returns.
+    return (key: string) => known.get(key)
+  })
   let report: AuditReport = audit({
+    nameOf,
     fleet,
     events,
     verifySignature: verifyEventSignature,
