@@ -1,3 +1,5 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { makeAgentPolicy, type AgentPolicyContent } from '../../src/events/agent-policy.js'
@@ -354,4 +356,80 @@ describe('kith audit', () => {
     expect(r.flags).toEqual([])
     expect(r.notes.join('\n')).toMatch(/no agent policy/)
   })
+})
+
+// Vectors (nips/kith-agents.md, "Audit"): fixed signed histories and the flags any audit must
+// find in them. KITH_WRITE_VECTORS=audit rewrites the file from the scenarios below.
+const vectorFile = fileURLToPath(new URL('../vectors/audit.json', import.meta.url))
+
+function scenarios(): { name: string; fleet: string; events: NostrEvent[] }[] {
+  const out: { name: string; fleet: string; events: NostrEvent[] }[] = []
+  const add = (name: string, f: Fleet) => out.push({ name, fleet: f.k.fay.pk, events: f.events })
+  add('honest: an approver allowed the card, the tool ran', honest().f)
+  {
+    const f = fleet()
+    const p = policy(f, t0 + 10)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    decide(f, card(f, q, t0 + 21, exec, { policy: p.id }), f.k.carolLaptop, 'allow', t0 + 30)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    add('a non-approver allowed the card and the tool ran', f)
+  }
+  {
+    const f = fleet()
+    const p = policy(f, t0 + 10, { approvers: 'fleet', quorum: { n: 2, for: ['execute'] } })
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    const c = card(f, q, t0 + 21, exec, { policy: p.id })
+    decide(f, c, f.k.laptop, 'allow', t0 + 30)
+    decide(f, c, f.k.phone, 'allow', t0 + 31)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    add('a quorum of 2 met by two devices of one person', f)
+  }
+  {
+    const f = fleet()
+    policy(f, t0 + 10)
+    answer(
+      f,
+      prompt(f, f.k.carolLaptop, t0 + 20, [
+        ['project', 'app'],
+        ['mode', 'bypassPermissions'],
+      ]),
+      t0 + 40,
+      [],
+    )
+    add('a bypass-mode start by a non-approver', f)
+  }
+  return out
+}
+
+describe('kith audit vectors (test/vectors/audit.json)', () => {
+  if (process.env.KITH_WRITE_VECTORS === 'audit') {
+    const vectors = scenarios().map((s) => ({
+      ...s,
+      flags: audit({ ...s, verifySignature: verifyEventSignature }).flags.map((x) => x.code),
+    }))
+    writeFileSync(vectorFile, `${JSON.stringify(vectors, null, 2)}\n`)
+  }
+  const vectors = JSON.parse(readFileSync(vectorFile, 'utf8')) as {
+    name: string
+    fleet: string
+    events: NostrEvent[]
+    flags: AuditFlagCode[]
+  }[]
+  it('has an honest history and each kind of forgery', () => {
+    expect(vectors.map((x) => x.flags)).toEqual([
+      [],
+      ['non-approver-decision'],
+      ['quorum-short'],
+      ['start-not-approver'],
+    ])
+  })
+  for (const vector of vectors)
+    it(vector.name, () => {
+      const r = audit({
+        fleet: vector.fleet,
+        events: vector.events,
+        verifySignature: verifyEventSignature,
+      })
+      expect(r.flags.map((x) => x.code)).toEqual(vector.flags)
+    })
 })
