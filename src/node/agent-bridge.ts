@@ -21,6 +21,7 @@ import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agen
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
+import { AgentPolicies } from './agent-policies.js'
 import { nodeSigner, postAsAgent, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from './names.js'
@@ -89,6 +90,8 @@ export class AgentBridge {
   readonly agents = new Map<string, HostedAgent>()
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
+  /** The hosted agents' policies as published (kind 34151): the cards name the one in force. */
+  readonly policies: AgentPolicies
   readonly frames: ObserverFrames
   /** The hosted agents' sessions, reported to the fleet (kind 34150). */
   readonly sessions: SessionReports
@@ -101,7 +104,9 @@ export class AgentBridge {
     private readonly node: NodeContext,
     private readonly opts: AgentBridgeOptions,
   ) {
+    this.policies = new AgentPolicies(node)
     this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
+      policy: (agent) => this.policies.current(agent),
       agent: (pubkey) => this.agents.get(pubkey),
       mayAct: (agent, key, action) => this.mayAct(agent, key, action),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
@@ -152,6 +157,7 @@ export class AgentBridge {
       )
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
+      this.policies.publish(record)
       this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
       this.node.agentStatesChanged()
     }
@@ -171,7 +177,8 @@ export class AgentBridge {
       const agent = this.agents.get(record.pubkey)
       if (agent === undefined) continue
       agent.record = record
-      agent.host.setPermissions(record.permissions ?? 'ask')
+      agent.host.setPermissions(record.permissions ?? 'ask', record.quorum)
+      this.policies.publish(record)
       this.node.log(`agent ${record.name}: settings updated`)
     }
     this.loadAgents()
