@@ -10,7 +10,8 @@ import { declare } from '../declare.js'
 import { parseDuration } from '../duration.js'
 import type { Out } from '../io.js'
 import { withLocalNode, withStore } from '../local-node.js'
-import { auditHtml, auditText } from '../audit-report.js'
+import { auditHtml } from '../audit-report.js'
+import { auditText } from '../../grants/audit-text.js'
 
 export const auditCommand = declare({
   name: 'audit',

@@ -2,6 +2,7 @@ import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
 import { isChannelName } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
+import { AuditView } from './audit.js'
 import { ChatView } from './chat.js'
 import { FleetView } from './fleet.js'
 import { Removed } from './removed.js'
@@ -69,6 +70,7 @@ export function Shell({ session }: { session: Session }) {
           />
         )}
         {r.view === 'fleet' && <FleetView session={session} />}
+        {r.view === 'audit' && <AuditView session={session} />}
       </div>
     </div>
   )
@@ -131,6 +133,9 @@ function TopBar({ session }: { session: Session }) {
         </a>
         <a href={href({ view: 'fleet' })} class={r.view === 'fleet' ? 'active' : ''}>
           Fleet
+        </a>
+        <a href={href({ view: 'audit' })} class={r.view === 'audit' ? 'active' : ''}>
+          Audit
         </a>
       </nav>
     </header>
