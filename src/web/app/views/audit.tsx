@@ -25,7 +25,14 @@ export function AuditView({ session }: { session: Session }) {
   const run = async () => {
     error.value = undefined
     try {
-      const stored = await idbAll<NostrEvent>('events')
+      // The device's own grant and its chain come with its enrollment, not from a hub.
+      const { record } = session.device
+      const stored = [
+        ...(await idbAll<NostrEvent>('events')),
+        record.grant,
+        ...record.chain,
+        ...(record.revocations ?? []),
+      ]
       const opened = new Set<string>()
       const events = stored.map((e) => {
         if (!isSealed(e)) return e
