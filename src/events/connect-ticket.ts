@@ -48,18 +48,20 @@ export function withConnectTicket(
 ): string {
   const plain = withoutConnectTicket(url)
   const ticket = makeConnectTicket(plain, secretKey, now)
-  const parsed = new URL(plain)
-  parsed.searchParams.set(connectTicketParam, toBase64Url(JSON.stringify(ticket)))
-  return parsed.toString()
+  // Appended as text, not through URL: the bare URL comes back exactly as it was given.
+  const hash = plain.indexOf('#')
+  const base = hash < 0 ? plain : plain.slice(0, hash)
+  const param = `${connectTicketParam}=${toBase64Url(JSON.stringify(ticket))}`
+  return `${base}${base.includes('?') ? '&' : '?'}${param}`
 }
 
-/** `url` without its connect ticket: the URL AUTH names and logs show. */
+/** `url` without its connect ticket, as it was before one was added: what AUTH and logs name. */
 export function withoutConnectTicket(url: string): string {
-  if (!url.includes(`${connectTicketParam}=`)) return url
-  const parsed = new URL(url)
-  parsed.searchParams.delete(connectTicketParam)
-  return parsed.toString().replace(/\?$/, '')
+  return url.replace(ticketParam, (_all, sep: string, more: string) => (more === '' ? '' : sep))
 }
+
+/** The `auth` parameter with the separator before it and whether another parameter follows. */
+const ticketParam = /([?&])auth=[^&#]*(&?)/
 
 /**
  * The ticket carried by a request target (`/path?auth=…`), if any. Throws KithError('invalid')

@@ -182,7 +182,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
   })
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', (err) => log(`upgrade ${req.socket.remoteAddress}: ${err.message}`))
+    // Node drops its own error listener from an upgraded socket, and the gate may wait on a
+    // ticket's signature check: a reset meanwhile must not be an unhandled 'error'. A flood of
+    // resets is a stranger's business, not the log's; the socket closes by itself.
+    socket.on('error', () => undefined)
     gate.decide(req, socket).then(
       (verdict) => {
         if (typeof verdict === 'object') return

@@ -23,7 +23,7 @@ describe('connect tickets', () => {
   it('carries a signed kind-27235 GET of the bare hub URL, which the hub reads back', () => {
     const sk = generateSecretKey()
     const url = withConnectTicket(hub, sk, now)
-    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:7447\/\?auth=[A-Za-z0-9_-]+$/)
+    expect(url).toMatch(/^ws:\/\/127\.0\.0\.1:7447\?auth=[A-Za-z0-9_-]+$/)
     const ticket = readConnectTicket(target(url))!
     expect(ticket.kind).toBe(connectTicketKind)
     expect(ticket.pubkey).toBe(publicKeyOf(sk))
@@ -33,7 +33,9 @@ describe('connect tickets', () => {
     ])
     expect(verifyEventSignature(ticket)).toBe(true)
     expect(() => checkConnectTicket(ticket, { relayUrls, now: now + 30 })).not.toThrow()
-    expect(withoutConnectTicket(url)).toBe(`${hub}/`)
+    expect(withoutConnectTicket(url)).toBe(hub)
+    expect(withoutConnectTicket(withConnectTicket(`${hub}/r?x=1`, sk, now))).toBe(`${hub}/r?x=1`)
+    expect(withoutConnectTicket(`${hub}/?auth=A&x=1`)).toBe(`${hub}/?x=1`)
     // A fresh ticket replaces an old one rather than piling up.
     expect(withConnectTicket(url, sk, now).match(/auth=/g)).toHaveLength(1)
   })

@@ -4,6 +4,7 @@ import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { withConnectTicket } from '../../src/events/connect-ticket.js'
 import { ConnectionRate } from '../../src/hub/connection-rate.js'
+import { HubSession } from '../../src/link/hub-session.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import { RawClient } from '../helpers/raw-client.js'
 
@@ -64,6 +65,17 @@ describe('connection rate per address', () => {
     member.close()
   })
 
+  it("a node's session carries its ticket and AUTHs for the bare URL", async () => {
+    const t = await startTestHub({
+      limits: { connectionsPerSecondPerAddress: 0.05, connectionBurstPerAddress: 2 },
+    })
+    expect(refused(await flood(t.url, 4))).toHaveLength(2)
+    const session = await HubSession.open(withConnectTicket(t.url, t.ownerSk))
+    expect(session.url).toBe(t.url)
+    expect((await session.auth(t.ownerSk)).ok).toBe(true)
+    session.close()
+  })
+
   it("ignores a ticket from a stranger's key, a stale one and one for another hub", async () => {
     const t = await startTestHub({
       limits: { connectionsPerSecondPerAddress: 0.05, connectionBurstPerAddress: 2 },
@@ -73,7 +85,7 @@ describe('connection rate per address', () => {
     for (const url of [
       withConnectTicket(t.url, generateSecretKey()),
       withConnectTicket(t.url, t.ownerSk, stale),
-      withConnectTicket(t.url.replace(/:\d+$/, ':1'), t.ownerSk).replace(/:1\//, `:${t.hub.port}/`),
+      withConnectTicket(t.url.replace(/:\d+$/, ':1'), t.ownerSk).replace(/:1\?/, `:${t.hub.port}?`),
       `${t.url}/?auth=bm90IGEgdGlja2V0`,
     ]) {
       expect((await upgrade(url)).status).toBe(429)

@@ -49,12 +49,17 @@ describe('authority cursor in the web app (real hub, node, Chromium)', { timeout
 
       // The reload: the link connects again with the cursor it kept in IndexedDB.
       const sockets: ReturnType<typeof watch>[] = []
+      const urls: string[] = []
       page.on('websocket', (s) => {
-        if (s.url().startsWith(hub.url)) sockets.push(watch(s))
+        if (!s.url().startsWith(hub.url)) return
+        urls.push(s.url())
+        sockets.push(watch(s))
       })
       await page.reload()
       await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
       expect(sockets.length).toBeGreaterThan(0)
+      // The browser is a member: it carries a connect ticket (kith-hub) past the connection rate.
+      for (const u of urls) expect(u).toMatch(/[?&]auth=[A-Za-z0-9_-]+$/)
       const { sent, received } = sockets[sockets.length - 1]!
       const authority = sent.filter(
         (f) =>
