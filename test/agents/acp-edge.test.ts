@@ -5,12 +5,17 @@ import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import * as acp from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { acpEditor, textOf, type Editor } from '../helpers/acp-editor.js'
+import { acpEditor, acpEditorWs, textOf, type Editor } from '../helpers/acp-editor.js'
 import { runKith } from '../helpers/cli.js'
 import { startCodexFleet } from './codex-fleet.js'
 import { startOpencodeFleet } from './opencode-fleet.js'
 import { pinnedFile, proofCommand, proofTurn, startFleet, type Fleet } from './fleet.js'
-import { startMockModel, type MockModel } from './mock-model.js'
+import {
+  startMockModel,
+  type MockModel,
+  type ModelAnswer,
+  type ModelRequest,
+} from './mock-model.js'
 
 let model: MockModel
 beforeAll(async () => {
@@ -21,8 +26,11 @@ afterAll(async () => {
 })
 
 /** An editor on the laptop, initialized, with one new session. */
-async function editorOn(fleet: Fleet, agent: string): Promise<{ ed: Editor; sessionId: string }> {
-  const ed = acpEditor(fleet.laptop, agent)
+async function editorOn(
+  fleet: Fleet,
+  agent: string,
+  ed: Editor = acpEditor(fleet.laptop, agent),
+): Promise<{ ed: Editor; sessionId: string }> {
   const init = await ed.agent.request(acp.methods.agent.initialize, {
     protocolVersion: acp.PROTOCOL_VERSION,
     clientCapabilities: { fs: { readTextFile: true, writeTextFile: true }, terminal: true },
@@ -190,3 +198,227 @@ describe('kith acp in front of real agents on another node', { timeout: 240_000 
     expect(later.modes?.availableModes.map((m) => m.id)).toContain('plan')
   })
 })
+
+/** The claude fleet: Claude Code at the mock model. */
+const claudeFleet = (laptopArgs: string[] = []) =>
+  startFleet({
+    name: 'claude',
+    command: [
+      process.execPath,
+      pinnedFile('@zed-industries', 'claude-agent-acp', 'dist', 'index.js'),
+    ],
+    env: {
+      ANTHROPIC_BASE_URL: model.origin,
+      ANTHROPIC_API_KEY: 'not-a-key',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    },
+    laptopArgs,
+  })
+
+const geminiFleet = () =>
+  startFleet({
+    name: 'gemini',
+    command: [
+      process.execPath,
+      pinnedFile('@google', 'gemini-cli', 'bundle', 'gemini.js'),
+      '--acp',
+      '-m',
+      'gemini-2.5-flash',
+    ],
+    env: { GOOGLE_GEMINI_BASE_URL: model.origin, GEMINI_API_KEY: 'dummy' },
+  })
+
+/**
+ * The model of the matrix's turns: a plain answer, a turn held until the test lets it go (the
+ * cancel's), an answer after the cancel and one after the restart. opencode's title requests
+ * (no tools) get a title.
+ */
+function matrixModel(req: ModelRequest): ModelAnswer {
+  if (req.api === 'chat' && req.tools.length === 0) return { text: 'A title' }
+  const t = req.lastUserText
+  if (t.includes('kith-hold')) return { hold: { text: 'Too late: this was cancelled.' } }
+  if (t.includes('what is the build status')) return { text: 'The build is green.' }
+  if (t.includes('after the cancel')) return { text: 'Back after the cancel.' }
+  if (t.includes('after the restart')) return { text: 'Back after the restart.' }
+  return { text: 'unexpected request' }
+}
+
+/** One prompt: its stop reason and the text the editor was streamed. */
+async function turn(ed: Editor, sessionId: string, text: string) {
+  ed.updates.length = 0
+  const r = await ed.agent.request(acp.methods.agent.session.prompt, {
+    sessionId,
+    prompt: [{ type: 'text', text }],
+  })
+  return { stopReason: r.stopReason, text: textOf(ed.updates, sessionId) }
+}
+
+/** The laptop's view of the agent's sessions (kith session list --json). */
+async function sessionsOf(fleet: Fleet, agent: string) {
+  const r = await runKith(['session', 'list', '--json'], { home: fleet.laptop })
+  return (
+    JSON.parse(r.stdout) as {
+      sessions: {
+        agentName: string
+        mode?: string
+        options?: { id: string; value: string }[]
+      }[]
+    }
+  ).sessions.filter((s) => s.agentName === agent)
+}
+
+interface MatrixAgent {
+  name: string
+  start: () => Promise<Fleet>
+  /** The mode change the editor makes: set_mode, or (opencode) the `mode` config option. */
+  mode: { modeId: string } | { configId: string; value: string }
+  /** What the agent answers in the same session right after a cancelled turn. */
+  afterCancel: string
+  /** How the agent takes the session back after its node restarted. */
+  resumes: 'load' | 'load-or-new'
+}
+
+/**
+ * A cancel mid-turn, a mode change and a session/load after the devbox restarted, from an
+ * editor on the laptop (`editor` makes it: stdio `kith acp`, or the WebSocket transport).
+ */
+async function cancelModeLoad(a: MatrixAgent, fleet: Fleet, editor: () => Editor): Promise<void> {
+  const { ed, sessionId } = await editorOn(fleet, a.name, editor())
+  expect(await turn(ed, sessionId, 'what is the build status?')).toEqual({
+    stopReason: 'end_turn',
+    text: expect.stringContaining('The build is green.') as string,
+  })
+
+  // Cancel while the model is thinking (its request held open): the turn ends cancelled.
+  const held = model.nextHold()
+  const cancelled = turn(ed, sessionId, 'kith-hold: think about it for a long time')
+  const request = await held
+  expect(request.request.lastUserText).toContain('kith-hold')
+  await ed.agent.notify(acp.methods.agent.session.cancel, { sessionId })
+  expect((await cancelled).stopReason, ed.stderr()).toBe('cancelled')
+  // The agent itself gave its model call up (it honoured session/cancel; it was not killed).
+  await expect.poll(() => request.abandoned(), { timeout: 30_000 }).toBe(true)
+  expect(fleet.devboxNode.lines.join('\n')).not.toMatch(/ignored cancel/)
+  request.release()
+  const after = await turn(ed, sessionId, 'after the cancel, are you there?')
+  expect(after.stopReason).toBe('end_turn')
+  console.log(`[${a.name}] after cancel: ${JSON.stringify(after)}`)
+  expect(after.text).toContain(a.afterCancel)
+
+  // A mode change the agent offers, applied by its host.
+  if ('modeId' in a.mode) {
+    await ed.agent.request(acp.methods.agent.session.setMode, { sessionId, modeId: a.mode.modeId })
+    const want = a.mode.modeId
+    await expect
+      .poll(async () => (await sessionsOf(fleet, a.name)).map((s) => s.mode), { timeout: 30_000 })
+      .toContain(want)
+  } else {
+    const { configId, value } = a.mode
+    const r = await ed.agent.request(acp.methods.agent.session.setConfigOption, {
+      sessionId,
+      configId,
+      value,
+    })
+    expect(r.configOptions.find((o) => o.id === configId)?.currentValue).toBe(value)
+    await expect
+      .poll(
+        async () =>
+          (await sessionsOf(fleet, a.name)).flatMap((s) =>
+            (s.options ?? []).filter((o) => o.id === configId).map((o) => o.value),
+          ),
+        { timeout: 30_000 },
+      )
+      .toContain(value)
+  }
+  await ed.close()
+
+  // The devbox restarts; an editor loads the session and goes on in it.
+  await fleet.restartDevbox()
+  const again = editor()
+  await again.agent.request(acp.methods.agent.initialize, {
+    protocolVersion: acp.PROTOCOL_VERSION,
+    clientCapabilities: {},
+  })
+  await again.agent.request(acp.methods.agent.session.load, {
+    sessionId,
+    cwd: '/laptop/project',
+    mcpServers: [],
+  })
+  const replayed = again.updates.filter((u) => u.sessionId === sessionId)
+  expect(
+    replayed.some(
+      (u) =>
+        u.update.sessionUpdate === 'user_message_chunk' &&
+        JSON.stringify(u.update).includes('what is the build status?'),
+    ),
+  ).toBe(true)
+  const before = model.requests.length
+  expect(await turn(again, sessionId, 'after the restart, still there?')).toEqual({
+    stopReason: 'end_turn',
+    text: expect.stringContaining('Back after the restart.') as string,
+  })
+  const log = fleet.devboxNode.lines.join('\n')
+  const resumed = new RegExp(`agent ${a.name}: resumed session`).test(log)
+  console.log(`[${a.name}] resumed with session/load: ${resumed}`)
+  if (a.resumes === 'load') {
+    expect(resumed, log).toBe(true)
+    // The agent's own session went on: the model got the exchange from before the restart.
+    const asked = model.requests
+      .slice(before)
+      .filter((r) => r.lastUserText.includes('after the restart'))
+    expect(JSON.stringify(asked[0]?.body)).toContain('what is the build status?')
+  }
+  expect(again.reached).toEqual([])
+}
+
+const matrix: MatrixAgent[] = [
+  {
+    name: 'claude',
+    start: () => claudeFleet(),
+    mode: { modeId: 'plan' },
+    afterCancel: 'Back after the cancel.',
+    resumes: 'load',
+  },
+  {
+    name: 'codex',
+    start: () => startCodexFleet(model),
+    mode: { modeId: 'auto' },
+    afterCancel: 'Back after the cancel.',
+    resumes: 'load',
+  },
+  {
+    name: 'opencode',
+    start: () => startOpencodeFleet(model),
+    mode: { configId: 'mode', value: 'plan' },
+    afterCancel: 'Back after the cancel.',
+    resumes: 'load',
+  },
+  {
+    name: 'gemini',
+    start: geminiFleet,
+    mode: { modeId: 'plan' },
+    afterCancel: 'Back after the cancel.',
+    resumes: 'load-or-new',
+  },
+]
+
+describe(
+  'kith acp: cancel, mode and load after a restart, per real agent',
+  { timeout: 300_000 },
+  () => {
+    for (const a of matrix)
+      it(`${a.name}: a cancel mid-turn, a mode change, and the session loaded after the devbox restarts`, async () => {
+        model.respond(matrixModel)
+        const fleet = await a.start()
+        await cancelModeLoad(a, fleet, () => acpEditor(fleet.laptop, a.name))
+      })
+
+    it('claude over the WebSocket transport kith up serves: the same cancel, mode and load', async () => {
+      model.respond(matrixModel)
+      const fleet = await claudeFleet(['--acp-port', '0'])
+      const ready = JSON.parse(await fleet.laptopNode.waitFor(/"event":"ready"/)) as { acp: string }
+      expect(ready.acp).toMatch(/^ws:\/\/127\.0\.0\.1:\d+\/acp\/$/)
+      await cancelModeLoad(matrix[0]!, fleet, () => acpEditorWs(fleet.laptop, ready.acp, 'claude'))
+    })
+  },
+)
