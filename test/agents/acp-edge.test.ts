@@ -236,10 +236,12 @@ const geminiFleet = () =>
 function matrixModel(req: ModelRequest): ModelAnswer {
   if (req.api === 'chat' && req.tools.length === 0) return { text: 'A title' }
   const t = req.lastUserText
+  // Latest first: an agent may send the cancelled prompt again with the next one.
+  if (t.includes('one more time')) return { text: 'One more time: yes.' }
+  if (t.includes('after the restart')) return { text: 'Back after the restart.' }
+  if (t.includes('after the cancel')) return { text: 'Back after the cancel.' }
   if (t.includes('kith-hold')) return { hold: { text: 'Too late: this was cancelled.' } }
   if (t.includes('what is the build status')) return { text: 'The build is green.' }
-  if (t.includes('after the cancel')) return { text: 'Back after the cancel.' }
-  if (t.includes('after the restart')) return { text: 'Back after the restart.' }
   return { text: 'unexpected request' }
 }
 
@@ -272,8 +274,8 @@ interface MatrixAgent {
   start: () => Promise<Fleet>
   /** The mode change the editor makes: set_mode, or (opencode) the `mode` config option. */
   mode: { modeId: string } | { configId: string; value: string }
-  /** What the agent answers in the same session right after a cancelled turn. */
-  afterCancel: string
+  /** What the editor is streamed for the two prompts after a cancelled turn, in the same session. */
+  afterCancel: [string, string]
   /** How the agent takes the session back after its node restarted. */
   resumes: 'load' | 'load-or-new'
 }
@@ -300,10 +302,15 @@ async function cancelModeLoad(a: MatrixAgent, fleet: Fleet, editor: () => Editor
   await expect.poll(() => request.abandoned(), { timeout: 30_000 }).toBe(true)
   expect(fleet.devboxNode.lines.join('\n')).not.toMatch(/ignored cancel/)
   request.release()
-  const after = await turn(ed, sessionId, 'after the cancel, are you there?')
-  expect(after.stopReason).toBe('end_turn')
-  console.log(`[${a.name}] after cancel: ${JSON.stringify(after)}`)
-  expect(after.text).toContain(a.afterCancel)
+  // The same session goes on: what the next two prompts get (the agent's own behaviour).
+  const next = await turn(ed, sessionId, 'after the cancel, are you there?')
+  const then = await turn(ed, sessionId, 'one more time?')
+  expect([next, then]).toEqual(
+    a.afterCancel.map((text) => ({
+      stopReason: 'end_turn',
+      text: expect.stringContaining(text) as string,
+    })),
+  )
 
   // A mode change the agent offers, applied by its host.
   if ('modeId' in a.mode) {
@@ -376,28 +383,33 @@ const matrix: MatrixAgent[] = [
     name: 'claude',
     start: () => claudeFleet(),
     mode: { modeId: 'plan' },
-    afterCancel: 'Back after the cancel.',
+    // claude-agent-acp 0.23.1 ends the prompt after a cancel at once, with no text (the host
+    // says so), though Claude Code sent it to the model; that answer comes with the next prompt.
+    afterCancel: [
+      '⚠ claude did not answer: the agent ended its turn (end_turn) without a reply',
+      'Back after the cancel.',
+    ],
     resumes: 'load',
   },
   {
     name: 'codex',
     start: () => startCodexFleet(model),
     mode: { modeId: 'auto' },
-    afterCancel: 'Back after the cancel.',
+    afterCancel: ['Back after the cancel.', 'One more time: yes.'],
     resumes: 'load',
   },
   {
     name: 'opencode',
     start: () => startOpencodeFleet(model),
     mode: { configId: 'mode', value: 'plan' },
-    afterCancel: 'Back after the cancel.',
+    afterCancel: ['Back after the cancel.', 'One more time: yes.'],
     resumes: 'load',
   },
   {
     name: 'gemini',
     start: geminiFleet,
     mode: { modeId: 'plan' },
-    afterCancel: 'Back after the cancel.',
+    afterCancel: ['Back after the cancel.', 'One more time: yes.'],
     resumes: 'load-or-new',
   },
 ]
