@@ -13,6 +13,8 @@ import {
   promptText,
   setRequestOf,
   stopReasonOf,
+  uncarriedContent,
+  uncarriedRefusal,
   type Choice,
 } from './edge-mapping.js'
 
@@ -311,6 +313,12 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       await adopt(params.sessionId)
       if ([...turns.values()].some((t) => t.sessionId === params.sessionId))
         throw acp.RequestError.invalidRequest(undefined, 'a turn of this session is under way')
+      // Nothing the agent would not see is dropped in silence (kith-agents, "ACP at the edge").
+      const uncarried = uncarriedContent(params.prompt)
+      if (uncarried.length > 0) {
+        const data = uncarriedRefusal(uncarried)
+        throw acp.RequestError.invalidParams(data, data.message)
+      }
       const text = promptText(params.prompt).trim()
       if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
       const root = roots.get(params.sessionId)

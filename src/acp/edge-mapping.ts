@@ -22,6 +22,34 @@ export function promptText(blocks: readonly Acp.ContentBlock[]): string {
     .join('\n')
 }
 
+/**
+ * The blocks of an editor's prompt that a Kith prompt cannot carry (it is text): images, audio,
+ * and embedded resources whose content is binary (`blob`). Each is named by its type (a binary
+ * resource as `resource:blob`), in prompt order. `kith acp` refuses such a prompt as a whole
+ * (`-32602`, data.reason `uncarried-content`) rather than send the agent a prompt with parts
+ * silently missing: the person would believe the agent saw the screenshot.
+ */
+export function uncarriedContent(blocks: readonly Acp.ContentBlock[]): string[] {
+  return blocks.flatMap((b) => {
+    if (b.type === 'image' || b.type === 'audio') return [b.type]
+    if (b.type === 'resource' && !('text' in b.resource)) return ['resource:blob']
+    return []
+  })
+}
+
+/** The JSON-RPC error data of a refused prompt (code -32602), as `kith acp` answers it. */
+export function uncarriedRefusal(uncarried: readonly string[]): {
+  reason: 'uncarried-content'
+  uncarried: string[]
+  message: string
+} {
+  return {
+    reason: 'uncarried-content',
+    uncarried: [...uncarried],
+    message: `Kith carries prompts as text: ${[...new Set(uncarried)].join(', ')} cannot reach the agent; send the prompt without them (attach a file as a path or a link instead)`,
+  }
+}
+
 /** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
 export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
   const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]
