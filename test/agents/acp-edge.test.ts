@@ -7,6 +7,7 @@ import * as acp from '@agentclientprotocol/sdk'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { acpEditor, acpEditorWs, textOf, type Editor } from '../helpers/acp-editor.js'
 import { runKith } from '../helpers/cli.js'
+import { history } from '../helpers/node-chat.js'
 import { startCodexFleet } from './codex-fleet.js'
 import { startOpencodeFleet } from './opencode-fleet.js'
 import { pinnedFile, proofCommand, proofTurn, startFleet, type Fleet } from './fleet.js'
@@ -376,12 +377,15 @@ async function cancelModeLoad(a: MatrixAgent, fleet: Fleet, editor: () => Editor
   } else {
     // gemini's load fails within the minute its session began: its host says so in the channel
     // and goes on in a new session (kith-agents, "Seen on real agents").
-    const notices = (await fleet.history()).map((i) => i.event.content)
-    expect(notices).toContainEqual(
-      expect.stringMatching(
-        new RegExp(`^ℹ ${a.name} started a new session in .*: the agent could not resume it`),
-      ),
+    const notice = new RegExp(
+      `^ℹ ${a.name} started a new session in .*: the agent could not resume it`,
     )
+    await expect
+      .poll(
+        async () => (await history(fleet.laptop, 'acp')).some((i) => notice.test(i.event.content)),
+        { timeout: 30_000 },
+      )
+      .toBe(true)
   }
   expect(again.reached).toEqual([])
 }
