@@ -446,3 +446,55 @@ describe(
     })
   },
 )
+
+/**
+ * The model's side of a shell call in the agent's own shell tool, whichever it offers (gemini's
+ * run_shell_command; codex's shell or exec_command), then the tool's output as text.
+ */
+function shellTurn(req: ModelRequest): ModelAnswer {
+  if (req.api === 'chat' && req.tools.length === 0) return { text: 'A title' }
+  const result = req.toolResults.at(-1)
+  if (result !== undefined) return { text: `The tool said: ${result.output.trim()}` }
+  if (req.tools.includes('run_shell_command')) return proofTurn('run_shell_command', req)
+  if (req.tools.includes('exec_command'))
+    // Outside its sandbox (which needs bubblewrap), so codex asks first.
+    return {
+      toolCall: {
+        name: 'exec_command',
+        arguments: {
+          cmd: proofCommand,
+          sandbox_permissions: 'require_escalated',
+          justification: 'Write the proof file',
+        },
+      },
+    }
+  if (req.tools.includes('shell'))
+    return { toolCall: { name: 'shell', arguments: { command: ['bash', '-lc', proofCommand] } } }
+  return { text: `no shell tool among ${req.tools.join(', ')}` }
+}
+
+describe(
+  'kith acp: a tool call the editor approves, on codex and gemini',
+  { timeout: 300_000 },
+  () => {
+    for (const [name, start] of [
+      ['codex', () => startCodexFleet(model)],
+      ['gemini', geminiFleet],
+    ] as const)
+      it(`${name}: asks the editor before its shell call, which then runs on the devbox`, async () => {
+        model.respond(shellTurn)
+        const fleet = await start()
+        const { ed, sessionId } = await editorOn(fleet, name)
+        allowOnce(ed)
+        const r = await turn(ed, sessionId, 'write the proof file')
+        console.log(
+          `[${name}] ${JSON.stringify(r)} tools ${JSON.stringify(model.requests.at(-1)?.tools)} asked ${JSON.stringify(ed.asked)}`,
+        )
+        expect(r.stopReason).toBe('end_turn')
+        expect(r.text).toContain('kith-tool-ran')
+        expect(ed.asked).toHaveLength(1)
+        expect(readFileSync(join(fleet.agentCwd, 'proof.txt'), 'utf8').trim()).toBe('kith-tool-ran')
+        expect(ed.reached).toEqual([])
+      })
+  },
+)
