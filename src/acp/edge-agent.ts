@@ -15,6 +15,7 @@ import {
   stopReasonOf,
   uncarriedContent,
   uncarriedRefusal,
+  unstreamedRest,
   type Choice,
 } from './edge-mapping.js'
 
@@ -131,11 +132,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     const turn = turns.get(threadOf(event).parent ?? '')
     if (turn === undefined) return
     // What the frames did not bring (they are best effort), from the reply itself.
-    const rest = event.content.startsWith(turn.streamed)
-      ? event.content.slice(turn.streamed.length)
-      : turn.streamed === ''
-        ? event.content
-        : `\n\n${event.content}`
+    const rest = unstreamedRest(turn.streamed, event.content)
     if (rest !== '')
       void update(turn.sessionId, {
         sessionUpdate: 'agent_message_chunk',

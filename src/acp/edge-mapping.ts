@@ -50,6 +50,29 @@ export function uncarriedRefusal(uncarried: readonly string[]): {
   }
 }
 
+/**
+ * What of the agent's reply (kind 9) the editor was not streamed (the frames are best effort).
+ * The host may lay the reply out apart from how it streamed (codex-acp's configuration warning
+ * becomes its own paragraph), so whitespace does not count when matching; a reply that does not
+ * continue what streamed is given whole, as its own paragraph.
+ */
+export function unstreamedRest(streamed: string, reply: string): string {
+  if (reply.startsWith(streamed)) return reply.slice(streamed.length)
+  const want = streamed.replace(/\s+/g, '')
+  let i = 0
+  let j = 0
+  while (j < want.length && i < reply.length) {
+    const c = reply[i]!
+    if (/\s/.test(c)) i++
+    else if (c === want[j]) {
+      i++
+      j++
+    } else break
+  }
+  if (j === want.length) return reply.slice(i).trim() === '' ? '' : reply.slice(i)
+  return streamed === '' ? reply : `\n\n${reply}`
+}
+
 /** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
 export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
   const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]

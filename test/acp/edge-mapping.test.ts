@@ -10,6 +10,7 @@ import {
   stopReasonOf,
   uncarriedContent,
   uncarriedRefusal,
+  unstreamedRest,
 } from '../../src/acp/edge-mapping.js'
 import { verifyEventSignature, type NostrEvent } from '../../src/events/event.js'
 import { parsePermissionRequest } from '../../src/events/permission-request.js'
@@ -17,6 +18,7 @@ import { parseSessionState } from '../../src/events/session-state.js'
 
 interface Vectors {
   promptText: { blocks: Acp.ContentBlock[]; text: string }[]
+  unstreamed: { streamed: string; reply: string; rest: string }[]
   uncarried: { blocks: Acp.ContentBlock[]; uncarried: string[]; refusal: unknown }[]
   stopReason: { tags: string[][]; stopReason: string }[]
   permission: { card: NostrEvent; sessionId: string; request: unknown }[]
@@ -38,6 +40,9 @@ describe('kith acp maps ACP and Kith events as test/vectors/acp-edge.json says',
       if (c.uncarried.length > 0) expect(uncarriedRefusal(c.uncarried)).toEqual(c.refusal)
       else expect(c.refusal).toBeNull()
     }
+  })
+  it('the reply adds only what was not streamed, whatever the whitespace the host laid it out with', () => {
+    for (const c of v.unstreamed) expect(unstreamedRest(c.streamed, c.reply)).toBe(c.rest)
   })
   it("the agent reply's outcome becomes the prompt's stop reason", () => {
     for (const c of v.stopReason) expect(stopReasonOf(c)).toBe(c.stopReason)

@@ -487,12 +487,12 @@ describe(
         const { ed, sessionId } = await editorOn(fleet, name)
         allowOnce(ed)
         const r = await turn(ed, sessionId, 'write the proof file')
-        console.log(
-          `[${name}] ${JSON.stringify(r)} tools ${JSON.stringify(model.requests.at(-1)?.tools)} asked ${JSON.stringify(ed.asked)}`,
-        )
         expect(r.stopReason).toBe('end_turn')
-        expect(r.text).toContain('kith-tool-ran')
-        expect(ed.asked).toHaveLength(1)
+        // Once: the reply (which codex's host lays out apart from how it streamed) adds nothing.
+        expect(r.text.split('kith-tool-ran')).toHaveLength(2)
+        expect(ed.asked.map((q) => [q.toolCall.title, q.toolCall.kind])).toEqual([
+          [proofCommand, 'execute'],
+        ])
         expect(readFileSync(join(fleet.agentCwd, 'proof.txt'), 'utf8').trim()).toBe('kith-tool-ran')
         expect(ed.reached).toEqual([])
       })
