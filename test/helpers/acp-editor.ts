@@ -62,7 +62,8 @@ export function acpEditorWs(home: string, acpUrl: string, target: string): Edito
   const e = editorState(
     () => '',
     async () => {
-      await conn.close()
+      conn.close()
+      await conn.closed
     },
   )
   const conn = connectEditor(
