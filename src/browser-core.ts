@@ -50,3 +50,11 @@ export * from './grants/quorum.js'
 export { actionOf, fleetActor, mayAdmit, mayPushThrough } from './grants/event-authority.js'
 export { judgeHubRevoked, type HubRevokedVerdict } from './grants/hub-revoked.js'
 export * from './grants/e2e-keyring.js'
+export {
+  audit,
+  type AuditReport,
+  type AuditTurn,
+  type AuditFlag,
+  type AuditFlagCode,
+} from './grants/audit.js'
+export { auditText, auditWho } from './grants/audit-text.js'

@@ -58,7 +58,6 @@ export const commandIndex: readonly Entry[] = [
   { name: 'chat', load: () => import('./commands/chat.js') },
   { name: 'send', load: () => import('./commands/send.js') },
   { name: 'log', load: () => import('./commands/log.js') },
-  { name: 'audit', load: () => import('./commands/audit.js') },
   { name: 'status', load: () => import('./commands/status.js') },
   { name: 'open', load: () => import('./commands/open.js') },
   { name: 'service', load: () => import('./commands/service.js') },
@@ -69,6 +68,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'session', load: () => import('./commands/session.js') },
   { name: 'project', load: () => import('./commands/project.js') },
   { name: 'broadcast', load: () => import('./commands/broadcast.js') },
+  { name: 'audit', load: () => import('./commands/audit.js') },
   { name: 'acp', load: () => import('./commands/acp.js') },
   {
     name: 'completion',

@@ -343,7 +343,8 @@ export class AgentBridge {
         this.replyAs(
           agent,
           event,
-          `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+          // Read on other devices: it names its host, as their "went offline" line did.
+          `⚠ ${agent.record.name} did not answer: its host ${this.node.names.who(this.node.id.devicePubkey).name} stopped during the turn; ask again if it is still needed`,
           { outcome: ['failed', 'stopped'] },
         )
         continue
@@ -356,10 +357,12 @@ export class AgentBridge {
   private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
     if (!this.mayAct(agent, event.pubkey, 'agent.prompt')) {
       this.node.store.prompts.done(event.id, agent.record.pubkey)
+      // Everyone in the channel reads it: it names whom it answers, never "you".
+      const who = this.node.names.who(event.pubkey)
       this.replyAs(
         agent,
         event,
-        `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        `⚠ ${agent.record.name} does not take prompts from ${who.person ?? who.name}: its policy allows ${describePolicy(agent.record.allow)} (its owner sets it: kith agent set ${agent.record.name} --allow)`,
         { outcome: ['refused', 'policy'] },
       )
       return
@@ -409,7 +412,7 @@ export class AgentBridge {
     // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
     let rejected: string | undefined
     // What the turn did, kept with its answer: frames show it live but are never stored.
-    const work = new WorkLog()
+    const work = new WorkLog(route.job.cwd ?? agent.record.cwd)
     const job: PromptJob = {
       ...route.job,
       text,

@@ -176,7 +176,7 @@ describe('a node stopping mid-turn', () => {
         // The thread holds the queued prompt and its answer too: the notices are the ⚠ lines.
         const notices = await threadedUnder(home, running, { count: 3 })
         expect(notices.map((n) => n.event.content).filter((c) => c.startsWith('⚠'))).toEqual([
-          '⚠ bot did not answer: this node stopped during the turn; ask again if it is still needed',
+          '⚠ bot did not answer: its host box stopped during the turn; ask again if it is still needed',
         ])
         expect(await node.stop()).toBe(0)
       }

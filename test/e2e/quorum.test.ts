@@ -176,16 +176,13 @@ describe('two-person approval (real processes)', { timeout: 300_000 }, () => {
     const audited = await runKith(['audit', '--json'], { home: aliceLaptop })
     expect(audited.code, audited.stdout).toBe(0)
     const report = JSON.parse(audited.stdout) as {
-      turns: {
-        prompt: string
-        cards: { outcome: string; policy: string; policyInForce: string }[]
-      }[]
+      turns: { id: string; cards: { tally: { state: string }; policy: string }[] }[]
       flags: unknown[]
     }
     expect(report.flags).toEqual([])
-    const cardsOf = (q: string) => report.turns.find((t) => t.prompt === q)?.cards ?? []
-    expect(cardsOf(q1).map((c) => c.outcome)).toEqual(['allowed'])
-    expect(cardsOf(q2).map((c) => c.outcome)).toEqual(['rejected'])
-    expect(cardsOf(q1)[0]!.policyInForce).toBe(content.policy)
+    const cardsOf = (q: string) => report.turns.find((t) => t.id === q)?.cards ?? []
+    expect(cardsOf(q1).map((c) => c.tally.state)).toEqual(['allowed'])
+    expect(cardsOf(q2).map((c) => c.tally.state)).toEqual(['rejected'])
+    expect(cardsOf(q1)[0]!.policy).toBe(content.policy)
   })
 })

@@ -1,49 +1,49 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { makeAgentPolicy, type AgentPolicyContent } from '../../src/events/agent-policy.js'
-import { makeChatMessage } from '../../src/events/chat.js'
 import {
   publicKeyOf,
   signEvent,
   verifyEventSignature,
   type NostrEvent,
 } from '../../src/events/event.js'
+import { Kind } from '../../src/events/kinds.js'
 import { makePermissionDecision } from '../../src/events/permission-decision.js'
 import { makePermissionRequest } from '../../src/events/permission-request.js'
-import { audit } from '../../src/grants/audit.js'
+import { workTags, type WorkTool } from '../../src/events/turn-work.js'
+import { audit, type AuditFlagCode } from '../../src/grants/audit.js'
 import { signGrant, type Role } from '../../src/grants/grant.js'
-import { GrantVerifier } from '../../src/grants/verifier.js'
+
+// kith audit over histories a test builds: an honest one passes with no flag; each forged or
+// out-of-policy one is flagged with its code (issue 33). Real signatures throughout.
 
 const t0 = 1_800_000_000
+const key = () => {
+  const sk = generateSecretKey()
+  return { sk, pk: publicKeyOf(sk) }
+}
 
-/**
- * A fleet founded by fay: alice hosts the agent `deploy` on her laptop; bob (laptop and phone)
- * and carol are its approvers; dan is a member who may prompt it but not approve.
- */
+/** Founder fay; alice (laptop, phone; the laptop hosts `deploy`); bob (laptop); carol (laptop). */
 function fleet() {
-  const key = () => {
-    const sk = generateSecretKey()
-    return { sk, pk: publicKeyOf(sk) }
-  }
   const k = {
     fay: key(),
     alice: key(),
     laptop: key(),
+    phone: key(),
     agent: key(),
     bob: key(),
     bobLaptop: key(),
-    bobPhone: key(),
     carol: key(),
     carolLaptop: key(),
-    dan: key(),
-    danLaptop: key(),
   }
-  const v = new GrantVerifier({ founder: k.fay.pk, verifySignature: verifyEventSignature })
+  const events: NostrEvent[] = []
   const grant = (
     issuer: { sk: Uint8Array },
     subject: { pk: string; sk: Uint8Array },
     role: Role,
-    extra: { deleg?: boolean; parent?: string } = {},
+    extra: { deleg?: boolean; parent?: string; name?: string } = {},
   ) => {
     const e = signGrant(
       { subject: subject.pk, role, fleet: k.fay.pk, ...extra },
@@ -51,193 +51,385 @@ function fleet() {
       subject.sk,
       t0,
     )
-    expect(v.add(e).status).toBe('accepted')
+    events.push(e)
     return e.id
   }
-  const gAlice = grant(k.fay, k.alice, 'owner')
-  const gLaptop = grant(k.alice, k.laptop, 'device', { deleg: true, parent: gAlice })
-  grant(k.laptop, k.agent, 'agent', { parent: gLaptop })
-  for (const [person, devices] of [
-    [k.bob, [k.bobLaptop, k.bobPhone]],
-    [k.carol, [k.carolLaptop]],
-    [k.dan, [k.danLaptop]],
-  ] as const) {
-    const g = grant(k.fay, person, 'owner')
-    for (const d of devices) grant(person, d, 'device', { parent: g })
-  }
-  const fleetKey = k.fay.pk
-  const policy = (at: number, content: Partial<AgentPolicyContent>, by = k.laptop.sk) =>
-    signEvent(
-      makeAgentPolicy(
-        {
-          agent: k.agent.pk,
-          fleet: fleetKey,
-          allow: 'fleet',
-          approvers: [k.bob.pk, k.carol.pk],
-          permissions: 'ask',
-          ...content,
-        },
-        at,
-      ),
-      by,
-    )
-  const prompt = (by: Uint8Array, at: number, text: string, extra: string[][] = []) => {
-    const t = makeChatMessage({ channel: 'ops', text, fleet: fleetKey, mentions: [k.agent.pk] }, at)
-    return signEvent({ ...t, tags: [...t.tags, ...extra] }, by)
-  }
-  const card = (
-    p: NostrEvent,
-    at: number,
-    toolKind: string,
-    title: string,
-    policyId: string,
-    quorum?: { n: number; for: ('execute' | 'edit')[] },
-  ) =>
-    signEvent(
-      makePermissionRequest(
-        {
-          channel: 'ops',
-          fleet: fleetKey,
-          prompt: p.id,
-          prompter: p.pubkey,
-          title,
-          toolKind,
-          options: [
-            { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
-            { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
-          ],
-          expires: at + 300,
-          toolCallId: `call-${at}`,
-          sessionId: 's1',
-          input: 'a'.repeat(64),
-          nonce: `${at}`.padStart(16, '0'),
-          policy: policyId,
-          ...(quorum === undefined ? {} : { quorum }),
-        },
-        at,
-      ),
-      k.agent.sk,
-    )
-  const decide = (c: NostrEvent, by: Uint8Array, at: number, optionId = 'allow') =>
-    signEvent(
-      makePermissionDecision(
-        { request: { id: c.id, channel: 'ops', agent: k.agent.pk }, fleet: fleetKey, optionId },
-        at,
-      ),
-      by,
-    )
-  const reply = (p: NostrEvent, at: number, text: string) =>
-    signEvent(
-      makeChatMessage({ channel: 'ops', text, fleet: fleetKey, replyTo: { id: p.id } }, at),
-      k.agent.sk,
-    )
-  return { v, k, policy, prompt, card, decide, reply }
+  const gAlice = grant(k.fay, k.alice, 'owner', { name: 'alice' })
+  const gLaptop = grant(k.alice, k.laptop, 'device', {
+    deleg: true,
+    parent: gAlice,
+    name: 'alice-laptop',
+  })
+  grant(k.alice, k.phone, 'device', { parent: gAlice, name: 'alice-phone' })
+  grant(k.laptop, k.agent, 'agent', { parent: gLaptop, name: 'deploy' })
+  const gBob = grant(k.fay, k.bob, 'owner', { name: 'bob' })
+  grant(k.bob, k.bobLaptop, 'device', { parent: gBob, name: 'bob-laptop' })
+  const gCarol = grant(k.fay, k.carol, 'owner', { name: 'carol' })
+  grant(k.carol, k.carolLaptop, 'device', { parent: gCarol, name: 'carol-laptop' })
+  return { k, events }
 }
 
-const codes = (events: NostrEvent[], v: GrantVerifier) => audit(events, v).flags.map((f) => f.code)
+type Fleet = ReturnType<typeof fleet>
+const options = [
+  { optionId: 'allow', name: 'Allow', kind: 'allow_once' },
+  { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
+]
 
-describe('kith audit over signed histories', () => {
-  it('passes an honest history: a quorum card allowed by two approvers, under its policy', () => {
-    const { v, k, policy, prompt, card, decide, reply } = fleet()
-    const p1 = policy(t0 + 10, { quorum: { n: 2, for: ['execute'] } })
-    const q = prompt(k.bobLaptop.sk, t0 + 20, '@deploy ship it')
-    const c = card(q, t0 + 21, 'execute', 'deploy prod', p1.id, { n: 2, for: ['execute'] })
-    const events = [
-      p1,
-      q,
-      c,
-      decide(c, k.bobLaptop.sk, t0 + 22),
-      decide(c, k.carolLaptop.sk, t0 + 23),
-      reply(q, t0 + 25, 'permission: selected allow'),
-    ]
-    const report = audit(events, v)
-    expect(report.flags).toEqual([])
-    expect(report.turns).toHaveLength(1)
-    const turn = report.turns[0]!
-    expect(turn).toMatchObject({
-      agent: k.agent.pk,
+function policy(f: Fleet, at: number, content: Partial<AgentPolicyContent> = {}): NostrEvent {
+  const e = signEvent(
+    makeAgentPolicy(
+      {
+        agent: f.k.agent.pk,
+        fleet: f.k.fay.pk,
+        allow: 'fleet',
+        approvers: [f.k.bob.pk],
+        permissions: 'ask',
+        ...content,
+      },
+      at,
+    ),
+    f.k.laptop.sk,
+  )
+  f.events.push(e)
+  return e
+}
+
+function prompt(f: Fleet, from: { sk: Uint8Array }, at: number, tags: string[][] = []): NostrEvent {
+  const e = signEvent(
+    {
+      kind: Kind.ChatMessage,
+      created_at: at,
+      tags: [['h', 'ops'], ['fleet', f.k.fay.pk], ['p', f.k.agent.pk], ...tags],
+      content: 'deploy: ship it',
+    },
+    from.sk,
+  )
+  f.events.push(e)
+  return e
+}
+
+function card(
+  f: Fleet,
+  q: NostrEvent,
+  at: number,
+  tool: { id: string; kind: string; title: string },
+  extra: { policy?: string } = {},
+): NostrEvent {
+  const template = makePermissionRequest(
+    {
+      channel: 'ops',
+      fleet: f.k.fay.pk,
       prompt: q.id,
-      prompter: { key: k.bobLaptop.pk, person: k.bob.pk },
+      prompter: q.pubkey,
+      title: tool.title,
+      toolKind: tool.kind,
+      options,
+      expires: at + 600,
+      toolCallId: tool.id,
+      sessionId: 's1',
+      input: '0'.repeat(64),
+      nonce: '0123456789abcdef',
+      ...extra,
+    },
+    at,
+  )
+  const e = signEvent(template, f.k.agent.sk)
+  f.events.push(e)
+  return e
+}
+
+function decide(f: Fleet, c: NostrEvent, by: { sk: Uint8Array }, optionId: string, at: number) {
+  const e = signEvent(
+    makePermissionDecision(
+      { request: { id: c.id, channel: 'ops', agent: f.k.agent.pk }, fleet: f.k.fay.pk, optionId },
+      at,
+    ),
+    by.sk,
+  )
+  f.events.push(e)
+  return e
+}
+
+function answer(f: Fleet, q: NostrEvent, at: number, tools: WorkTool[]): NostrEvent {
+  const e = signEvent(
+    {
+      kind: Kind.ChatMessage,
+      created_at: at,
+      tags: [
+        ['h', 'ops'],
+        ['fleet', f.k.fay.pk],
+        ['e', q.id, '', 'root'],
+        ['p', q.pubkey],
+        ...workTags(tools),
+      ],
+      content: 'done',
+    },
+    f.k.agent.sk,
+  )
+  f.events.push(e)
+  return e
+}
+
+const run = (f: Fleet) =>
+  audit({ fleet: f.k.fay.pk, events: f.events, verifySignature: verifyEventSignature })
+const codes = (f: Fleet): AuditFlagCode[] => run(f).flags.map((x) => x.code)
+const exec = { id: 'call-1', kind: 'execute', title: 'kubectl apply' }
+
+/** An honest turn: carol prompts, the card is allowed by bob (the approver), the tool runs. */
+function honest() {
+  const f = fleet()
+  const p = policy(f, t0 + 10)
+  const q = prompt(f, f.k.carolLaptop, t0 + 20)
+  const c = card(f, q, t0 + 21, exec, { policy: p.id })
+  decide(f, c, f.k.bobLaptop, 'allow', t0 + 30)
+  answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+  return { f, p, q, c }
+}
+
+describe('kith audit', () => {
+  it('an honest history passes, and the report tells who did what under which policy', () => {
+    const { f, p, q, c } = honest()
+    const r = run(f)
+    expect(r.flags).toEqual([])
+    expect(r.counts).toMatchObject({
+      turns: 1,
+      cards: 1,
+      decisions: 1,
+      policies: 1,
+      badSignatures: 0,
+    })
+    const turn = r.turns[0]!
+    expect(turn).toMatchObject({
+      id: q.id,
+      agent: { key: f.k.agent.pk, name: 'deploy' },
+      prompter: {
+        key: f.k.carolLaptop.pk,
+        person: f.k.carol.pk,
+        name: 'carol-laptop',
+        allowed: true,
+      },
+      policy: { id: p.id, permissions: 'ask' },
       outcome: 'answered',
-      durationSeconds: 5,
+      seconds: 20,
     })
-    expect(turn.chain).toHaveLength(2)
+    expect(turn.prompter.chain).toHaveLength(2)
     expect(turn.cards[0]).toMatchObject({
+      id: c.id,
       toolKind: 'execute',
-      title: 'deploy prod',
-      input: 'a'.repeat(64),
-      policy: p1.id,
-      policyInForce: p1.id,
-      outcome: 'allowed',
+      title: 'kubectl apply',
+      policy: p.id,
+      ran: 'completed',
+      tally: { state: 'allowed', allowedBy: [f.k.bob.pk] },
     })
-    expect(turn.cards[0]!.decisions.map((d) => [d.person, d.approver])).toEqual([
-      [k.bob.pk, true],
-      [k.carol.pk, true],
+    expect(turn.cards[0]!.decisions[0]).toMatchObject({
+      by: { person: f.k.bob.pk },
+      approver: true,
+    })
+  })
+
+  it('a decision signed by a non-approver, injected into a store, is flagged', () => {
+    const f = fleet()
+    const p = policy(f, t0 + 10)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    const c = card(f, q, t0 + 21, exec, { policy: p.id })
+    decide(f, c, f.k.carolLaptop, 'allow', t0 + 30)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    expect(codes(f)).toEqual(['non-approver-decision'])
+  })
+
+  it('a card answered after its policy changed is flagged', () => {
+    const f = fleet()
+    const p = policy(f, t0 + 10, { approvers: 'fleet' })
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    const c = card(f, q, t0 + 21, exec, { policy: p.id })
+    // The owner narrows the approvers to bob; bob answers the old card after that.
+    policy(f, t0 + 25, { approvers: [f.k.bob.pk] })
+    decide(f, c, f.k.bobLaptop, 'allow', t0 + 30)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    expect(codes(f)).toEqual(['answered-after-policy-change'])
+  })
+
+  it('a bypass-mode start by someone who is not an approver is flagged', () => {
+    const f = fleet()
+    policy(f, t0 + 10)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20, [
+      ['project', 'app'],
+      ['mode', 'bypassPermissions'],
     ])
-  })
-
-  it('flags a decision signed by a non-approver that the turn went on after', () => {
-    const { v, k, policy, prompt, card, decide, reply } = fleet()
-    const p1 = policy(t0 + 10, {})
-    const q = prompt(k.danLaptop.sk, t0 + 20, '@deploy edit it')
-    const c = card(q, t0 + 21, 'edit', 'edit main.ts', p1.id)
-    // Dan's own allow, injected into the host's store as if it had counted.
-    const events = [p1, q, c, decide(c, k.danLaptop.sk, t0 + 22), reply(q, t0 + 24, 'edited')]
-    expect(codes(events, v)).toEqual(['non-approver-counted'])
-    // The same history where an approver answered is clean.
-    expect(codes([...events, decide(c, k.carolLaptop.sk, t0 + 23)], v)).toEqual([])
-  })
-
-  it('flags a quorum card that ran short, and two devices of one person as one', () => {
-    const { v, k, policy, prompt, card, decide, reply } = fleet()
-    const p1 = policy(t0 + 10, { quorum: { n: 2, for: ['execute'] } })
-    const q = prompt(k.bobLaptop.sk, t0 + 20, '@deploy ship it')
-    const c = card(q, t0 + 21, 'execute', 'deploy prod', p1.id, { n: 2, for: ['execute'] })
-    const events = [
-      p1,
-      q,
-      c,
-      decide(c, k.bobLaptop.sk, t0 + 22),
-      decide(c, k.bobPhone.sk, t0 + 23),
-      reply(q, t0 + 25, 'permission: selected allow'),
-    ]
-    expect(codes(events, v)).toEqual(['quorum-short'])
-    // An approver's reject ends it: the turn going on is then no shortfall.
-    const rejected = [...events.slice(0, 4), decide(c, k.carolLaptop.sk, t0 + 23, 'reject')]
-    const report = audit([...rejected, reply(q, t0 + 25, 'not run')], v)
-    expect(report.flags).toEqual([])
-    expect(report.turns[0]!.cards[0]!.outcome).toBe('rejected')
-  })
-
-  it('flags a card answered after its policy changed, and a card naming a forged policy', () => {
-    const { v, k, policy, prompt, card, decide, reply } = fleet()
-    const p1 = policy(t0 + 10, {})
-    const q = prompt(k.bobLaptop.sk, t0 + 20, '@deploy edit it')
-    const c = card(q, t0 + 21, 'edit', 'edit main.ts', p1.id)
-    // Alice opens approvals to the fleet after the card was asked; Dan then answers it.
-    const p2 = policy(t0 + 30, { approvers: 'fleet' })
-    const events = [p1, q, c, p2, decide(c, k.danLaptop.sk, t0 + 31), reply(q, t0 + 33, 'edited')]
-    expect(codes(events, v)).toEqual(['policy-changed'])
-    // Bob's laptop signs a policy for Alice's agent: it counts for nothing, and a card naming
-    // it names no policy in force.
-    const forged = policy(t0 + 15, { approvers: 'fleet' }, k.bobLaptop.sk)
-    const c2 = card(q, t0 + 22, 'edit', 'edit other.ts', forged.id)
-    const report = audit([p1, forged, q, c2, decide(c2, k.carolLaptop.sk, t0 + 23)], v)
-    expect(report.flags.map((f) => f.code)).toEqual(['policy-mismatch'])
-    expect(report.turns[0]!.cards[0]!.policyInForce).toBe(p1.id)
-  })
-
-  it('flags a session started in a mode by someone who is not an approver', () => {
-    const { v, k, policy, prompt, reply } = fleet()
-    const p1 = policy(t0 + 10, {})
-    const byDan = prompt(k.danLaptop.sk, t0 + 20, '@deploy go', [['mode', 'bypassPermissions']])
-    const byBob = prompt(k.bobLaptop.sk, t0 + 21, '@deploy go', [['mode', 'bypassPermissions']])
-    const report = audit(
-      [p1, byDan, byBob, reply(byDan, t0 + 22, 'ok'), reply(byBob, t0 + 23, 'ok')],
-      v,
+    answer(f, q, t0 + 40, [])
+    expect(codes(f)).toEqual(['start-not-approver'])
+    // The same start by bob (an approver) is not.
+    const g = fleet()
+    policy(g, t0 + 10)
+    answer(
+      g,
+      prompt(g, g.k.bobLaptop, t0 + 20, [
+        ['project', 'app'],
+        ['mode', 'bypassPermissions'],
+      ]),
+      t0 + 40,
+      [],
     )
-    expect(report.flags).toEqual([
-      expect.objectContaining({ code: 'bypass-start', event: byDan.id }),
+    expect(codes(g)).toEqual([])
+  })
+
+  it('a quorum card that ran on one person (two of their devices) is flagged; two people pass', () => {
+    const short = fleet()
+    const p = policy(short, t0 + 10, { approvers: 'fleet', quorum: { n: 2, for: ['execute'] } })
+    const q = prompt(short, short.k.carolLaptop, t0 + 20)
+    const c = card(short, q, t0 + 21, exec, { policy: p.id })
+    decide(short, c, short.k.laptop, 'allow', t0 + 30)
+    decide(short, c, short.k.phone, 'allow', t0 + 31)
+    answer(short, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    expect(codes(short)).toEqual(['quorum-short'])
+
+    const two = fleet()
+    const p2 = policy(two, t0 + 10, { approvers: 'fleet', quorum: { n: 2, for: ['execute'] } })
+    const q2 = prompt(two, two.k.carolLaptop, t0 + 20)
+    const c2 = card(two, q2, t0 + 21, exec, { policy: p2.id })
+    decide(two, c2, two.k.laptop, 'allow', t0 + 30)
+    decide(two, c2, two.k.bobLaptop, 'allow', t0 + 31)
+    answer(two, q2, t0 + 40, [{ ...exec, status: 'completed' }])
+    expect(codes(two)).toEqual([])
+    expect(run(two).turns[0]!.cards[0]!.tally).toMatchObject({ n: 2, state: 'allowed' })
+  })
+
+  it('a tool that ran with no card while the policy said ask, or auto-allowed against it, is flagged', () => {
+    const f = fleet()
+    policy(f, t0 + 10)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    answer(f, q, t0 + 40, [
+      { id: 'r', kind: 'read', title: 'cat README', status: 'completed' },
+      { ...exec, status: 'completed' },
+      {
+        id: 'e2',
+        kind: 'edit',
+        title: 'edit main.ts',
+        status: 'completed',
+        allowedBy: 'allow-all',
+      },
+    ])
+    expect(codes(f).sort()).toEqual(['auto-allowed-against-policy', 'ran-without-card'])
+  })
+
+  it('a prompt the policy did not allow that the agent acted on is flagged', () => {
+    const f = fleet()
+    policy(f, t0 + 10, { allow: 'owner' })
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    answer(f, q, t0 + 40, [])
+    expect(codes(f)).toEqual(['prompt-not-allowed'])
+  })
+
+  it('a policy signed by someone other than the agent owner counts for nothing and is flagged', () => {
+    const f = fleet()
+    policy(f, t0 + 10)
+    // Carol signs a policy that makes her an approver; her decision then still does not count.
+    const forged = signEvent(
+      makeAgentPolicy(
+        {
+          agent: f.k.agent.pk,
+          fleet: f.k.fay.pk,
+          allow: 'fleet',
+          approvers: 'fleet',
+          permissions: 'ask',
+        },
+        t0 + 15,
+      ),
+      f.k.carolLaptop.sk,
+    )
+    f.events.push(forged)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    const c = card(f, q, t0 + 21, exec)
+    decide(f, c, f.k.carolLaptop, 'allow', t0 + 30)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    expect(codes(f).sort()).toEqual(['non-approver-decision', 'policy-refused'])
+  })
+
+  it('a tampered event is left out and flagged; no policy on record is said, not guessed', () => {
+    const { f } = honest()
+    const i = f.events.findIndex((e) => e.kind === Kind.PermissionDecision)
+    f.events[i] = { ...f.events[i]!, content: JSON.stringify({ optionId: 'reject' }) }
+    expect(codes(f)).toContain('bad-signature')
+    const g = fleet()
+    answer(g, prompt(g, g.k.carolLaptop, t0 + 20), t0 + 40, [{ ...exec, status: 'completed' }])
+    const r = run(g)
+    expect(r.flags).toEqual([])
+    expect(r.notes.join('\n')).toMatch(/no agent policy/)
+  })
+})
+
+// Vectors (nips/kith-agents.md, "Audit"): fixed signed histories and the flags any audit must
+// find in them. KITH_WRITE_VECTORS=audit rewrites the file from the scenarios below.
+const vectorFile = fileURLToPath(new URL('../vectors/audit.json', import.meta.url))
+
+function scenarios(): { name: string; fleet: string; events: NostrEvent[] }[] {
+  const out: { name: string; fleet: string; events: NostrEvent[] }[] = []
+  const add = (name: string, f: Fleet) => out.push({ name, fleet: f.k.fay.pk, events: f.events })
+  add('honest: an approver allowed the card, the tool ran', honest().f)
+  {
+    const f = fleet()
+    const p = policy(f, t0 + 10)
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    decide(f, card(f, q, t0 + 21, exec, { policy: p.id }), f.k.carolLaptop, 'allow', t0 + 30)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    add('a non-approver allowed the card and the tool ran', f)
+  }
+  {
+    const f = fleet()
+    const p = policy(f, t0 + 10, { approvers: 'fleet', quorum: { n: 2, for: ['execute'] } })
+    const q = prompt(f, f.k.carolLaptop, t0 + 20)
+    const c = card(f, q, t0 + 21, exec, { policy: p.id })
+    decide(f, c, f.k.laptop, 'allow', t0 + 30)
+    decide(f, c, f.k.phone, 'allow', t0 + 31)
+    answer(f, q, t0 + 40, [{ ...exec, status: 'completed' }])
+    add('a quorum of 2 met by two devices of one person', f)
+  }
+  {
+    const f = fleet()
+    policy(f, t0 + 10)
+    answer(
+      f,
+      prompt(f, f.k.carolLaptop, t0 + 20, [
+        ['project', 'app'],
+        ['mode', 'bypassPermissions'],
+      ]),
+      t0 + 40,
+      [],
+    )
+    add('a bypass-mode start by a non-approver', f)
+  }
+  return out
+}
+
+describe('kith audit vectors (test/vectors/audit.json)', () => {
+  if (process.env.KITH_WRITE_VECTORS === 'audit') {
+    const vectors = scenarios().map((s) => ({
+      ...s,
+      flags: audit({ ...s, verifySignature: verifyEventSignature }).flags.map((x) => x.code),
+    }))
+    writeFileSync(vectorFile, `${JSON.stringify(vectors, null, 2)}\n`)
+  }
+  const vectors = JSON.parse(readFileSync(vectorFile, 'utf8')) as {
+    name: string
+    fleet: string
+    events: NostrEvent[]
+    flags: AuditFlagCode[]
+  }[]
+  it('has an honest history and each kind of forgery', () => {
+    expect(vectors.map((x) => x.flags)).toEqual([
+      [],
+      ['non-approver-decision'],
+      ['quorum-short'],
+      ['start-not-approver'],
     ])
   })
+  for (const vector of vectors)
+    it(vector.name, () => {
+      const r = audit({
+        fleet: vector.fleet,
+        events: vector.events,
+        verifySignature: verifyEventSignature,
+      })
+      expect(r.flags.map((x) => x.code)).toEqual(vector.flags)
+    })
 })

@@ -56,6 +56,8 @@ export const vitalKinds: number[] = [
   Kind.AgentPolicy,
   Kind.FleetSetting,
   Kind.KeyEnvelope,
+  // Agents' policies: cards are judged (and the Audit view checks them) by the one in force.
+  Kind.AgentPolicy,
 ]
 
 /** A node of the fleet that sends Web Push (kith-notify/1), with its VAPID key. */

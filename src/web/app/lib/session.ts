@@ -305,9 +305,10 @@ export class Session {
   /**
    * A private channel's definition in effect goes to a hub before the channel's events
    * (kith-channels, "Definitions first"), unless that hub took it before: a hub without it
-   * would take the channel for open and pass the event to the whole fleet.
+   * would take the channel for open and pass the event to the whole fleet. Undefined when the
+   * event may go; else why it must not (as the node's outbox: it is refused, never sent).
    */
-  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<void> {
+  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<string | undefined> {
     let holds = this.hubHolds.get(link)
     if (holds === undefined) this.hubHolds.set(link, (holds = new Set()))
     const held = holds
@@ -318,18 +319,22 @@ export class Session {
       (id) => this.model.definition(id),
       now(),
     )
-    // Nothing here to send first: the hub judges the event with what it holds.
-    if (!('first' in p)) return
+    if ('refuse' in p) return `not sent: ${p.refuse}`
     for (const d of p.first) {
       const answer = await link.publish(d)
-      if (answer.ok || answer.message.startsWith('duplicate:')) held.add(d.id)
+      if (!answer.ok && !answer.message.startsWith('duplicate:'))
+        return `not sent: this hub refused the definition of #${defName(d)} it needs first (${answer.message})`
+      held.add(d.id)
     }
+    return undefined
   }
   private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
 
   private deliver(link: BrowserLink, o: Outgoing): void {
     this.definitionsTo(link, o.event)
-      .then(() => link.publish(o.event))
+      .then((refusal) =>
+        refusal === undefined ? link.publish(o.event) : { ok: false, message: refusal },
+      )
       .then(
         async (answer) => {
           if (!this.outbox.value.has(o.event.id)) return
@@ -479,4 +484,9 @@ export class Session {
     this.lastRead.value = { ...this.lastRead.value, [channel]: last }
     await idbPut('prefs', 'lastRead', this.lastRead.value)
   }
+}
+
+/** The channel a definition names (its d tag). */
+function defName(definition: NostrEvent): string {
+  return definition.tags.find((t) => t[0] === 'd')?.[1] ?? '?'
 }
