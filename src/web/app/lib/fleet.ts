@@ -52,11 +52,10 @@ export const vitalKinds: number[] = [
   Kind.PushSubscription,
   // Agents' sessions as their hosts report them (kith-agents/1, Sessions): the newest of each.
   Kind.SessionState,
-  // Agents' policies (kith-agents): a quorum card's approvers are the policy's it names.
-  Kind.AgentPolicy,
   Kind.FleetSetting,
   Kind.KeyEnvelope,
-  // Agents' policies: cards are judged (and the Audit view checks them) by the one in force.
+  // Agents' policies: cards are judged (and the Audit view checks them) by the one in force; a
+  // quorum card's approvers are those of the policy it names.
   Kind.AgentPolicy,
 ]
 
