@@ -42,6 +42,8 @@ export const plainFleets: Record<string, string> = {
     'its attackers are raw clients signing cancels, cards and answers in the clear, which a sealed fleet refuses before binding is judged',
   'test/e2e/channels-cli.test.ts':
     'one test turns sealing off so that raw clients can read what the hub relays',
+  'test/e2e/quorum.test.ts':
+    "a raw client signs a second device's decision in the clear, to show the host counts one person once past the CLI's own refusal",
   'test/notify/notify-node.test.ts':
     'full texts to third-party notify targets are what it is about; a sealed fleet sends the brief',
   // A key ending in / names a folder.
