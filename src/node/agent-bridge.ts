@@ -17,6 +17,7 @@ import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
 import { mayActOnAgent, type Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
+import { threadFor } from './session-threads.js'
 import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
@@ -340,6 +341,12 @@ export class AgentBridge {
       }
       if (row.state === 'running') {
         journal.done(row.eventId, row.agent)
+        // Its session's last report said working: it is not any more.
+        const thread = threadFor(
+          event,
+          (t) => this.node.store.agentSession(row.agent, { channel, thread: t }) !== undefined,
+        )
+        this.sessions.cutShort(row.agent, { channel, ...(thread === undefined ? {} : { thread }) })
         this.replyAs(
           agent,
           event,

@@ -31,31 +31,33 @@ import { fleetSealingHere } from '../../src/node/e2e-keys.js'
 // counting what the check covered.
 
 /**
- * Test files with fleets that are plain on purpose, and why. A node in a fleet that does not
- * seal at its stop fails its test unless its file is here: a plain fleet is a decision a
- * reader can see, never a silent gap in the check.
+ * Tests with fleets that are plain on purpose, and why: a test file (every test in it), a folder
+ * (a key ending in /), or one test (`file > words of its title`). A node in a fleet that does not
+ * seal at its stop fails its test unless it is named here: a plain fleet is a decision a reader
+ * can see, never a silent gap in the check.
  */
 export const plainFleets: Record<string, string> = {
-  'test/e2e/agent.test.ts':
-    'one test founds a plain fleet to show what a third-party Nostr client reads (the reply and its NIP-OA tag)',
+  'test/e2e/agent.test.ts > answers @mentions with replies signed by the agent key':
+    'a plain fleet, to show what a third-party Nostr client reads (the reply and its NIP-OA tag)',
   'test/e2e/agent-binding.test.ts':
     'its attackers are raw clients signing cancels, cards and answers in the clear, which a sealed fleet refuses before binding is judged',
-  'test/e2e/channels-cli.test.ts':
-    'one test turns sealing off so that raw clients can read what the hub relays',
+  'test/e2e/channels-cli.test.ts > publishes through the running node to its embedded hub':
+    'sealing is turned off so that raw clients can read what the hub relays',
   'test/e2e/quorum.test.ts':
     "a raw client signs a second device's decision in the clear, to show the host counts one person once past the CLI's own refusal",
-  'test/notify/notify-node.test.ts':
+  'test/notify/notify-node.test.ts > pushes cards to the person':
     'full texts to third-party notify targets are what it is about; a sealed fleet sends the brief',
-  // A key ending in / names a folder.
   'test/agents/':
     "the real-agent tier's fleet (test/agents/fleet.ts) is plain: its tests check each card's and reply's own signature, as a plain Nostr client would",
 }
 
-/** Why the running test file's fleets may be plain, or undefined. */
-function plainBecause(file: string): string | undefined {
-  return Object.entries(plainFleets).find(([k]) =>
-    k.endsWith('/') ? file.startsWith(k) : file === k,
-  )?.[1]
+/** Why the running test's fleets may be plain, or undefined. */
+function plainBecause(file: string, test: string): string | undefined {
+  return Object.entries(plainFleets).find(([k]) => {
+    if (k.endsWith('/')) return file.startsWith(k)
+    const [f, words] = k.split(' > ') as [string, string | undefined]
+    return f === file && (words === undefined || test.includes(words))
+  })?.[1]
 }
 
 interface Sent {
@@ -128,7 +130,7 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
       return { skipped: `no fleet to read: ${(err as Error).message}` }
     }
     if (!sealing.on) {
-      const why = plainBecause(currentFile())
+      const why = plainBecause(currentFile(), expect.getState().currentTestName ?? '')
       if (why !== undefined) return { exempt: why }
       // No setting at all: a fleet founded with an imported key whose founder has not caught
       // up yet (kith-e2e/1 then signs "on"); nothing was ever promised sealed.

@@ -239,31 +239,43 @@ export class Session {
    * and a late one would say something untrue.
    */
   private announce(link: BrowserLink): void {
-    const send = () => {
-      if (link.state !== 'live') return
-      const event = signEvent(
-        {
-          kind: Kind.Presence,
-          created_at: now(),
-          tags: [
-            ['status', 'online'],
-            ['interval', String(presenceSeconds)],
-          ],
-          content: '',
-        },
-        this.device.secret,
-      )
-      link.publish(event).catch((err: unknown) => {
-        console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
-      })
-    }
+    const send = () => this.sendPresence(link, 'online')
     send()
     if (!this.announcing.has(link)) {
       this.announcing.add(link)
       setInterval(send, presenceSeconds * 1000)
     }
+    if (!this.saysGoodbye) {
+      // A page that closes or reloads stops cleanly, as a node does: it says `offline`
+      // (kith-chat/1), so the nodes answer the reloaded page's `online` at once, as a newcomer's,
+      // and its Fleet page shows them online rather than "no presence seen" for a minute.
+      this.saysGoodbye = true
+      addEventListener('pagehide', () => {
+        for (const l of this.announcing) this.sendPresence(l, 'offline')
+      })
+    }
   }
   private readonly announcing = new Set<BrowserLink>()
+  private saysGoodbye = false
+
+  private sendPresence(link: BrowserLink, status: 'online' | 'offline'): void {
+    if (link.state !== 'live') return
+    const event = signEvent(
+      {
+        kind: Kind.Presence,
+        created_at: now(),
+        tags: [
+          ['status', status],
+          ['interval', String(presenceSeconds)],
+        ],
+        content: '',
+      },
+      this.device.secret,
+    )
+    link.publish(event).catch((err: unknown) => {
+      console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
+    })
+  }
 
   /** Signs, keeps in the outbox, shows, and sends to every live hub. */
   private async send(template: EventTemplate): Promise<NostrEvent> {
