@@ -21,7 +21,13 @@ const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.met
  * six digits on both sides), showing `#ops`.
  */
 export async function pairedBrowser(
-  opts: { encrypt?: boolean; agentArgs?: string[]; devboxArgs?: string[] } = {},
+  opts: {
+    encrypt?: boolean
+    agentArgs?: string[]
+    devboxArgs?: string[]
+    /** `kith agent add` flags (before its `--`): --allow, --quorum… */
+    agentFlags?: string[]
+  } = {},
 ): Promise<{
   laptop: string
   devbox: string
@@ -36,7 +42,16 @@ export async function pairedBrowser(
   const dir = tempDir()
   const { hub, laptop, devbox } = await laptopAndDevbox(dir)
   const added = await setupKith(
-    ['agent', 'add', 'claude', '--', process.execPath, fakeAgent, ...(opts.agentArgs ?? [])],
+    [
+      'agent',
+      'add',
+      'claude',
+      ...(opts.agentFlags ?? []),
+      '--',
+      process.execPath,
+      fakeAgent,
+      ...(opts.agentArgs ?? []),
+    ],
     { home: devbox },
   )
   expect(added.code, added.stderr).toBe(0)

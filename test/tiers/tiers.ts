@@ -123,6 +123,7 @@ export const tiers: Record<Tier, string[]> = {
   browser: [
     'test/web/agent-work.test.ts',
     'test/web/audit-web.test.ts',
+    'test/web/quorum-web.test.ts',
     'test/web/definitions-first-web.test.ts',
     'test/web/app.test.ts',
     'test/web/authority-cursor-web.test.ts',
