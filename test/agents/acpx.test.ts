@@ -58,55 +58,71 @@ async function decisions(fleet: Fleet): Promise<[string, unknown][]> {
     .map((d) => [d.from.name, JSON.parse(d.content) as unknown])
 }
 
-describe('acpx (an ACP client from the registry) in front of kith acp', { timeout: 240_000 }, () => {
-  it('makes a session, gets the answer, sets the mode and the model, and answers permission requests with its flags', async () => {
-    const fleet = await startFleet({
-      name: 'fake',
-      command: [process.execPath, fakeAgent, '--modes', '--models'],
+describe(
+  'acpx (an ACP client from the registry) in front of kith acp',
+  { timeout: 240_000 },
+  () => {
+    it('makes a session, gets the answer, sets the mode and the model, and answers permission requests with its flags', async () => {
+      const fleet = await startFleet({
+        name: 'fake',
+        command: [process.execPath, fakeAgent, '--modes', '--models'],
+      })
+      const acpx = acpxOn(fleet, 'fake@devbox')
+
+      const made = await acpx(['sessions', 'new'])
+      expect(made.code, made.stderr).toBe(0)
+      const sessionId = made.stdout.trim()
+      expect(sessionId).toMatch(/^kith-[0-9a-f]{16}$/)
+
+      // The fake agent on the devbox answers with the session's mode and model.
+      const first = await acpx(['prompt', 'mode'])
+      expect(first.code, first.stderr).toBe(0)
+      expect(first.stdout).toContain('mode: default, model: fake-large')
+      expect(first.stdout).toContain('[done] end_turn')
+
+      // `set model` needs the model among the session's config options: kith acp tells them
+      // (config_option_update) once the host has reported the session.
+      const model = await acpx(['set', 'model', 'fake-small'])
+      expect(model.code, model.stderr).toBe(0)
+      const mode = await acpx(['set-mode', 'plan'])
+      expect(mode.code, mode.stderr).toBe(0)
+      expect(mode.stdout.trim()).toBe('mode set: plan')
+      const after = await acpx(['prompt', 'mode'])
+      expect(after.code, after.stderr).toBe(0)
+      expect(after.stdout).toContain('mode: plan, model: fake-small')
+
+      // acpx answers the agent's permission request itself: --approve-all picks allow, --deny-all
+      // reject; each answer is a decision the laptop signs, which the devbox checks and applies.
+      const allowed = await acpx(['--approve-all', 'prompt', 'permission deploy the app'])
+      expect(allowed.code, allowed.stderr).toBe(0)
+      expect(allowed.stdout).toContain('permission: selected allow')
+      const denied = await acpx(['--deny-all', 'prompt', 'permission drop the table'])
+      expect(denied.code, denied.stderr).toBe(0)
+      expect(denied.stdout).toContain('permission: selected reject')
+      expect(await decisions(fleet)).toEqual([
+        ['laptop', { optionId: 'allow' }],
+        ['laptop', { optionId: 'reject' }],
+      ])
+
+      // All of it was one session: one thread, which the host reports in the mode and model acpx
+      // chose.
+      await expect
+        .poll(async () => {
+          const r = await runKith(['session', 'list', '--json'], { home: fleet.laptop })
+          const { sessions } = JSON.parse(r.stdout) as {
+            sessions: { agentName: string; mode?: string; model?: string }[]
+          }
+          return sessions
+            .filter((x) => x.agentName === 'fake')
+            .map((x) => ({ mode: x.mode, model: x.model }))
+        })
+        .toEqual([{ mode: 'plan', model: 'fake-small' }])
+      const shown = await acpx(['sessions', 'show'])
+      expect(shown.code, shown.stderr).toBe(0)
+      expect(shown.stdout).toContain(sessionId)
+      const closed = await acpx(['sessions', 'close'])
+      expect(closed.code, closed.stderr).toBe(0)
+      expect(closed.stdout.trim()).toBe(sessionId)
     })
-    const acpx = acpxOn(fleet, 'fake@devbox')
-
-    const made = await acpx(['sessions', 'new'])
-    expect(made.code, made.stderr).toBe(0)
-    const sessionId = made.stdout.trim()
-    expect(sessionId).toMatch(/^kith-[0-9a-f]{16}$/)
-
-    // The fake agent on the devbox answers with the session's mode and model.
-    const first = await acpx(['prompt', 'mode'])
-    expect(first.code, first.stderr).toBe(0)
-    expect(first.stdout).toContain('mode: default, model: fake-large')
-    expect(first.stdout).toContain('[done] end_turn')
-
-    // `set model` needs the model among the session's config options: kith acp tells them
-    // (config_option_update) once the host has reported the session.
-    const model = await acpx(['set', 'model', 'fake-small'])
-    expect(model.code, model.stderr).toBe(0)
-    const mode = await acpx(['set-mode', 'plan'])
-    expect(mode.code, mode.stderr).toBe(0)
-    expect(mode.stdout.trim()).toBe('mode set: plan')
-    const after = await acpx(['prompt', 'mode'])
-    expect(after.code, after.stderr).toBe(0)
-    expect(after.stdout).toContain('mode: plan, model: fake-small')
-
-    // acpx answers the agent's permission request itself: --approve-all picks allow, --deny-all
-    // reject; each answer is a decision the laptop signs, which the devbox checks and applies.
-    const allowed = await acpx(['--approve-all', 'prompt', 'permission deploy the app'])
-    expect(allowed.code, allowed.stderr).toBe(0)
-    expect(allowed.stdout).toContain('permission: selected allow')
-    const denied = await acpx(['--deny-all', 'prompt', 'permission drop the table'])
-    expect(denied.code, denied.stderr).toBe(0)
-    expect(denied.stdout).toContain('permission: selected reject')
-    expect(await decisions(fleet)).toEqual([
-      ['laptop', { optionId: 'allow' }],
-      ['laptop', { optionId: 'reject' }],
-    ])
-
-    // All of it was one session: one thread in #acp, its prompts signed by the laptop.
-    const shown = await acpx(['sessions', 'show'])
-    expect(shown.code, shown.stderr).toBe(0)
-    expect(shown.stdout).toContain(sessionId)
-    const closed = await acpx(['sessions', 'close'])
-    expect(closed.code, closed.stderr).toBe(0)
-    expect(closed.stdout.trim()).toBe(sessionId)
-  })
-})
+  },
+)
