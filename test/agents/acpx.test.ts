@@ -1,15 +1,17 @@
 // An ACP client this project did not write: acpx (openclaw/acpx, pinned in test/agents/pinned),
 // used as its README says: `acpx --agent '<command>' sessions new`, then prompts, `set-mode`,
 // `set model`, and its permission flags. The agent command is `kith acp AGENT@devbox` on the
-// laptop; the agent runs on the devbox. What acpx prints is what the remote agent did.
+// laptop; the agent runs on the devbox (the fake ACP agent, then claude-agent-acp against the
+// mock model). What acpx prints is what the remote agent did.
 import { spawn } from 'node:child_process'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { kithBin } from '../../scripts/hub-process.js'
 import { runKith } from '../helpers/cli.js'
-import { pinnedFile, startFleet, type Fleet } from './fleet.js'
+import { pinnedFile, startFleet, type Fleet, proofTurn } from './fleet.js'
+import { startMockModel, type MockModel } from './mock-model.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
 
@@ -57,6 +59,14 @@ async function decisions(fleet: Fleet): Promise<[string, unknown][]> {
     .filter((i) => i.content.startsWith('{"optionId"'))
     .map((d) => [d.from.name, JSON.parse(d.content) as unknown])
 }
+
+let model: MockModel
+beforeAll(async () => {
+  model = await startMockModel()
+})
+afterAll(async () => {
+  await model.close()
+})
 
 describe(
   'acpx (an ACP client from the registry) in front of kith acp',
@@ -123,6 +133,59 @@ describe(
       const closed = await acpx(['sessions', 'close'])
       expect(closed.code, closed.stderr).toBe(0)
       expect(closed.stdout.trim()).toBe(sessionId)
+    })
+
+    it('claude-agent-acp on the devbox: answers, and runs its Bash call once acpx --approve-all approved it', async () => {
+      model.respond((req) => {
+        if (req.lastUserText.includes('what is the build status'))
+          return { text: 'The build is green (mock Claude).' }
+        if (req.lastUserText.includes('write the proof file')) return proofTurn('Bash', req)
+        return { text: 'unexpected request' }
+      })
+      const fleet = await startFleet({
+        name: 'claude',
+        command: [
+          process.execPath,
+          pinnedFile('@zed-industries', 'claude-agent-acp', 'dist', 'index.js'),
+        ],
+        env: {
+          ANTHROPIC_BASE_URL: model.origin,
+          ANTHROPIC_API_KEY: 'not-a-key',
+          CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+        },
+      })
+      const acpx = acpxOn(fleet, 'claude@devbox')
+      const made = await acpx(['sessions', 'new'])
+      expect(made.code, made.stderr).toBe(0)
+      const asked = await acpx(['prompt', 'what is the build status?'])
+      expect(asked.code, asked.stderr).toBe(0)
+      expect(asked.stdout).toContain('The build is green (mock Claude).')
+
+      const proof = join(fleet.agentCwd, 'proof.txt')
+      expect(existsSync(proof)).toBe(false)
+      const ran = await acpx(['--approve-all', 'prompt', 'write the proof file'])
+      expect(ran.code, ran.stderr).toBe(0)
+      // acpx showed the call and its output as the devbox ran it, then the model's answer.
+      expect(ran.stdout).toContain('[client] session/request_permission')
+      expect(ran.stdout).toContain('The tool said: kith-tool-ran')
+      expect(readFileSync(proof, 'utf8').trim()).toBe('kith-tool-ran')
+      // Of claude's options (Always Allow first, then Allow, Reject) acpx picked Allow, once; the
+      // laptop signed it.
+      expect(await decisions(fleet)).toEqual([['laptop', { optionId: 'allow' }]])
+
+      // Claude Code's own plan mode, set from acpx, applied by the devbox's host.
+      const plan = await acpx(['set-mode', 'plan'])
+      expect(plan.code, plan.stderr).toBe(0)
+      expect(plan.stdout.trim()).toBe('mode set: plan')
+      await expect
+        .poll(async () => {
+          const r = await runKith(['session', 'list', '--json'], { home: fleet.laptop })
+          const { sessions } = JSON.parse(r.stdout) as {
+            sessions: { agentName: string; mode?: string }[]
+          }
+          return sessions.filter((x) => x.agentName === 'claude').map((x) => x.mode)
+        })
+        .toEqual(['plan'])
     })
   },
 )
