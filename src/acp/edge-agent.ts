@@ -139,8 +139,39 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
         content: { type: 'text', text: rest },
       })
     turns.delete(turn.prompt)
-    turn.finish(stopReasonOf(event))
+    void tellSettings(turn.sessionId).finally(() => turn.finish(stopReasonOf(event)))
   })
+
+  /** What each session's editor was last told of its modes and options (JSON). */
+  const told = new Map<string, string>()
+  /**
+   * Tells the editor the session's mode and options as its host now reports them, when they
+   * changed: a session made before its first prompt had none to tell (its host reports them once
+   * the agent's session exists), and a headless client such as acpx checks its last known
+   * options before `set model`. ACP's current_mode_update and config_option_update.
+   */
+  const tellSettings = async (sessionId: string) => {
+    const root = roots.get(sessionId)
+    if (root === undefined) return
+    try {
+      const state = (await node.request<SessionState[]>('sessions')).find(
+        (s) => s.agent === agent.pubkey && s.thread === root,
+      )
+      const { modes, configOptions } = acpSettingsOf(state)
+      const now = JSON.stringify({ modes, configOptions })
+      if (state === undefined || told.get(sessionId) === now) return
+      told.set(sessionId, now)
+      if (modes !== undefined)
+        await update(sessionId, {
+          sessionUpdate: 'current_mode_update',
+          currentModeId: modes.currentModeId,
+        })
+      if (configOptions !== undefined)
+        await update(sessionId, { sessionUpdate: 'config_option_update', configOptions })
+    } catch (err) {
+      opts.log(`the session's settings were not told to the editor: ${String(err)}`)
+    }
+  }
 
   /** A card of one of this editor's turns: the editor's person answers it, signed here. */
   const askEditor = async (event: NostrEvent) => {

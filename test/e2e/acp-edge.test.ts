@@ -242,6 +242,16 @@ describe(
         }),
       ).rejects.toThrow(/send its first prompt/)
       expect(await replyTo(ed, first.sessionId, 'mode')).toMatch(/model: fake-large/)
+      // Made before its first prompt, the session had no menus to show; once its host reports
+      // them they are told (acpx reads them before `set model`).
+      const told = ed.updates.filter((u) => u.sessionId === first.sessionId).map((u) => u.update)
+      expect(told).toContainEqual(expect.objectContaining({ sessionUpdate: 'current_mode_update' }))
+      const menu = told.find((u) => u.sessionUpdate === 'config_option_update')
+      expect(
+        menu?.sessionUpdate === 'config_option_update'
+          ? menu.configOptions.find((o) => o.id === 'model')?.currentValue
+          : undefined,
+      ).toBe('fake-large')
       // In the thread: each change is a request the host checks and applies (kind 4150).
       const set = await ed.agent.request(acp.methods.agent.session.setConfigOption, {
         sessionId: first.sessionId,
