@@ -2,6 +2,7 @@ import { KithError } from '../errors.js'
 import { didYouMean } from '../events/did-you-mean.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { profileNameIn } from '../events/profile.js'
 import type { Grant } from '../grants/grant.js'
 import { personOf } from '../grants/members.js'
 import type { GrantVerifier } from '../grants/verifier.js'
@@ -42,13 +43,7 @@ export function profileNameOf(events: ProfileSource, pubkey: string): string | u
     maxLimit: 1,
   })[0]
   if (row === undefined) return undefined
-  try {
-    const profile = JSON.parse((JSON.parse(row.raw) as NostrEvent).content) as { name?: unknown }
-    return typeof profile.name === 'string' && profile.name !== '' ? profile.name : undefined
-  } catch {
-    // A profile with unparseable content simply has no name.
-    return undefined
-  }
+  return profileNameIn(JSON.parse(row.raw) as NostrEvent)
 }
 
 const short = (pubkey: string) => `${npubEncode(pubkey).slice(0, 12)}…`

@@ -1,6 +1,7 @@
 import type { SessionPlace } from '../acp/session-key.js'
 import { KithError } from '../errors.js'
-import { checkFresh, noticeTag } from '../events/agent-binding.js'
+import { checkFresh } from '../events/agent-binding.js'
+import { makeNotice } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import {
@@ -39,14 +40,18 @@ export function sessionNotice(
 ): NostrEvent | undefined {
   const { node } = deps
   if (node.stopped()) return undefined
-  const tags: string[][] = [
-    ['h', place.channel],
-    ['fleet', node.book.fleet],
-  ]
-  if (place.thread !== undefined && place.thread !== '') tags.push(['e', place.thread, '', 'root'])
-  if (request !== undefined) tags.push(['e', request, '', 'mention'])
-  tags.push([...noticeTag])
-  return postAsAgent(node, agent, tags, text, 'a session notice')
+  const notice = makeNotice(
+    {
+      channel: place.channel,
+      fleet: node.book.fleet,
+      text,
+      ...(place.thread === undefined ? {} : { thread: place.thread }),
+      ...(request === undefined ? {} : { mention: request }),
+      notice: true,
+    },
+    node.now(),
+  )
+  return postAsAgent(node, agent, notice, 'a session notice')
 }
 
 /** Carries out a parsed request for a session of `agent` (hosted here); returns the notice text. */

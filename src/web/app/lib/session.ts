@@ -3,7 +3,6 @@ import {
   channelOf,
   definitionsFirst,
   judgeHubRevoked,
-  Kind,
   KithError,
   makeAgentCancel,
   makeChatMessage,
@@ -22,6 +21,9 @@ import {
   type NostrEvent,
   type PermissionRequest,
   type PushSubscriptionBody,
+  deviceProfileContent,
+  makeDeviceProfile,
+  makePresence,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
 import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
@@ -224,10 +226,10 @@ export class Session {
 
   /** The device's profile (kind 0), so others see its name: sent when it is not the hub's. */
   private publishProfile(): void {
-    const content = JSON.stringify({ name: this.device.record.name, kith: { role: 'device' } })
+    const content = deviceProfileContent(this.device.record.name)
     if (this.profileSent || this.model.profile(this.me)?.content === content) return
     this.profileSent = true
-    void this.send({ kind: Kind.Profile, created_at: now(), tags: [], content })
+    void this.send(makeDeviceProfile(this.device.record.name, now()))
   }
   private profileSent = false
 
@@ -241,15 +243,7 @@ export class Session {
     const send = () => {
       if (link.state !== 'live') return
       const event = signEvent(
-        {
-          kind: Kind.Presence,
-          created_at: now(),
-          tags: [
-            ['status', 'online'],
-            ['interval', String(presenceSeconds)],
-          ],
-          content: '',
-        },
+        makePresence('online', [], now(), presenceSeconds),
         this.device.secret,
       )
       link.publish(event).catch((err: unknown) => {
