@@ -2,7 +2,7 @@ import WebSocket from 'ws'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../events/event.js'
 import { makePairingEvent, pairingLaneFilter } from '../events/pairing.js'
-import { RelayClient, type Subscription } from '../link/relay-client.js'
+import { defaultRelayTimeoutMs, RelayClient, type Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
 import { laneError } from './relay-lane.js'
@@ -34,7 +34,11 @@ export class PairingChannel {
     readonly pid: string,
   ) {}
 
-  static async open(url: string, pid: string, timeoutMs = 10_000): Promise<PairingChannel> {
+  static async open(
+    url: string,
+    pid: string,
+    timeoutMs = defaultRelayTimeoutMs,
+  ): Promise<PairingChannel> {
     const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxLaneFrameBytes })
     let client: RelayClient
     try {

@@ -24,6 +24,7 @@ import {
   deviceProfileContent,
   makeDeviceProfile,
   makePresence,
+  saysDuplicate,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
 import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
@@ -315,7 +316,7 @@ export class Session {
     if (!('first' in p)) return
     for (const d of p.first) {
       const answer = await link.publish(d)
-      if (answer.ok || answer.message.startsWith('duplicate:')) held.add(d.id)
+      if (answer.ok || saysDuplicate(answer.message)) held.add(d.id)
     }
   }
   private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
