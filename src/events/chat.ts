@@ -148,3 +148,14 @@ export function makeNotice(spec: NoticeSpec, createdAt: number): EventTemplate {
   tags.push(...(spec.extra ?? []).map((t) => [...t]))
   return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
 }
+
+/**
+ * A reply's or notice's `outcome` (kith-agents/1, "Outcome"), if it carries one: a session
+ * notice without one says its request was done; a reply without one answered its prompt.
+ */
+export function outcomeOf(
+  event: Pick<NostrEvent, 'tags'>,
+): { kind: string; code: string } | undefined {
+  const tag = event.tags.find((t) => t[0] === 'outcome')
+  return tag === undefined ? undefined : { kind: tag[1] ?? '', code: tag[2] ?? '' }
+}

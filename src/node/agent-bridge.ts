@@ -277,7 +277,11 @@ export class AgentBridge {
     if (question === undefined) return
     const event = JSON.parse(question.raw) as NostrEvent
     const notice = nodeSigner(this.node)(
-      makeReply({ question: event, fleet: this.node.book.fleet, text }, this.node.now()),
+      makeReply(
+        // It will not answer: a failed outcome, so a reader goes by the tag, not the ⚠.
+        { question: event, fleet: this.node.book.fleet, text, outcome: ['failed', 'stopped'] },
+        this.node.now(),
+      ),
       id.deviceSecret,
     )
     this.node.enqueue(notice)
@@ -592,6 +596,7 @@ export class AgentBridge {
         place,
         `⚠ ${agent.record.name} did not change the session: ${err.message}${cause}`,
         event.id,
+        ['failed', 'error'],
       )
     }
   }
