@@ -49,7 +49,12 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { paths: ioModules.map((name) => ({ name, message: 'pure module: no I/O (STYLE.md)' })) },
+        {
+          paths: ioModules.map((name) => ({
+            name,
+            message: 'pure module: no I/O (docs/ARCHITECTURE.md, Layers)',
+          })),
+        },
       ],
     },
   },
