@@ -17,7 +17,7 @@ import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
 import { nodeSigner, postAsAgent, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
-import { resolveAgent } from './names.js'
+import { resolveAgent } from '../grants/names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import {

@@ -22,7 +22,7 @@ import { startControlServer, type ControlClientHandle, type ControlServer } from
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
-import { Names, resolveAgent } from './names.js'
+import { Names, resolveAgent } from '../grants/names.js'
 import {
   maxPresenceAgents,
   PresenceBook,
