@@ -6,6 +6,7 @@ import { Kind, isEphemeralKind } from '../events/kinds.js'
 import type { EventStore } from '../store/event-store.js'
 import { fetchIds, reconcile } from './reconcile.js'
 import { authenticate } from './authenticate.js'
+import { backoffMs } from './backoff.js'
 import { defaultRelayTimeoutMs, RelayClient, type OkAnswer } from './relay-client.js'
 
 /**
@@ -167,7 +168,7 @@ export class PeerSync {
     this.clients = []
     if (this.stopped) return
     this.state = 'waiting'
-    const delay = Math.min(maxRetryMs, 500 * 2 ** this.attempt)
+    const delay = backoffMs(this.attempt, { firstMs: 500, maxMs: maxRetryMs, jitter: [1, 1] })
     this.attempt = Math.min(this.attempt + 1, 10)
     this.retryTimer = setTimeout(() => this.connect(), delay)
   }
