@@ -20,7 +20,7 @@ const step = (s) => say(`\n▸ ${s}`)
 const children = new Set()
 
 /** Runs `kith ARGS` as MACHINE; resolves with its output (rejects on a non-zero exit). */
-function kith(machine, args, { onOutput, input } = {}) {
+function kith(machine, args, { onOutput, input, codes = [0] } = {}) {
   const child = spawn(kithBin, args, { env: { ...process.env, KITH_HOME: homes[machine] } })
   children.add(child)
   let out = ''
@@ -34,7 +34,7 @@ function kith(machine, args, { onOutput, input } = {}) {
   const done = new Promise((resolve, reject) =>
     child.on('exit', (code) => {
       children.delete(child)
-      if (code === 0) resolve(out)
+      if (codes.includes(code)) resolve(out)
       else reject(new Error(`kith ${args.join(' ')} (${machine}) exited ${code}:\n${out}`))
     }),
   )
@@ -149,6 +149,16 @@ async function main() {
     (m) => m.from.name === 'claude' && m.content.startsWith('permission:'),
   )
   say(`    claude [agent] replied: ${done.content}`)
+
+  step('kith audit on the laptop: who prompted, who approved, under which policy (checked offline)')
+  const audited = kith('laptop', ['audit'], { codes: [0, 1] })
+  say(indent(await audited.done))
+  if (audited.child.exitCode !== 1)
+    throw new Error('kith audit did not flag the unasked "run tests"')
+  say(
+    '    (exit 1: the test agent ran "run tests" without asking while its policy says ask, so the',
+  )
+  say('    audit flags it; the card the laptop allowed checks out)')
 
   step('kith device list and kith status on the laptop')
   say(indent(await kith('laptop', ['device', 'list']).done))

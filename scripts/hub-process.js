@@ -8,7 +8,7 @@ export const kithBin = fileURLToPath(new URL('../bin/kith.js', import.meta.url))
 /**
  * @param {string[]} args extra `kith hub` arguments
  * @param {{ env?: NodeJS.ProcessEnv }} [opts]
- * @returns {Promise<{ url: string, port: number, child: import('node:child_process').ChildProcess, stderr: () => string, stop: () => Promise<number | null> }>}
+ * @returns {Promise<{ url: string, port: number, db: string, child: import('node:child_process').ChildProcess, stderr: () => string, stop: () => Promise<number | null> }>}
  */
 export function spawnHub(args, opts = {}) {
   // Run the bin itself (not `node bin`) so its shebang's V8 flags apply, as for a user.
@@ -42,6 +42,7 @@ export function spawnHub(args, opts = {}) {
       resolve({
         url: msg.url,
         port: msg.port,
+        db: msg.db,
         child,
         stderr: () => stderr,
         stop: async () => {

@@ -47,7 +47,18 @@ export * from './events/e2e-setting.js'
 export { e2eRecipients, historyShare, isE2eReader } from './grants/e2e-recipients.js'
 export * from './grants/e2e-sealing.js'
 export { mayAct, type Action, type ActorClass } from './grants/authority.js'
-export { decisionStanding, type DecisionContext } from './grants/decision-standing.js'
+export { cardTally, decisionStanding, type DecisionContext } from './grants/decision-standing.js'
+export * from './events/agent-policy.js'
+export { policyAt, policyRefusal } from './grants/agent-policy-standing.js'
+export * from './grants/quorum.js'
 export { actionOf, fleetActor, mayAdmit, mayPushThrough } from './grants/event-authority.js'
 export { judgeHubRevoked, type HubRevokedVerdict } from './grants/hub-revoked.js'
 export * from './grants/e2e-keyring.js'
+export {
+  audit,
+  type AuditReport,
+  type AuditTurn,
+  type AuditFlag,
+  type AuditFlagCode,
+} from './grants/audit.js'
+export { auditText, auditWho } from './grants/audit-text.js'

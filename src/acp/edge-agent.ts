@@ -13,6 +13,9 @@ import {
   promptText,
   setRequestOf,
   stopReasonOf,
+  uncarriedContent,
+  uncarriedRefusal,
+  unstreamedRest,
   type Choice,
 } from './edge-mapping.js'
 
@@ -129,11 +132,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     const turn = turns.get(threadOf(event).parent ?? '')
     if (turn === undefined) return
     // What the frames did not bring (they are best effort), from the reply itself.
-    const rest = event.content.startsWith(turn.streamed)
-      ? event.content.slice(turn.streamed.length)
-      : turn.streamed === ''
-        ? event.content
-        : `\n\n${event.content}`
+    const rest = unstreamedRest(turn.streamed, event.content)
     if (rest !== '')
       void update(turn.sessionId, {
         sessionUpdate: 'agent_message_chunk',
@@ -311,6 +310,12 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       await adopt(params.sessionId)
       if ([...turns.values()].some((t) => t.sessionId === params.sessionId))
         throw acp.RequestError.invalidRequest(undefined, 'a turn of this session is under way')
+      // Nothing the agent would not see is dropped in silence (kith-agents, "ACP at the edge").
+      const uncarried = uncarriedContent(params.prompt)
+      if (uncarried.length > 0) {
+        const data = uncarriedRefusal(uncarried)
+        throw acp.RequestError.invalidParams(data, data.message)
+      }
       const text = promptText(params.prompt).trim()
       if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
       const root = roots.get(params.sessionId)

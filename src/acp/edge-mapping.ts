@@ -22,6 +22,57 @@ export function promptText(blocks: readonly Acp.ContentBlock[]): string {
     .join('\n')
 }
 
+/**
+ * The blocks of an editor's prompt that a Kith prompt cannot carry (it is text): images, audio,
+ * and embedded resources whose content is binary (`blob`). Each is named by its type (a binary
+ * resource as `resource:blob`), in prompt order. `kith acp` refuses such a prompt as a whole
+ * (`-32602`, data.reason `uncarried-content`) rather than send the agent a prompt with parts
+ * silently missing: the person would believe the agent saw the screenshot.
+ */
+export function uncarriedContent(blocks: readonly Acp.ContentBlock[]): string[] {
+  return blocks.flatMap((b) => {
+    if (b.type === 'image' || b.type === 'audio') return [b.type]
+    if (b.type === 'resource' && !('text' in b.resource)) return ['resource:blob']
+    return []
+  })
+}
+
+/** The JSON-RPC error data of a refused prompt (code -32602), as `kith acp` answers it. */
+export function uncarriedRefusal(uncarried: readonly string[]): {
+  reason: 'uncarried-content'
+  uncarried: string[]
+  message: string
+} {
+  return {
+    reason: 'uncarried-content',
+    uncarried: [...uncarried],
+    message: `Kith carries prompts as text: ${[...new Set(uncarried)].join(', ')} cannot reach the agent; send the prompt without them (attach a file as a path or a link instead)`,
+  }
+}
+
+/**
+ * What of the agent's reply (kind 9) the editor was not streamed (the frames are best effort).
+ * The host may lay the reply out apart from how it streamed (codex-acp's configuration warning
+ * becomes its own paragraph), so whitespace does not count when matching; a reply that does not
+ * continue what streamed is given whole, as its own paragraph.
+ */
+export function unstreamedRest(streamed: string, reply: string): string {
+  if (reply.startsWith(streamed)) return reply.slice(streamed.length)
+  const want = streamed.replace(/\s+/g, '')
+  let i = 0
+  let j = 0
+  while (j < want.length && i < reply.length) {
+    const c = reply[i]!
+    if (/\s/.test(c)) i++
+    else if (c === want[j]) {
+      i++
+      j++
+    } else break
+  }
+  if (j === want.length) return reply.slice(i).trim() === '' ? '' : reply.slice(i)
+  return streamed === '' ? reply : `\n\n${reply}`
+}
+
 /** How a turn ended, from the agent's reply (its `outcome` tag, kith-agents "Outcome"). */
 export function stopReasonOf(reply: Pick<NostrEvent, 'tags'>): Acp.StopReason {
   const outcome = reply.tags.find((t) => t[0] === 'outcome')?.[1]

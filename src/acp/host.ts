@@ -6,6 +6,7 @@ import {
   type PermissionAnswer,
   type PermissionAsk,
 } from './agent-process.js'
+import { quorumApplies, type Quorum } from '../events/agent-policy.js'
 import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
 import { setMode, setModel, setOption, steer, type SessionSettings } from './session-calls.js'
 import {
@@ -36,6 +37,8 @@ export interface HostOptions {
   sessions?: SessionStore
   /** Which tool calls the host allows without asking a person (default `ask`: none). */
   permissions?: PermissionsMode
+  /** Tool kinds whose calls need N people (kith agent add --quorum): never allowed on its own. */
+  quorum?: Quorum
   /**
    * Why a call must go to a person whatever `permissions` says (it touches KITH_HOME or other
    * secrets: see secret-paths.ts), or undefined.
@@ -423,11 +426,17 @@ export class AgentHost {
   private permission(job: PromptJob, ask: PermissionAsk): Promise<PermissionAnswer> {
     const mode = this.opts.permissions ?? 'ask'
     const sensitive = this.opts.guard?.(ask)
-    const optionId = sensitive === undefined ? autoAllowOption(mode, ask) : undefined
+    // A quorum kind is the people's call, whatever the mode says (allow-all included).
+    const quorum = quorumApplies(this.opts.quorum, ask.toolKind)
+    const optionId = sensitive === undefined && !quorum ? autoAllowOption(mode, ask) : undefined
     if (optionId === undefined) {
       if (sensitive !== undefined && mode !== 'ask')
         this.log(
           `agent ${this.name}: ${ask.toolKind} "${ask.title}" ${sensitive}; asking a person although permissions are ${mode}`,
+        )
+      else if (quorum && autoAllowOption(mode, ask) !== undefined)
+        this.log(
+          `agent ${this.name}: ${ask.toolKind} "${ask.title}" needs a quorum; asking people although permissions are ${mode}`,
         )
       // Shown as its own state (kith agent list, kith status) while a person is being asked.
       this.asking++
@@ -649,8 +658,11 @@ export class AgentHost {
   }
 
   /** Changes which tool calls are allowed without asking, from the next request on. */
-  setPermissions(mode: PermissionsMode): void {
-    this.opts = { ...this.opts, permissions: mode }
+  setPermissions(mode: PermissionsMode, quorum?: Quorum): void {
+    const next: HostOptions = { ...this.opts, permissions: mode }
+    if (quorum === undefined) delete next.quorum
+    else next.quorum = quorum
+    this.opts = next
   }
 
   /** Removes and returns the queued (not yet running) jobs that match. */

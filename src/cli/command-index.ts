@@ -68,6 +68,7 @@ export const commandIndex: readonly Entry[] = [
   { name: 'session', load: () => import('./commands/session.js') },
   { name: 'project', load: () => import('./commands/project.js') },
   { name: 'broadcast', load: () => import('./commands/broadcast.js') },
+  { name: 'audit', load: () => import('./commands/audit.js') },
   { name: 'acp', load: () => import('./commands/acp.js') },
   {
     name: 'completion',

@@ -23,6 +23,12 @@ export const Kind = {
   SessionControl: 4150,
   /** Addressable (`d` = agent:channel:thread): an agent's session as its hosting node reports it. */
   SessionState: 34150,
+  /**
+   * Addressable (`d` = the agent's key): the rule an agent's hosting node judges by (who may
+   * prompt it and approve its calls, its permissions mode, its quorum), signed by a device of its
+   * owner (kith-agents, "Agent policy").
+   */
+  AgentPolicy: 34151,
   /** Addressable (`d` = "kith-e2e"): whether the fleet seals its channels (kith-e2e). */
   FleetSetting: 34145,
 } as const

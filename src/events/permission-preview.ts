@@ -48,7 +48,7 @@ function diffs(call: PreviewCall): string[] {
     for (const item of call.content as unknown[]) {
       const c = record(item)
       if (c?.type === 'diff' && typeof c.path === 'string' && typeof c.newText === 'string')
-        out.push(...diffLines(c.path, c.oldText as string | null | undefined, c.newText))
+        out.push(...diffLines(c.path, c.oldText as string | null | undefined, c.newText, call.cwd))
     }
   if (out.length > 0) return out
   // Adapters that put the edit only in rawInput (Claude Code's Edit and Write, MultiEdit).
@@ -60,10 +60,10 @@ function diffs(call: PreviewCall): string[] {
     const oldText = firstString(e, ['old_string', 'oldText', 'old_str'])
     const newText = e?.new_string ?? e?.newText ?? e?.new_str
     if (typeof newText === 'string' && (oldText !== undefined || e?.old_string === ''))
-      out.push(...diffLines(path, oldText ?? '', newText))
+      out.push(...diffLines(path, oldText ?? '', newText, call.cwd))
   }
   if (out.length === 0 && call.toolKind === 'edit' && typeof raw.content === 'string')
-    out.push(...diffLines(path, null, raw.content))
+    out.push(...diffLines(path, null, raw.content, call.cwd))
   return out
 }
 

@@ -3,6 +3,7 @@ import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { EventTemplate, NostrEvent } from './event.js'
 import { Kind } from './kinds.js'
 import { previewFits, previewMaxBytes } from './permission-preview.js'
+import { parseQuorum, type Quorum } from './agent-policy.js'
 import {
   hexKey,
   invalid,
@@ -41,6 +42,10 @@ export interface PermissionRequestContent {
   preview?: string
   /** Present when the preview was truncated: the whole preview's size in UTF-8 bytes. */
   previewBytes?: number
+  /** The id of the agent policy (kind 34151) the card is judged under. */
+  policy?: string
+  /** Present when this card needs N people (kith-agents "Quorum"): n and the policy's kinds. */
+  quorum?: Quorum
 }
 
 export interface PermissionRequestSpec extends PermissionRequestContent {
@@ -97,6 +102,8 @@ export function makePermissionRequest(
     ...(spec.sensitive === undefined ? {} : { sensitive: spec.sensitive }),
     ...(spec.preview === undefined ? {} : { preview: spec.preview }),
     ...(spec.previewBytes === undefined ? {} : { previewBytes: spec.previewBytes }),
+    ...(spec.policy === undefined ? {} : { policy: spec.policy }),
+    ...(spec.quorum === undefined ? {} : { quorum: spec.quorum }),
   }
   return {
     kind: Kind.PermissionRequest,
@@ -163,6 +170,9 @@ export function parsePermissionRequest(event: NostrEvent): PermissionRequest {
     (typeof c.previewBytes !== 'number' || !Number.isInteger(c.previewBytes) || c.previewBytes < 0)
   )
     throw invalid('bad-content', `${what}: previewBytes must be a byte count`)
+  if (c.policy !== undefined && (typeof c.policy !== 'string' || !/^[0-9a-f]{64}$/.test(c.policy)))
+    throw invalid('bad-content', `${what}: policy must be an event id`)
+  const quorum = parseQuorum(c.quorum, what)
   return {
     id: event.id,
     agent: event.pubkey,
@@ -182,5 +192,7 @@ export function parsePermissionRequest(event: NostrEvent): PermissionRequest {
     ...(typeof c.sensitive === 'string' ? { sensitive: c.sensitive } : {}),
     ...(typeof c.preview === 'string' ? { preview: c.preview } : {}),
     ...(typeof c.previewBytes === 'number' ? { previewBytes: c.previewBytes } : {}),
+    ...(typeof c.policy === 'string' ? { policy: c.policy } : {}),
+    ...(quorum === undefined ? {} : { quorum }),
   }
 }

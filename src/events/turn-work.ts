@@ -68,6 +68,9 @@ interface Seen {
 export class WorkLog {
   private readonly calls = new Map<string, Seen>()
 
+  /** `root`: the session's cwd; its diffs name paths relative to it (`a/src/x.ts`). */
+  constructor(private readonly root?: string) {}
+
   note(update: unknown): void {
     if (!isObj(update)) return
     const id = typeof update.toolCallId === 'string' ? update.toolCallId : ''
@@ -110,7 +113,9 @@ export class WorkLog {
   /** The calls in the order they began, whole (`workTags` bounds them). */
   tools(): WorkTool[] {
     return [...this.calls].map(([id, c]) => {
-      const diff = c.diffs.flatMap((d) => diffLines(d.path, d.oldText, d.newText)).join('\n')
+      const diff = c.diffs
+        .flatMap((d) => diffLines(d.path, d.oldText, d.newText, this.root))
+        .join('\n')
       const output = c.text.join('\n')
       return {
         id,

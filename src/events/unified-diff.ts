@@ -35,15 +35,33 @@ function editScript(a: string[], b: string[]): Op[] {
 
 export const linesOf = (text: string) => (text === '' ? [] : text.replace(/\n$/, '').split('\n'))
 
-/** A unified diff of one file (ACP diff content: path, oldText (null: a new file), newText). */
+/**
+ * The path a diff names, as git names it (`a/src/x.ts`): ACP gives absolute paths, shown relative
+ * to `root` (the session's cwd) when under it; a path outside it is shown whole, never as `a//…`.
+ */
+export function diffPath(path: string, root: string | undefined, side: 'a' | 'b'): string {
+  const base = root?.replace(/\/+$/, '')
+  if (base !== undefined && base !== '' && path.startsWith(`${base}/`))
+    return `${side}/${path.slice(base.length + 1)}`
+  return path.startsWith('/') ? path : `${side}/${path}`
+}
+
+/**
+ * A unified diff of one file (ACP diff content: path, oldText (null: a new file), newText);
+ * `root`: the session's cwd, that its paths are shown relative to.
+ */
 export function diffLines(
   path: string,
   oldText: string | null | undefined,
   newText: string,
+  root?: string,
 ): string[] {
   const a = linesOf(oldText ?? '')
   const b = linesOf(newText)
-  const head = [`--- ${oldText == null ? '/dev/null' : `a/${path}`}`, `+++ b/${path}`]
+  const head = [
+    `--- ${oldText == null ? '/dev/null' : diffPath(path, root, 'a')}`,
+    `+++ ${diffPath(path, root, 'b')}`,
+  ]
   if (a.length > diffMaxLines || b.length > diffMaxLines)
     return [...head, `@@ ${a.length} lines → ${b.length} lines (too long to show) @@`]
   const ops = editScript(a, b)

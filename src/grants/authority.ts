@@ -58,6 +58,7 @@ export const actions = [
   'session.set',
   'session.close',
   'session.state',
+  'agent.policy',
   'agent.cancel',
   'card.request',
   'card.decide.allow_once',
@@ -218,6 +219,14 @@ export const authorityTable: readonly AuthorityRow[] = [
     allow: everyMember,
     enforcedBy: ['admission'],
     why: 'a report changes nothing anywhere; readers show who signed it',
+  },
+  {
+    action: 'agent.policy',
+    kind: Kind.AgentPolicy,
+    what: "an agent's policy as its hosting node applies it (allow, approvers, permissions, quorum)",
+    allow: ['owner'],
+    enforcedBy: ['reader'],
+    why: "only the agent's owner sets its rule: a policy signed by anyone else (another person's device, the agent itself) is refused by every reader, who judge its author at its date",
   },
   {
     action: 'agent.cancel',

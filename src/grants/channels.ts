@@ -517,10 +517,10 @@ export class ChannelBook {
   /**
    * The people behind `key` right now: for each valid chain, the owner nearest to the key on it
    * (the key itself when it is an owner), or the founder when no owner is on it. Empty for a key
-   * that is not a member.
+   * that is not a member. `signedAt`: as at that date, for history (see `isMember`).
    */
-  personsOf(key: string, now: number): Set<string> {
-    return personsOf(this.grants, key, now)
+  personsOf(key: string, now: number, signedAt?: number): Set<string> {
+    return personsOf(this.grants, key, now, signedAt)
   }
 
   /** May `person` change this channel now: the founder, an admin, the creator. */
@@ -532,15 +532,18 @@ export class ChannelBook {
   /**
    * May `key` read and post in `channel` now? Open (or undefined) channels: yes. Private: when
    * the key itself, or the person behind it, is listed. Fleet membership is checked elsewhere.
+   * `signedAt` (history, readers only): the person behind a since-revoked key is the one it
+   * stood under at that date, so what a revoked device said in its person's channel while it
+   * stood stays that person's history (kith-channels, "Removal").
    */
-  isMember(key: string, channel: string, now: number): boolean {
+  isMember(key: string, channel: string, now: number, signedAt?: number): boolean {
     const def = this.state(channel, now).definition
     if (def === undefined || !def.private) return true
     if (def.members.includes(key)) return true
     // A hub key (founder-admitted) replicates every channel to its peers.
-    const d = this.grants.authorize(key, { now })
+    const d = this.grants.authorize(key, { now, ...(signedAt === undefined ? {} : { signedAt }) })
     if (d.ok && d.role === 'hub') return true
-    for (const p of this.personsOf(key, now)) if (def.members.includes(p)) return true
+    for (const p of this.personsOf(key, now, signedAt)) if (def.members.includes(p)) return true
     return false
   }
 
@@ -578,10 +581,15 @@ export class ChannelBook {
   /**
    * May the author post `event` (not a definition) in every channel it names? A non-member of a
    * private channel gets the grant verifier's own `channel-not-allowed` refusal, word for word.
+   * `signedAt`: history (see `isMember`); `now` is then the event's date too.
    */
-  mayPost(event: Pick<NostrEvent, 'kind' | 'tags' | 'pubkey'>, now: number): ChannelDecision {
+  mayPost(
+    event: Pick<NostrEvent, 'kind' | 'tags' | 'pubkey'>,
+    now: number,
+    signedAt?: number,
+  ): ChannelDecision {
     for (const channel of channelsOfEvent(event)) {
-      if (!this.isMember(event.pubkey, channel, now)) return channelNotAllowed(channel)
+      if (!this.isMember(event.pubkey, channel, now, signedAt)) return channelNotAllowed(channel)
     }
     return { ok: true }
   }

@@ -34,6 +34,8 @@ const byKind: Record<keyof typeof Kind, (event: NostrEvent) => Action> = {
   PushSubscription: () => 'push.subscription',
   SessionControl: (e) => (controlAction(e) === 'close' ? 'session.close' : 'session.set'),
   SessionState: () => 'session.state',
+  // Whether its author is a device of the agent's owner is its readers' to judge, at its date.
+  AgentPolicy: () => 'agent.policy',
   FleetSetting: () => 'fleet.setting',
 }
 

@@ -165,7 +165,9 @@ export class FleetState {
   ): { event: NostrEvent; admission: Admission }[] {
     const ordered = [...events].sort(byAdmissionOrder)
     const out = ordered.map((event) => ({ event, admission: this.admit(event, now, opts) }))
-    if (opts.keepPending === true) out.push(...this.retryHeld(now))
+    // Retried as the batch was admitted: a reader's held event is judged as history too, so
+    // the order it arrived in does not decide it.
+    if (opts.keepPending === true) out.push(...this.retryHeld(now, opts))
     return out
   }
 
@@ -194,7 +196,10 @@ export class FleetState {
    * placed. What is taken now, or refused for another reason, is returned (and held no more);
    * what still waits for its author stays.
    */
-  private retryHeld(now: number): { event: NostrEvent; admission: Admission }[] {
+  private retryHeld(
+    now: number,
+    opts: { history?: boolean },
+  ): { event: NostrEvent; admission: Admission }[] {
     const out: { event: NostrEvent; admission: Admission }[] = []
     while (this.retryDue && this.held.size > 0) {
       this.retryDue = false
@@ -202,7 +207,10 @@ export class FleetState {
       for (const event of waiting) {
         if (this.mayHold(event)) continue
         this.held.delete(event.id)
-        out.push({ event, admission: this.admit(event, now) })
+        out.push({
+          event,
+          admission: this.admit(event, now, opts.history === true ? { history: true } : {}),
+        })
       }
     }
     this.retryDue = false
@@ -304,7 +312,11 @@ export class FleetState {
       throw new KithError('restricted', `${d.code}: ${d.reason}`, { reason: d.code })
     }
     this.mayTake(event, past)
-    const c = this.channels.mayPost(event, past ? event.created_at : now)
+    // History is judged at its date: the channel's definition then, and the person the author
+    // stood under then (a revocation dated after it set aside).
+    const c = past
+      ? this.channels.mayPost(event, event.created_at, event.created_at)
+      : this.channels.mayPost(event, now)
     if (!c.ok) throw channelRefusal(c)
     const plain = plaintextRefusal(event, this.settings.values(), this.channels, this.founder, now)
     if (plain !== undefined) throw plain

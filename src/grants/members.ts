@@ -17,11 +17,17 @@ export function personOf(v: GrantVerifier, pubkey: string, now: number): string 
 /**
  * Every person behind `key` right now, one per valid chain (a key granted along two chains may
  * belong to two people); `personOf` is the one its first valid chain gives. Empty for a key that
- * is not a member.
+ * is not a member. With `signedAt` (history: an event a since-revoked key signed then), the
+ * chains that stood at that date, revocations dated after it set aside (verifier.validChains).
  */
-export function personsOf(v: GrantVerifier, key: string, now: number): Set<string> {
+export function personsOf(
+  v: GrantVerifier,
+  key: string,
+  now: number,
+  signedAt?: number,
+): Set<string> {
   const persons = new Set<string>()
-  for (const chain of v.validChains(key, now)) {
+  for (const chain of v.validChains(key, now, signedAt)) {
     const owner = chain.findLast((g) => g.role === 'owner')
     persons.add(owner?.subject ?? v.founder)
   }

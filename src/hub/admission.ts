@@ -18,9 +18,18 @@ interface Waiting {
   authenticating: boolean
   /** In a pairing room: its deadline is the room's end (nothing more; it is evicted like any). */
   lane: boolean
+  /**
+   * It carried a member's connect ticket (upgrade-gate.ts): never evicted, like one mid-AUTH, so
+   * strangers from its address cannot push it out before it authenticates. It keeps its deadline.
+   */
+  vouched: boolean
+  /** Arrived while its address was past its connection rate: displaces no one yet (`settle`). */
+  deferred: boolean
   /** Closes the WebSocket with a reason once there is one; before the upgrade, the socket goes. */
   close?: (code: number, reason: string) => void
 }
+
+const tooMany = 'try again later: too many unauthenticated connections'
 
 /**
  * Who may hold a socket before proving membership. Every TCP connection starts here and leaves
@@ -34,7 +43,9 @@ interface Waiting {
  * address's worth of connections in that round trip; strangers elsewhere, however many and
  * however they re-open, displace one another. A pairing room extends a stranger's deadline but
  * does not protect it: strangers cannot fill the room with connections cheaper to keep than a
- * member's.
+ * member's. A connection whose upgrade carried a member's connect ticket is protected like one
+ * mid-AUTH; one arriving from an address past its connection rate displaces no one until the
+ * upgrade gate lets it through (most are answered 429 and never do).
  */
 export class Admission {
   /** Every stranger, by socket key. */
@@ -42,33 +53,41 @@ export class Admission {
   /** Strangers by address group, each in arrival order (a Map keeps insertion order). */
   private readonly byAddress = new Map<string, Map<string, Waiting>>()
   private arrivals = 0
+  /** Sockets arrived past their address's connection rate, awaiting the upgrade gate. */
+  private readonly deferredBy = new Map<string, number>()
+  private deferredTotal = 0
   private refusedSinceLog = 0
   private lastLogAt = 0
 
   constructor(
     private readonly limits: AdmissionLimits,
     private readonly log: (line: string) => void,
+    private readonly hooks: {
+      /** Told when a stranger authenticates as a member (the connection rate refunds it). */
+      onAdmit?: (socket: Socket) => void
+      /** Whether an address is past its connection rate now (connection-rate.ts). */
+      overRate?: (address: string) => boolean
+    } = {},
   ) {}
 
   /** A new TCP connection. False when it was refused (and destroyed). */
   arrive(socket: Socket): boolean {
     const key = socketKey(socket)
     const address = addressGroup(socket.remoteAddress ?? '')
-    const own = this.byAddress.get(address)
-    if ((own?.size ?? 0) >= this.limits.maxUnauthenticatedPerAddress) {
-      const victim = own === undefined ? undefined : oldestEvictable(own)
-      if (victim === undefined) return this.refuse(socket, address)
-      this.refused(
-        `${address}: more than ${this.limits.maxUnauthenticatedPerAddress} unauthenticated connections: closing its oldest`,
-      )
-      this.expel(victim.key, 1013, 'try again later: too many unauthenticated connections')
-    } else if (this.waiting.size >= this.limits.maxUnauthenticated) {
-      const victim = this.evictionCandidate()
-      if (victim === undefined) return this.refuse(socket, address)
-      this.refused(
-        'too many unauthenticated connections: closing the oldest of the largest address',
-      )
-      this.expel(victim.key, 1013, 'try again later: too many unauthenticated connections')
+    // From an address past its connection rate, this socket's upgrade will most likely be
+    // answered 429: it displaces no one until the upgrade gate lets it through (`settle`), so a
+    // flood of refused upgrades does not churn the strangers (or the member) already held. Such
+    // sockets are bounded too: per address as strangers are, and in all; past that, placed as usual.
+    const deferred =
+      this.hooks.overRate?.(address) === true && this.deferredTotal < this.limits.maxUnauthenticated
+    if (deferred) {
+      if ((this.deferredBy.get(address) ?? 0) >= this.limits.maxUnauthenticatedPerAddress) {
+        const own = this.byAddress.get(address)
+        const victim = own === undefined ? undefined : oldestDeferred(own)
+        if (victim !== undefined) this.expel(victim.key, 1013, tooMany)
+      }
+    } else if (!this.makeRoom(address, 0)) {
+      return this.refuse(socket, address)
     }
     const entry: Waiting = {
       key,
@@ -77,6 +96,8 @@ export class Admission {
       address,
       authenticating: false,
       lane: false,
+      vouched: false,
+      deferred,
       timer: setTimeout(
         () =>
           this.expel(
@@ -92,8 +113,54 @@ export class Admission {
     let group = this.byAddress.get(address)
     if (group === undefined) this.byAddress.set(address, (group = new Map<string, Waiting>()))
     group.set(key, entry)
+    if (deferred) this.countDeferred(address, 1)
     socket.once('close', () => this.leave(key))
     return true
+  }
+
+  /**
+   * The upgrade gate let `socket` through (a token, or a member's ticket): if it arrived deferred,
+   * it now takes its place like any newcomer, displacing its address's oldest stranger (or the
+   * largest address's) when a cap is reached. If no one can be displaced, it is closed.
+   */
+  settle(socket: Socket): void {
+    const entry = this.waiting.get(socketKey(socket))
+    if (entry === undefined || !entry.deferred) return
+    entry.deferred = false
+    this.countDeferred(entry.address, -1)
+    if (!this.makeRoom(entry.address, 1)) this.expel(entry.key, 1013, tooMany)
+  }
+
+  /**
+   * Displaces a stranger if the address or the hub is at its cap (deferred sockets and `self`
+   * of the settling socket not counted). False when every candidate is protected.
+   */
+  private makeRoom(address: string, self: number): boolean {
+    const own = this.byAddress.get(address)
+    const ownCount = (own?.size ?? 0) - (this.deferredBy.get(address) ?? 0) - self
+    if (ownCount >= this.limits.maxUnauthenticatedPerAddress) {
+      const victim = own === undefined ? undefined : oldestEvictable(own)
+      if (victim === undefined) return false
+      this.refused(
+        `${address}: more than ${this.limits.maxUnauthenticatedPerAddress} unauthenticated connections: closing its oldest`,
+      )
+      this.expel(victim.key, 1013, tooMany)
+    } else if (this.waiting.size - this.deferredTotal - self >= this.limits.maxUnauthenticated) {
+      const victim = this.evictionCandidate()
+      if (victim === undefined) return false
+      this.refused(
+        'too many unauthenticated connections: closing the oldest of the largest address',
+      )
+      this.expel(victim.key, 1013, tooMany)
+    }
+    return true
+  }
+
+  private countDeferred(address: string, by: 1 | -1): void {
+    this.deferredTotal += by
+    const n = (this.deferredBy.get(address) ?? 0) + by
+    if (n > 0) this.deferredBy.set(address, n)
+    else this.deferredBy.delete(address)
   }
 
   /** The WebSocket over `socket` exists: deadlines and evictions close it with a reason. */
@@ -114,7 +181,15 @@ export class Admission {
 
   /** `socket` authenticated as a member: it no longer counts as a stranger. */
   admit(socket: Socket): void {
+    if (!this.waiting.has(socketKey(socket))) return
     this.leave(socketKey(socket))
+    this.hooks.onAdmit?.(socket)
+  }
+
+  /** `socket`'s upgrade carried a member's valid connect ticket: it is not evicted for a cap. */
+  vouch(socket: Socket): void {
+    const entry = this.waiting.get(socketKey(socket))
+    if (entry !== undefined) entry.vouched = true
   }
 
   /** `socket` joined a pairing room: its deadline becomes the room's end. */
@@ -173,6 +248,7 @@ export class Admission {
     if (entry === undefined) return
     clearTimeout(entry.timer)
     this.waiting.delete(key)
+    if (entry.deferred) this.countDeferred(entry.address, -1)
     const group = this.byAddress.get(entry.address)
     group?.delete(key)
     if (group?.size === 0) this.byAddress.delete(entry.address)
@@ -189,9 +265,17 @@ export class Admission {
   }
 }
 
-/** The first (oldest) stranger of `group` not mid-AUTH. */
+/** The first (oldest) stranger of `group` neither mid-AUTH nor vouched for by a ticket. */
 function oldestEvictable(group: Map<string, Waiting>): Waiting | undefined {
-  for (const entry of group.values()) if (!entry.authenticating) return entry
+  for (const entry of group.values()) {
+    if (!entry.authenticating && !entry.vouched && !entry.deferred) return entry
+  }
+  return undefined
+}
+
+/** The first (oldest) deferred socket of `group`. */
+function oldestDeferred(group: Map<string, Waiting>): Waiting | undefined {
+  for (const entry of group.values()) if (entry.deferred) return entry
   return undefined
 }
 

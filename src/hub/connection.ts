@@ -12,6 +12,7 @@ import { ChannelGate } from './channel-gate.js'
 import { personOf } from '../grants/members.js'
 import { NegSessions } from './negentropy.js'
 import { pairingIdOf } from './pairing-lane.js'
+import { addressGroup } from './admission.js'
 import type { HubContext } from './context.js'
 import type { Reservation } from './event-limits.js'
 import { ReqJob, type SliceOutcome, type Streaming } from './req-scheduler.js'
@@ -405,8 +406,11 @@ export class Connection implements Streaming {
   /** Joins pairing room `pid` and gives this connection until the room's end to finish. */
   private joinLane(pid: string): string | undefined {
     const { lane } = this.ctx
-    const refused = lane.join(this, pid, (party, subId, reason) =>
-      party.send(['CLOSED', subId, `restricted: ${reason}`]),
+    const refused = lane.join(
+      this,
+      pid,
+      (party, subId, reason) => party.send(['CLOSED', subId, `restricted: ${reason}`]),
+      addressGroup(this.socket.remoteAddress ?? ''),
     )
     if (refused !== undefined) return refused
     const until = lane.expiresAt(this)

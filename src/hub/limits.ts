@@ -104,6 +104,18 @@ export interface HubLimits {
   maxConnectionsPerPerson: number
   /** A reconciliation with no NEG-MSG for this long is closed (NEG-ERR `closed:`). */
   negIdleMs: number
+  /**
+   * New WebSocket connections per second one address (IPv6: one /64) may open; more are answered
+   * HTTP 429 with Retry-After before any WebSocket is made. A connection that authenticates as
+   * a member gets its token back, and one carrying a member's connect ticket is not charged.
+   * 0 turns it off.
+   */
+  connectionsPerSecondPerAddress: number
+  connectionBurstPerAddress: number
+  /** Addresses the connection rate remembers (connection-rate.ts says what happens past it). */
+  connectionRateAddresses: number
+  /** Pairing rooms one address may have opened and not yet forgotten (pairing-lane.ts). */
+  maxPairingRoomsPerAddress: number
 }
 
 export const defaultHubLimits: HubLimits = {
@@ -143,6 +155,10 @@ export const defaultHubLimits: HubLimits = {
   negMaxSessionsPerPerson: 8,
   maxConnectionsPerPerson: 64,
   negIdleMs: 60_000,
+  connectionsPerSecondPerAddress: 10,
+  connectionBurstPerAddress: 20,
+  connectionRateAddresses: 16_384,
+  maxPairingRoomsPerAddress: 64,
 }
 
 // Timings of the hub that are not published limits (NIP-11 lists only the ones above).

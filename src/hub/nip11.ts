@@ -56,6 +56,10 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       auth_deadline_seconds: seconds(limits.authDeadlineMs),
       max_unauthenticated_per_address: limits.maxUnauthenticatedPerAddress,
       max_unauthenticated: limits.maxUnauthenticated,
+      connections_per_second_per_address: limits.connectionsPerSecondPerAddress,
+      connection_burst_per_address: limits.connectionBurstPerAddress,
+      connection_rate_addresses: limits.connectionRateAddresses,
+      max_pairing_rooms_per_address: limits.maxPairingRoomsPerAddress,
     },
   }
 }

@@ -15,6 +15,11 @@ export interface LaneLimits {
    * expire, so a stranger minting pairing ids cannot grow the hub without bound.
    */
   maxRooms: number
+  /**
+   * Rooms one address (IPv6: one /64) may have opened and not yet forgotten: one stranger minting
+   * pairing ids cannot take the whole of `maxRooms` from everyone else's pairings.
+   */
+  maxRoomsPerAddress: number
 }
 
 export const defaultLaneLimits: LaneLimits = {
@@ -22,10 +27,13 @@ export const defaultLaneLimits: LaneLimits = {
   maxFrameBytes: 4096,
   maxEventsPerConnection: 16,
   maxRooms: 10_000,
+  maxRoomsPerAddress: 64,
 }
 
 interface Room<C> {
   createdAt: number
+  /** The address group of the connection that opened it (counted against its share). */
+  openedBy: string
   /** Parties that ever joined; a room admits two. */
   joined: number
   /** Parties still connected; a room whose two parties have both left was used. */
@@ -43,6 +51,8 @@ export class PairingLane<C> {
   private readonly rooms = new Map<string, Room<C>>()
   private readonly roomOf = new Map<C, string>()
   private readonly sent = new Map<C, number>()
+  /** Rooms remembered, by the address that opened them. */
+  private readonly roomsBy = new Map<string, number>()
 
   constructor(
     private readonly limits: LaneLimits = defaultLaneLimits,
@@ -57,6 +67,8 @@ export class PairingLane<C> {
     conn: C,
     pid: string,
     onBurn: (party: C, subId: string, reason: string) => void,
+    /** `conn`'s address group, charged if this opens the room. */
+    address = '',
   ): LaneRefusal | undefined {
     const bound = this.roomOf.get(conn)
     if (bound !== undefined && bound !== pid) {
@@ -68,8 +80,19 @@ export class PairingLane<C> {
       if (this.rooms.size >= this.limits.maxRooms) {
         return 'rate-limited: pairing: too many pairings in progress on this hub; try again in a few minutes'
       }
-      room = { createdAt: this.nowMs(), joined: 0, active: new Set(), subs: new Map() }
+      const opened = this.roomsBy.get(address) ?? 0
+      if (opened >= this.limits.maxRoomsPerAddress) {
+        return `rate-limited: pairing: more than ${this.limits.maxRoomsPerAddress} pairings in progress from this address; try again in a few minutes`
+      }
+      room = {
+        createdAt: this.nowMs(),
+        openedBy: address,
+        joined: 0,
+        active: new Set(),
+        subs: new Map(),
+      }
       this.rooms.set(pid, room)
+      this.roomsBy.set(address, opened + 1)
     }
     if (room.burnt !== undefined) return `restricted: ${room.burnt}`
     if (this.nowMs() - room.createdAt > this.limits.roomTtlMs) {
@@ -147,7 +170,7 @@ export class PairingLane<C> {
     room.active.delete(conn)
     // A room only one party ever joined, now empty, proves nothing about its code: free it.
     if (room.joined < 2 && room.active.size === 0 && room.burnt === undefined) {
-      this.rooms.delete(pid)
+      this.forget(pid, room)
     }
   }
 
@@ -156,9 +179,10 @@ export class PairingLane<C> {
   }
 
   /** What the lane holds, for tests and operators. */
-  stats(): { rooms: number; connections: number } {
+  stats(): { rooms: number; connections: number; addresses: number } {
     return {
       rooms: this.rooms.size,
+      addresses: this.roomsBy.size,
       connections: new Set([...this.roomOf.keys(), ...this.sent.keys()]).size,
     }
   }
@@ -168,8 +192,15 @@ export class PairingLane<C> {
     const cutoff = this.nowMs() - 2 * this.limits.roomTtlMs
     for (const [pid, room] of this.rooms) {
       if (room.createdAt >= cutoff) return
-      this.rooms.delete(pid)
+      this.forget(pid, room)
     }
+  }
+
+  private forget(pid: string, room: Room<C>): void {
+    this.rooms.delete(pid)
+    const n = (this.roomsBy.get(room.openedBy) ?? 1) - 1
+    if (n > 0) this.roomsBy.set(room.openedBy, n)
+    else this.roomsBy.delete(room.openedBy)
   }
 }
 

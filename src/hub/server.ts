@@ -5,6 +5,7 @@ import {
 } from 'node:http'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
 import { WebSocketServer, type ServerOptions, type WebSocket } from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
@@ -21,7 +22,8 @@ import { ReqScheduler, WorkBudget } from './req-scheduler.js'
 import { SubscriptionIndex } from './subscriptions.js'
 import { allowedRelayUrls, isLoopbackHost } from './urls.js'
 import { VerifyPool } from '../verify/pool.js'
-import { PairingLane } from './pairing-lane.js'
+import { defaultLaneLimits, PairingLane } from './pairing-lane.js'
+import { UpgradeGate } from './upgrade-gate.js'
 import { kithVersion } from '../version.js'
 import { verifyEventSignature } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -80,6 +82,10 @@ export interface HubStats {
   laneRooms: number
   /** Connections the pairing lane still refers to. */
   laneConnections: number
+  /** Addresses with pairing rooms remembered. */
+  laneAddresses: number
+  /** Addresses the per-address connection rate remembers. */
+  rateAddresses: number
   /** Signatures checked so far by the hub's verification pool. */
   verified: number
 }
@@ -153,14 +159,44 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   }
   const http = opts.tls ? createHttpsServer({ ...opts.tls }, onHttp) : createHttpServer(onHttp)
   // A peer that does not answer a close frame is cut quickly (wsCloseTimeoutMs, in limits.ts).
-  // (ws ≥ 8.18 reads closeTimeout; its type definitions do not list it yet.)
+  // (ws ≥ 8.18 reads closeTimeout; its type definitions do not list it yet.) Upgrades pass the
+  // gate first (upgrade-gate.ts), so ws only sees the ones let in.
   const wsOptions: ServerOptions & { closeTimeout: number } = {
-    server: http,
+    noServer: true,
     maxPayload: limits.hardFrameBytes,
     closeTimeout: wsCloseTimeoutMs,
   }
   const wss = new WebSocketServer(wsOptions)
-  const admission = new Admission(limits, log)
+  const relayUrls = new Set<string>()
+  const admission = new Admission(limits, log, {
+    onAdmit: (socket) => gate.refund(socket),
+    overRate: (address) => gate.overRate(address),
+  })
+  const gate: UpgradeGate = new UpgradeGate({
+    limits,
+    relayUrls,
+    isMember: (key, now) => grants.isMember(key, now).ok,
+    verify: (event) => verifier.verify(event, JSON.stringify(event), 'stranger'),
+    vouch: (socket) => admission.vouch(socket),
+    settle: (socket) => admission.settle(socket),
+    now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
+  })
+  http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // Node drops its own error listener from an upgraded socket, and the gate may wait on a
+    // ticket's signature check: a reset meanwhile must not be an unhandled 'error'. A flood of
+    // resets is a stranger's business, not the log's; the socket closes by itself.
+    socket.on('error', () => undefined)
+    gate.decide(req, socket).then(
+      (verdict) => {
+        if (typeof verdict === 'object') return
+        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+      },
+      (err: unknown) => {
+        log(`upgrade: ${String(err)}`)
+        socket.destroy()
+      },
+    )
+  })
   // Every TCP connection is a stranger until it authenticates: counted, given a deadline.
   http.on(opts.tls ? 'secureConnection' : 'connection', (socket: Socket) => {
     admission.arrive(socket)
@@ -169,7 +205,6 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   wss.on('error', (err) => log(`server: ${err.message}`))
   const subs = new SubscriptionIndex<Connection>()
   const conns = new Set<Connection>()
-  const relayUrls = new Set<string>()
   const ctx: HubContext<Connection> = {
     store,
     commit: new GroupCommit(store, {
@@ -194,7 +229,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,
-    lane: new PairingLane<Connection>(),
+    lane: new PairingLane<Connection>({
+      ...defaultLaneLimits,
+      maxRoomsPerAddress: limits.maxPairingRoomsPerAddress,
+    }),
     fanOut: (raw: string, event: NostrEvent) => {
       // Observer frames are for their recipient only: a connection must have proven that key.
       const onlyTo =
@@ -258,6 +296,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       http.once('error', reject)
       http.listen(opts.port ?? 7447, host, () => {
         http.off('error', reject)
+        // ws no longer owns the server (noServer): later server errors are logged here.
+        http.on('error', (err) => log(`server: ${err.message}`))
         resolve()
       })
     })
@@ -326,6 +366,8 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         unauthenticated: admission.size,
         laneRooms: lane.rooms,
         laneConnections: lane.connections,
+        laneAddresses: lane.addresses,
+        rateAddresses: gate.addresses,
         verified: verifier.verified,
       }
     },

@@ -3,6 +3,7 @@ import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { KithError } from '../errors.js'
 import type { AgentPolicy } from '../grants/policy.js'
+import { parseQuorum, type Quorum } from '../events/agent-policy.js'
 import { isHex64, publicKeyOf } from '../events/event.js'
 import { agentFile, agentFileSuffixes, homeFiles } from './home.js'
 import { readKeyFile, writeKeyFile } from './key-file.js'
@@ -34,6 +35,11 @@ export interface AgentRecord {
   env?: string[]
   /** Which tool calls the node allows without asking a person; absent: `ask` (none). */
   permissions?: PermissionsMode
+  /**
+   * N distinct people must allow a card of these ACP tool kinds before its call runs (kith agent
+   * add/set --quorum N --for KINDS); absent: one approver is enough.
+   */
+  quorum?: Quorum
   /** At most this many open sessions (absent: `defaultMaxSessions`); a new one past it is refused. */
   maxSessions?: number
   /** At most this many git worktrees made for its sessions (absent: `defaultMaxWorktrees`). */
@@ -114,6 +120,15 @@ export function listAgentRecords(home: string): AgentRecord[] {
     }
     if (typeof value.name !== 'string' || !isHex64(value.pubkey) || !isHex64(value.grant)) {
       throw new KithError('config', `${path} is not an agent record`)
+    }
+    try {
+      // Its quorum is checked as the wire's is: a hand-edited record cannot widen it.
+      const quorum = parseQuorum(value.quorum, `${path}`)
+      if (quorum === undefined) delete value.quorum
+      else value.quorum = quorum
+    } catch (cause) {
+      if (!(cause instanceof KithError)) throw cause
+      throw new KithError('config', cause.message, { cause })
     }
     records.push(value)
   }

@@ -1,6 +1,7 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
+import { withConnectTicket } from '../events/connect-ticket.js'
 import { authenticate } from './authenticate.js'
 import {
   defaultRelayTimeoutMs,
@@ -173,10 +174,15 @@ export class HubLink {
   private connect(): void {
     if (this.stopped) return
     this.setState('connecting')
-    const ws = new WebSocket(this.opts.url, {
-      handshakeTimeout: requestTimeoutMs,
-      maxPayload: maxFrameBytes,
-    })
+    const ws = new WebSocket(
+      this.opts.auth === false
+        ? this.opts.url
+        : withConnectTicket(this.opts.url, this.opts.deviceSecret),
+      {
+        handshakeTimeout: requestTimeoutMs,
+        maxPayload: maxFrameBytes,
+      },
+    )
     this.ws = ws
     ws.on('pong', () => {
       if (this.pingSentAt !== undefined) this.rttMs = Date.now() - this.pingSentAt

@@ -1,6 +1,7 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
+import { withoutConnectTicket } from '../events/connect-ticket.js'
 import { authenticate } from './authenticate.js'
 import { RelayClient, type OkAnswer } from './relay-client.js'
 
@@ -25,9 +26,14 @@ export class HubSession {
     return this.client.url
   }
 
-  static async open(url: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
+  /** `target` may carry a connect ticket (withConnectTicket); AUTH and messages name the bare URL. */
+  static async open(target: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
     const timeoutMs = opts.timeoutMs ?? 5000
-    const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxSessionFrameBytes })
+    const url = withoutConnectTicket(target)
+    const ws = new WebSocket(target, {
+      handshakeTimeout: timeoutMs,
+      maxPayload: maxSessionFrameBytes,
+    })
     // A failed handshake is reported through connect's rejection; this keeps it from being an
     // unhandled 'error' event on the socket.
     ws.on('error', () => undefined)

@@ -11,10 +11,12 @@ import { personOf } from '../grants/members.js'
 import { authTagFor } from '../grants/nip-oa.js'
 import { mayActOnAgent, type Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
+import { threadFor } from './session-threads.js'
 import { authTagsOf, listAgentRecords, type AgentRecord } from '../identity/agents.js'
 import { hostAgent } from './agent-loader.js'
 import type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
+import { AgentPolicies } from './agent-policies.js'
 import { nodeSigner, postAsAgent, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
 import { resolveAgent } from '../grants/names.js'
@@ -83,6 +85,8 @@ export class AgentBridge {
   readonly agents = new Map<string, HostedAgent>()
   readonly metrics = new TurnMetrics()
   readonly permissions: PermissionRequests
+  /** The hosted agents' policies as published (kind 34151): the cards name the one in force. */
+  readonly policies: AgentPolicies
   readonly frames: ObserverFrames
   /** The hosted agents' sessions, reported to the fleet (kind 34150). */
   readonly sessions: SessionReports
@@ -95,7 +99,9 @@ export class AgentBridge {
     private readonly node: NodeContext,
     private readonly opts: AgentBridgeOptions,
   ) {
+    this.policies = new AgentPolicies(node)
     this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
+      policy: (agent) => this.policies.current(agent),
       agent: (pubkey) => this.agents.get(pubkey),
       mayAct: (agent, key, action) => this.mayAct(agent, key, action),
       replyAs: (agent, question, text, o) => this.replyAs(agent, question, text, o),
@@ -146,6 +152,7 @@ export class AgentBridge {
       )
       if (agent === undefined) continue
       this.agents.set(record.pubkey, agent)
+      this.policies.publish(record)
       this.node.log(`hosting agent ${record.name} (${record.command.join(' ')})`)
       this.node.agentStatesChanged()
     }
@@ -165,7 +172,8 @@ export class AgentBridge {
       const agent = this.agents.get(record.pubkey)
       if (agent === undefined) continue
       agent.record = record
-      agent.host.setPermissions(record.permissions ?? 'ask')
+      agent.host.setPermissions(record.permissions ?? 'ask', record.quorum)
+      this.policies.publish(record)
       this.node.log(`agent ${record.name}: settings updated`)
     }
     this.loadAgents()
@@ -326,10 +334,17 @@ export class AgentBridge {
       }
       if (row.state === 'running') {
         journal.done(row.eventId, row.agent)
+        // Its session's last report said working: it is not any more.
+        const thread = threadFor(
+          event,
+          (t) => this.node.store.agentSession(row.agent, { channel, thread: t }) !== undefined,
+        )
+        this.sessions.cutShort(row.agent, { channel, ...(thread === undefined ? {} : { thread }) })
         this.replyAs(
           agent,
           event,
-          `⚠ ${agent.record.name} did not answer: this node stopped during the turn; ask again if it is still needed`,
+          // Read on other devices: it names its host, as their "went offline" line did.
+          `⚠ ${agent.record.name} did not answer: its host ${this.node.names.who(this.node.id.devicePubkey).name} stopped during the turn; ask again if it is still needed`,
           { outcome: ['failed', 'stopped'] },
         )
         continue
@@ -342,10 +357,12 @@ export class AgentBridge {
   private prompt(agent: HostedAgent, event: NostrEvent, channel: string, resumed: boolean): void {
     if (!this.mayAct(agent, event.pubkey, 'agent.prompt')) {
       this.node.store.prompts.done(event.id, agent.record.pubkey)
+      // Everyone in the channel reads it: it names whom it answers, never "you".
+      const who = this.node.names.who(event.pubkey)
       this.replyAs(
         agent,
         event,
-        `⚠ ${agent.record.name} does not take your prompts: its policy allows ${describePolicy(agent.record.allow)} (kith agent add --allow)`,
+        `⚠ ${agent.record.name} does not take prompts from ${who.person ?? who.name}: its policy allows ${describePolicy(agent.record.allow)} (its owner sets it: kith agent set ${agent.record.name} --allow)`,
         { outcome: ['refused', 'policy'] },
       )
       return
@@ -395,7 +412,7 @@ export class AgentBridge {
     // The title of a tool call a person rejected in this turn, if any (see rejectedTurn).
     let rejected: string | undefined
     // What the turn did, kept with its answer: frames show it live but are never stored.
-    const work = new WorkLog()
+    const work = new WorkLog(route.job.cwd ?? agent.record.cwd)
     const job: PromptJob = {
       ...route.job,
       text,

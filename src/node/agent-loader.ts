@@ -49,6 +49,7 @@ export function hostAgent(
         set: (place, session) => node.store.setAgentSession(record.pubkey, place, session),
       },
       permissions: record.permissions ?? 'ask',
+      ...(record.quorum === undefined ? {} : { quorum: record.quorum }),
       // A call naming KITH_HOME or another secret place always goes to a person, and says why.
       guard: (ask) => {
         const views: ToolCallView[] = [{ ...ask, kind: ask.toolKind }]

@@ -1,18 +1,35 @@
 import { randomBytes } from 'node:crypto'
-import { sha256 } from '@noble/hashes/sha2.js'
-import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { KithError } from '../errors.js'
+import { parseAgentPolicy, quorumApplies, type Quorum } from '../events/agent-policy.js'
 import { channelOf } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { isSealed } from '../events/e2e-seal.js'
 import { Kind } from '../events/kinds.js'
-import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
+import {
+  decisionRefusal,
+  makePermissionDecision,
+  parsePermissionDecision,
+} from '../events/permission-decision.js'
 import { answerWords, optionFor, type AnswerWord } from '../events/permission-options.js'
 import { boundPreview, callPreview } from '../events/permission-preview.js'
-import { parsePermissionRequest } from '../events/permission-request.js'
+import {
+  makePermissionRequest,
+  parsePermissionRequest,
+  permissionInputHash,
+  type PermissionRequestContent,
+} from '../events/permission-request.js'
 import { personOf } from '../grants/members.js'
+import { policyRefusal } from '../grants/agent-policy-standing.js'
 import { decisionAction, type Action } from '../grants/authority.js'
 import { describePolicy } from '../grants/policy.js'
+import {
+  quorumOptions,
+  tally,
+  tallyText,
+  voterStanding,
+  type QuorumVote,
+  type Tally,
+} from '../grants/quorum.js'
 import type { PermissionAnswer, PermissionAsk } from '../acp/agent-process.js'
 import type { AgentRecord } from '../identity/agents.js'
 import type { ReplyOptions } from './agent-options.js'
@@ -24,6 +41,8 @@ import { decidedMemoryMs, defaultPermissionTimeoutMs } from './timings.js'
 /** What permission requests need of the agent bridge. */
 export interface PermissionPeers {
   agent(pubkey: string): HostedAgent | undefined
+  /** The id of the agent's policy (kind 34151) in force, as published by this node. */
+  policy(agent: string): string | undefined
   mayAct(agent: { record: AgentRecord }, key: string, action: Action): boolean
   replyAs(
     agent: AgentKey,
@@ -33,24 +52,8 @@ export interface PermissionPeers {
   ): NostrEvent | undefined
 }
 
-/** The content of a kind-4142 request (kith-agents/1). */
-export interface RequestContent {
-  title: string
-  toolKind: string
-  options: PermissionAsk['options']
-  expires: number
-  toolCallId: string
-  sessionId: string
-  /** Hex SHA-256 of the call's input (see `inputHash`). */
-  input: string
-  nonce: string
-  /** Why the host asks whatever its policy: the call touches a secret. */
-  sensitive?: string
-  /** What the call will do, bounded (events/permission-preview.ts). */
-  preview?: string
-  /** The whole preview's size in bytes, when `preview` was truncated. */
-  previewBytes?: number
-}
+/** The content of a kind-4142 request (kith-agents/1): events/permission-request.ts. */
+type RequestContent = PermissionRequestContent
 
 /** A permission request still open, as `kith permit` and `/cards` list it. */
 export interface OpenCard {
@@ -72,20 +75,21 @@ export interface OpenCard {
   previewBytes: number | null
   createdAt: number
   expires: number | null
+  /**
+   * For a card that needs several people (kith-agents "Quorum"): how many, who allowed so far
+   * (names), whether this node's person is one of them, and the tally in words.
+   */
+  quorum: {
+    n: number
+    for: string[]
+    allowedBy: string[]
+    mine: boolean
+    text: string
+  } | null
 }
 
 /** At most this many decided requests are remembered (the oldest go first). */
 const decidedMemoryMax = 1000
-
-/**
- * The hash a request carries of what the call will do: hex SHA-256 of the UTF-8 JSON array
- * `[toolKind, title, rawInput or null]`, as the host received them.
- */
-export function inputHash(ask: Pick<PermissionAsk, 'toolKind' | 'title' | 'rawInput'>): string {
-  return bytesToHex(
-    sha256(utf8ToBytes(JSON.stringify([ask.toolKind, ask.title, ask.rawInput ?? null]))),
-  )
-}
 
 /**
  * What the card shows of the call (what it will do, bounded): read from the request, or from the
@@ -140,6 +144,9 @@ export class PermissionRequests {
       channel: string
       title: string
       options: PermissionAsk['options']
+      /** Present when the card needs N people; `votes` are the decisions that counted so far. */
+      quorum?: Quorum
+      votes: QuorumVote[]
       resolve: (a: PermissionAnswer) => void
       timer: NodeJS.Timeout
     }
@@ -166,31 +173,39 @@ export class PermissionRequests {
   ask(agent: AgentKey, question: NostrEvent, ask: PermissionAsk): Promise<PermissionAnswer> {
     const timeoutMs = this.timeoutMs ?? defaultPermissionTimeoutMs
     const channel = channelOf(question) ?? 'general'
+    // A card of a quorum kind needs N people, and offers no "always" (one person's word would
+    // then run the agent's next such call).
+    const quorum = quorumApplies(agent.record.quorum, ask.toolKind)
+      ? agent.record.quorum
+      : undefined
+    const options = quorum === undefined ? ask.options : quorumOptions(ask.options)
+    const policy = this.peers.policy(agent.record.pubkey)
     const content: RequestContent = {
       title: ask.title,
       toolKind: ask.toolKind,
-      options: ask.options,
+      options,
       expires: this.node.now() + Math.ceil(timeoutMs / 1000),
       toolCallId: ask.toolCallId,
       sessionId: ask.sessionId,
-      input: inputHash(ask),
+      input: permissionInputHash(ask),
       nonce: randomBytes(8).toString('hex'),
       ...(ask.sensitive === undefined ? {} : { sensitive: ask.sensitive }),
       ...previewOf(ask),
+      ...(policy === undefined ? {} : { policy }),
+      ...(quorum === undefined ? {} : { quorum }),
     }
     const request = signAsAgent(
       agent,
-      {
-        kind: Kind.PermissionRequest,
-        created_at: this.node.now(),
-        tags: [
-          ['h', channel],
-          ['fleet', this.node.book.fleet],
-          ['e', question.id, '', 'root'],
-          ['p', question.pubkey],
-        ],
-        content: JSON.stringify(content),
-      },
+      makePermissionRequest(
+        {
+          ...content,
+          channel,
+          fleet: this.node.book.fleet,
+          prompt: question.id,
+          prompter: question.pubkey,
+        },
+        this.node.now(),
+      ),
       this.node.log,
       `a permission request for "${ask.title}"`,
       nodeSigner(this.node),
@@ -214,7 +229,9 @@ export class PermissionRequests {
         question,
         channel,
         title: ask.title,
-        options: ask.options,
+        options,
+        ...(quorum === undefined ? {} : { quorum }),
+        votes: [],
         resolve,
         timer,
       })
@@ -273,6 +290,7 @@ export class PermissionRequests {
       )
       return
     }
+    if (pending.quorum !== undefined && !this.quorumMet(agent, pending, decision, option)) return
     clearTimeout(pending.timer)
     this.pending.delete(requestId)
     this.remember(requestId, {
@@ -284,6 +302,48 @@ export class PermissionRequests {
       at: Date.now(),
     })
     pending.resolve({ optionId: option.optionId })
+  }
+
+  /**
+   * A decision on a quorum card, from a key that may decide: counted, and whether the card is
+   * now decided (enough people allowed, or an approver rejected). While it waits, the channel
+   * is told who allowed and how many are still needed; a second allow by the same person (their
+   * other device) is told it counts once.
+   */
+  private quorumMet(
+    agent: HostedAgent,
+    pending: { question: NostrEvent; title: string; quorum?: Quorum; votes: QuorumVote[] },
+    decision: NostrEvent,
+    option: { kind: string },
+  ): boolean {
+    const n = pending.quorum?.n ?? 1
+    const standing = this.standing(agent)
+    const before = tally(n, pending.votes, standing)
+    pending.votes.push({ author: decision.pubkey, optionKind: option.kind })
+    const after = tally(n, pending.votes, standing)
+    if (after.state !== 'waiting') return true
+    const who = this.node.names.who(decision.pubkey).name
+    const person = standing(decision.pubkey).person
+    const again = person !== undefined && before.allowedBy.includes(person)
+    this.peers.replyAs(
+      agent,
+      pending.question,
+      again
+        ? `ℹ ${who}'s person already allowed "${pending.title}": two devices of one person count once; ${tallyText(after)}`
+        : `✓ ${who} allowed "${pending.title}": ${tallyText(after)}`,
+      { notice: true },
+    )
+    return false
+  }
+
+  /** How a deciding key stands toward a hosted agent now (grants/quorum.ts). */
+  private standing(agent: HostedAgent): ReturnType<typeof voterStanding> {
+    return voterStanding(this.node.book.verifier, this.node.now(), {
+      key: agent.record.pubkey,
+      owner: this.node.id.ownerPubkey,
+      allow: agent.record.allow,
+      approvers: agent.record.approvers,
+    })
   }
 
   /** Why a decision is not bound to the request (kith-agents/1, Binding), or undefined. */
@@ -408,28 +468,84 @@ export class PermissionRequests {
       return 'it is no longer open (its turn ended or was cancelled)'
     const ended = this.turnEnded(request)
     if (ended !== undefined) return ended
+    const v = this.node.book.verifier
+    const mine = personOf(v, this.node.id.devicePubkey, now)
+    const decisions = this.knownDecisions(request, content)
+    // A quorum card is decided by the tally, and stays open to the first approver while it waits.
+    const count = this.cardTally(request, content, decisions)
+    if (count !== undefined) {
+      if (count.state === 'waiting') return undefined
+      return count.state === 'rejected'
+        ? `it was already decided: rejected (by ${this.node.names.who(count.rejectedBy ?? '').name})`
+        : `it was already decided: allowed by ${count.allowedBy.length} people`
+    }
     // Known here for certain only of this node's own person: a decision from another person
     // may be refused by the hosting node (which then says so, as it says a late one changed
     // nothing).
-    const v = this.node.book.verifier
-    const mine = personOf(v, this.node.id.devicePubkey, now)
-    const known = this.node.store.events
-      .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request.id] }, limit: 50 }], {
-        defaultLimit: 50,
-        maxLimit: 50,
-      })
-      .map((r) => JSON.parse(r.raw) as NostrEvent)
-      .find(
-        (d) =>
-          mine !== undefined &&
-          personOf(v, d.pubkey, now) === mine &&
-          this.wouldBind(d, request, content),
-      )
+    const known = decisions.find((d) => mine !== undefined && personOf(v, d.pubkey, now) === mine)
     if (known === undefined) return undefined
     // Shown by its id below.
     const optionId = chosenOption(known)
     const name = content.options?.find((o) => o.optionId === optionId)?.name ?? String(optionId)
     return `it was already decided: ${name} (by ${this.node.names.who(known.pubkey).name})`
+  }
+
+  /** The decisions known here that a hosting node would act on, oldest first. */
+  private knownDecisions(request: NostrEvent, content: Partial<RequestContent>): NostrEvent[] {
+    return this.node.store.events
+      .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request.id] }, limit: 50 }], {
+        defaultLimit: 50,
+        maxLimit: 50,
+      })
+      .map((r) => JSON.parse(r.raw) as NostrEvent)
+      .filter((d) => this.wouldBind(d, request, content))
+      .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1))
+  }
+
+  /**
+   * A quorum card's tally as this node knows it (undefined: not a quorum card). The hosting node
+   * counts what it acted on; any other node counts the decisions it holds, judged by the policy
+   * the card names (its approvers; unknown here: the owner's only) through grants/quorum.ts.
+   */
+  private cardTally(
+    request: NostrEvent,
+    content: Partial<RequestContent>,
+    decisions?: NostrEvent[],
+  ): Tally | undefined {
+    const quorum = content.quorum
+    if (quorum === undefined) return undefined
+    const hosted = this.peers.agent(request.pubkey)
+    const pending = this.pending.get(request.id)
+    if (hosted !== undefined && pending !== undefined)
+      return tally(quorum.n, pending.votes, this.standing(hosted))
+    const v = this.node.book.verifier
+    const now = this.node.now()
+    const policyEvent =
+      content.policy === undefined ? undefined : this.node.store.events.getEvent(content.policy)
+    let policy: ReturnType<typeof parseAgentPolicy> | undefined
+    try {
+      policy =
+        policyEvent === undefined || policyRefusal(policyEvent, v) !== undefined
+          ? undefined
+          : parseAgentPolicy(policyEvent)
+    } catch (err) {
+      if (!(err instanceof KithError)) throw err
+      policy = undefined
+    }
+    const standing = voterStanding(v, now, {
+      key: request.pubkey,
+      owner: personOf(v, request.pubkey, now),
+      allow: policy?.allow,
+      approvers: policy?.approvers,
+    })
+    const votes = (decisions ?? this.knownDecisions(request, content)).map((d) => {
+      const optionId = chosenOption(d)
+      return {
+        author: d.pubkey,
+        optionKind: content.options?.find((o) => o.optionId === optionId)?.kind,
+      }
+    })
+    return tally(quorum.n, votes, standing)
   }
 
   /**
@@ -537,9 +653,24 @@ export class PermissionRequests {
         previewBytes: content.previewBytes ?? null,
         createdAt: request.created_at,
         expires: typeof content.expires === 'number' ? content.expires : null,
+        quorum: this.quorumView(request, content),
       })
     }
     return { cards: cards.reverse(), sealed }
+  }
+
+  /** A quorum card's tally as `kith permit`, `kith chat` and the web app show it. */
+  private quorumView(request: NostrEvent, content: Partial<RequestContent>): OpenCard['quorum'] {
+    const count = this.cardTally(request, content)
+    if (count === undefined || content.quorum === undefined) return null
+    const mine = personOf(this.node.book.verifier, this.node.id.devicePubkey, this.node.now())
+    return {
+      n: count.n,
+      for: [...content.quorum.for],
+      allowedBy: count.allowedBy.map((p) => this.node.names.who(p).name),
+      mine: mine !== undefined && count.allowedBy.includes(mine),
+      text: tallyText(count),
+    }
   }
 
   /** The known permission request whose id starts with `text` (exactly one). */
@@ -620,18 +751,32 @@ export class PermissionRequests {
         'error',
         `request ${request.id.slice(0, 8)} ("${content.title ?? '?'}"): ${closed}`,
       )
+    // A quorum card needs other people: this person's second allow would count for nothing.
+    const count = this.cardTally(request, content)
+    const mine = personOf(this.node.book.verifier, this.node.id.devicePubkey, this.node.now())
+    if (
+      count !== undefined &&
+      mine !== undefined &&
+      count.allowedBy.includes(mine) &&
+      chosen.kind.startsWith('allow')
+    )
+      throw new KithError(
+        'error',
+        `request ${request.id.slice(0, 8)} ("${content.title ?? '?'}"): you already allowed it (${tallyText(count)})`,
+      )
     const decision = nodeSigner(this.node)(
-      {
-        kind: Kind.PermissionDecision,
-        created_at: this.node.now(),
-        tags: [
-          ['e', request.id],
-          ['h', channelOf(request) ?? 'general'],
-          ['p', request.pubkey],
-          ['fleet', this.node.book.fleet],
-        ],
-        content: JSON.stringify({ optionId: chosen.optionId }),
-      },
+      makePermissionDecision(
+        {
+          request: {
+            id: request.id,
+            channel: channelOf(request) ?? 'general',
+            agent: request.pubkey,
+          },
+          fleet: this.node.book.fleet,
+          optionId: chosen.optionId,
+        },
+        this.node.now(),
+      ),
       this.node.id.deviceSecret,
     )
     this.node.enqueue(decision)

@@ -1,5 +1,6 @@
 import { verifyEventSignature, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { withConnectTicket } from '../events/connect-ticket.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { definitionsFirst as firstOf } from '../grants/definitions-first.js'
 import { HubSession } from '../link/hub-session.js'
@@ -76,7 +77,7 @@ export class ChannelSync {
   private async connect(url: string, now: number, filter: Record<string, unknown>): Promise<void> {
     let session: HubSession | undefined
     try {
-      session = await HubSession.open(url)
+      session = await HubSession.open(withConnectTicket(url, this.node.id.deviceSecret))
       for (const e of this.node.book.chainEvents(this.node.id.devicePubkey, now)) {
         await session.publish(e)
       }

@@ -113,12 +113,9 @@ export function buildChat(
       : []
   let replyTo: { id: string; root?: string } | undefined
   if (spec.reply !== undefined) {
-    const parent = store.events.query([{ ids: [spec.reply] }], { defaultLimit: 1, maxLimit: 1 })[0]
-    if (parent === undefined) throw new KithError('usage', `no message ${spec.reply} is known here`)
-    const root = (JSON.parse(parent.raw) as NostrEvent).tags.find(
-      (t) => t[0] === 'e' && t[3] === 'root',
-    )?.[1]
-    replyTo = { id: spec.reply, ...(root === undefined ? {} : { root }) }
+    const parent = replyParent(store, spec.channel, spec.reply)
+    const root = parent.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
+    replyTo = { id: parent.id, ...(root === undefined ? {} : { root }) }
   }
   const signAt = (createdAt: number) =>
     sign(
@@ -147,6 +144,40 @@ export function buildChat(
 }
 
 /** Chat messages from node.db, oldest first (the newest `limit` of them). */
+/** How far back a short id (a thread as `kith session list` and `kith log --thread` show it) is looked for. */
+const replyLookback = 5000
+
+/**
+ * The message `--reply ID` answers: by its full id, or by its first 8+ hex among the channel's
+ * recent messages (a thread's id as `kith session list` shows it, `#ops/1a2b3c4d`). A prefix two
+ * messages share is refused with both, never guessed.
+ */
+function replyParent(store: NodeStore, channel: string, id: string): NostrEvent {
+  const wanted = id.toLowerCase()
+  if (!/^[0-9a-f]{8,64}$/.test(wanted))
+    throw new KithError('usage', `--reply takes a message id (8 to 64 hex), not ${id}`)
+  const rows =
+    wanted.length === 64
+      ? store.events.query([{ ids: [wanted] }], { defaultLimit: 1, maxLimit: 1 })
+      : store.events
+          .query([{ kinds: [Kind.ChatMessage], tags: { h: [channel] }, limit: replyLookback }], {
+            defaultLimit: replyLookback,
+            maxLimit: replyLookback,
+          })
+          .filter((r) => r.id.startsWith(wanted))
+  if (rows.length === 0)
+    throw new KithError(
+      'not-found',
+      `no message ${id} is known in #${channel} here (kith log '#${channel}')`,
+    )
+  if (rows.length > 1)
+    throw new KithError(
+      'usage',
+      `${rows.length} messages in #${channel} start with ${id}: give more of its id (${rows.map((r) => r.id.slice(0, 12)).join(', ')})`,
+    )
+  return JSON.parse(rows[0]!.raw) as NostrEvent
+}
+
 export function chatHistory(
   store: NodeStore,
   names: Names,

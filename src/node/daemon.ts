@@ -68,6 +68,8 @@ const vitalKinds = [
   Kind.PushSender,
   Kind.FleetSetting,
   Kind.KeyEnvelope,
+  // Agents' policies: every device (and `kith audit`) judges cards by the version in force.
+  Kind.AgentPolicy,
 ]
 
 export interface NodeOptions extends AgentBridgeOptions {

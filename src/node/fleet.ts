@@ -1,5 +1,6 @@
 import { KithError } from '../errors.js'
 import { verifyEventSignature, type NostrEvent } from '../events/event.js'
+import { withConnectTicket } from '../events/connect-ticket.js'
 import { Kind } from '../events/kinds.js'
 import { chooseIssuer } from '../grants/issuer.js'
 import type { Identity } from '../identity/keys.js'
@@ -91,7 +92,7 @@ export async function syncHubs(
     progress(`syncing grants with ${url}`)
     let session: HubSession | undefined
     try {
-      session = await HubSession.open(url)
+      session = await HubSession.open(withConnectTicket(url, node.id.deviceSecret))
       const send = async (e: NostrEvent) => {
         const answer = await session!.publish(e)
         if (!answer.ok) report.refused.push({ id: e.id, kind: e.kind, message: answer.message })

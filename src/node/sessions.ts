@@ -212,6 +212,19 @@ export class SessionReports {
   }
 
   /** The session's state changed (a turn began or ended, a person is being asked). */
+  /**
+   * After a restart, for a turn this node's stop cut short: its last report said working (or
+   * awaiting a card), and nothing else would say otherwise, so every device would show the
+   * session working for ever. Reported idle once.
+   */
+  cutShort(agent: string, place: SessionPlace): void {
+    const key = sessionAddress(agent, place.channel, place.thread)
+    if (this.live.has(key)) return
+    const before = this.lastReport(agent, key)?.status
+    this.live_(agent, place)
+    if (before === 'working' || before === 'awaiting-permission') this.publish(agent, place, true)
+  }
+
   status(agent: string, place: SessionPlace, status: Live['status'], where?: Live['where']): void {
     const l = this.live_(agent, place)
     if (where !== undefined) l.where = where

@@ -3,6 +3,7 @@ import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { optionFor } from '../events/permission-options.js'
+import { parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { mayAct, type Action } from '../grants/authority.js'
 import { decisionStanding } from '../grants/decision-standing.js'
@@ -213,5 +214,14 @@ export function withdrawRefusal(
   request: NostrEvent,
   ctx: ClassifyContext,
 ): string | undefined {
-  return decisionStanding(decision, request, ctx)
+  const refusal = decisionStanding(decision, request, ctx)
+  if (refusal !== undefined) return refusal
+  // A quorum card waits for other people after one allows it: theirs stay up (kith-agents).
+  // Both read: decisionStanding parsed them.
+  const card = parsePermissionRequest(request)
+  const chosen = parsePermissionDecision(decision).optionId
+  const kind = card.options.find((o) => o.optionId === chosen)?.kind
+  if (card.quorum !== undefined && kind?.startsWith('allow') === true)
+    return 'a quorum card waits for more people after one allows it'
+  return undefined
 }

@@ -57,10 +57,15 @@ const maxTagValueIndexed = 1024
 
 /**
  * Addressable kinds whose every version is also kept in `kept_versions` (see event-schema.ts):
- * channel definitions and fleet settings, whose meaning depends on the whole set of them (an
+ * channel definitions, fleet settings and agent policies, whose meaning depends on the whole set of them (an
  * admin's later "off" that does not count must not erase their "on" that does).
  */
-const keptVersionKinds: ReadonlySet<number> = new Set([Kind.ChannelDefinition, Kind.FleetSetting])
+const keptVersionKinds: ReadonlySet<number> = new Set([
+  Kind.ChannelDefinition,
+  Kind.FleetSetting,
+  // Every agent policy: a card is judged (and audited) by the version in force at its date.
+  Kind.AgentPolicy,
+])
 
 /** The earliest stored event of one key in one channel (`h` value). */
 export interface ChannelFirst {

@@ -81,6 +81,8 @@ export async function startFleet(opts: {
   command: string[]
   prepare?: (paths: { agentHome: string; agentCwd: string }) => void
   env?: Record<string, string>
+  /** More `kith up` flags for the laptop (e.g. `--acp-port 0` for the ACP remote transport). */
+  laptopArgs?: string[]
 }): Promise<Fleet> {
   const dir = tempDir('kith-agents-')
   // A plain fleet: the tests check each card's and reply's own signature, as any Nostr client
@@ -126,7 +128,7 @@ export async function startFleet(opts: {
     agentCwd,
     agentPubkey,
     devboxNode: await startDevbox(),
-    laptopNode: await startNodeProcess(laptop),
+    laptopNode: await startNodeProcess(laptop, opts.laptopArgs),
     ask: async (text, reply) => {
       const r = await runKith(
         ['send', '#ops', text, '--json', ...(reply === undefined ? [] : ['--reply', reply])],

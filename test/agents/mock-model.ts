@@ -7,7 +7,8 @@
 //   POST /v1/messages           (SSE with stream: true; Claude Code, ANTHROPIC_BASE_URL = origin)
 // What it answers is scripted by the test (plain text, or a tool call and then, once the tool's
 // result comes back, text). Every request is recorded so a test can assert on what the agent
-// actually sent.
+// actually sent. A reply can be held (`{ hold: reply }`): the request waits, unanswered, until
+// the test releases it, so a test can act while a turn is under way (a cancel) without sleeping.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 
@@ -29,7 +30,19 @@ export interface ModelRequest {
 export type ModelReply =
   { text: string } | { toolCall: { name: string; arguments: Record<string, unknown> } }
 
-export type Responder = (req: ModelRequest) => ModelReply
+/** What the responder answers: a reply now, or one held until the test releases it. */
+export type ModelAnswer = ModelReply | { hold: ModelReply }
+
+/** A request whose answer is held: the agent waits on it (the model is "thinking"). */
+export interface HeldRequest {
+  request: ModelRequest
+  /** Whether the agent gave up the request (closed its connection), e.g. on a cancel. */
+  abandoned: () => boolean
+  /** Sends the held reply, if the agent still waits for it; else does nothing. */
+  release: () => void
+}
+
+export type Responder = (req: ModelRequest) => ModelAnswer
 
 export interface MockModel {
   /** The base URL agents are configured with: http://127.0.0.1:PORT/v1 */
@@ -39,6 +52,8 @@ export interface MockModel {
   requests: ModelRequest[]
   /** Replaces how the model answers from now on. */
   respond: (responder: Responder) => void
+  /** The next held request (one already waiting, or the next to arrive). */
+  nextHold: () => Promise<HeldRequest>
   close: () => Promise<void>
 }
 
@@ -401,6 +416,9 @@ export async function startMockModel(
 ): Promise<MockModel> {
   let respond = responder
   const requests: ModelRequest[] = []
+  // Held requests nobody took yet, and tests waiting for one.
+  const held: HeldRequest[] = []
+  const holdWaiters: ((h: HeldRequest) => void)[] = []
   const server: Server = createServer((req, res) => {
     void (async () => {
       const raw = await readBody(req)
@@ -458,7 +476,20 @@ export async function startMockModel(
         res.end(JSON.stringify({ error: { message: `mock model: no ${req.method} ${path}` } }))
         return
       }
-      const reply = respond(record)
+      const answer = respond(record)
+      let reply: ModelReply
+      if ('hold' in answer) {
+        reply = answer.hold
+        let gone = false
+        res.on('close', () => (gone = !res.writableFinished))
+        await new Promise<void>((release) => {
+          const h: HeldRequest = { request: record, abandoned: () => gone, release }
+          const waiter = holdWaiters.shift()
+          if (waiter === undefined) held.push(h)
+          else waiter(h)
+        })
+        if (gone) return
+      } else reply = answer
       if (api === 'anthropic') streamAnthropic(res, model, reply)
       else if (api === 'responses') streamResponses(res, model, reply)
       else if (api === 'gemini') streamGemini(res, model, reply)
@@ -476,6 +507,12 @@ export async function startMockModel(
     requests,
     respond: (r) => {
       respond = r
+    },
+    nextHold: () => {
+      const h = held.shift()
+      return h === undefined
+        ? new Promise<HeldRequest>((resolve) => holdWaiters.push(resolve))
+        : Promise.resolve(h)
     },
     close: () =>
       new Promise<void>((resolve) => {

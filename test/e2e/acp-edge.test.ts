@@ -73,9 +73,28 @@ describe(
       })
       expect(first.stopReason).toBe('end_turn')
       expect(textOf(ed.updates, sessionId)).toBe('chunk 1 chunk 2 chunk 3')
+      // An image cannot ride in a Kith prompt (text): the prompt is refused, saying so, and
+      // nothing is sent (the agent never gets the words without the picture they are about).
+      const refused = await ed.agent
+        .request(acp.methods.agent.session.prompt, {
+          sessionId,
+          prompt: [
+            { type: 'text', text: 'what is on this screenshot?' },
+            { type: 'image', data: 'iVBORw0KGgo=', mimeType: 'image/png' },
+          ],
+        })
+        .then(
+          (r) => r,
+          (err: unknown) => err,
+        )
+      expect(refused).toMatchObject({
+        code: -32602,
+        data: { reason: 'uncarried-content', uncarried: ['image'] },
+      })
       // The same thread, as the rest of the fleet sees it: signed by this device and the agent.
       const log = await runKith(['log', '#acp', '--json'], { home: devbox })
       expect(log.stdout, log.stderr).toContain('@claude stream 3')
+      expect(log.stdout).not.toContain('screenshot')
 
       // A permission request: the editor's person answers it, as a decision signed here.
       ed.answer = (req) => {

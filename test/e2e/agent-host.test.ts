@@ -176,10 +176,36 @@ describe('a node stopping mid-turn', () => {
         // The thread holds the queued prompt and its answer too: the notices are the ⚠ lines.
         const notices = await threadedUnder(home, running, { count: 3 })
         expect(notices.map((n) => n.event.content).filter((c) => c.startsWith('⚠'))).toEqual([
-          '⚠ bot did not answer: this node stopped during the turn; ask again if it is still needed',
+          '⚠ bot did not answer: its host box stopped during the turn; ask again if it is still needed',
         ])
         expect(await node.stop()).toBe(0)
       }
+    },
+  )
+
+  it(
+    'reports the session of a turn it cut short idle after its restart, not working for ever',
+    { timeout: 90_000 },
+    async () => {
+      const home = await boxWithBot()
+      let node = await startNodeProcess(home, ['--port', '0'])
+      const running = await ask(home, '@bot hang')
+      const sessionOf = async () => {
+        const r = await runKith(['session', 'list', '--json'], { home })
+        expect(r.code, r.stderr).toBe(0)
+        const { sessions } = JSON.parse(r.stdout) as {
+          sessions: { thread?: string; status: string }[]
+        }
+        return sessions.find((s) => s.thread === running)?.status
+      }
+      await expect.poll(sessionOf, { timeout: 20_000 }).toBe('working')
+      await node.stop('SIGTERM')
+      node = await startNodeProcess(home, ['--port', '0'])
+      expect((await threadedUnder(home, running))[0]!.event.content).toMatch(
+        /^⚠ bot did not answer: its host box stopped/,
+      )
+      await expect.poll(sessionOf, { timeout: 20_000 }).toBe('idle')
+      expect(await node.stop()).toBe(0)
     },
   )
 })

@@ -61,7 +61,7 @@ describe('names and agents across people (real processes)', { timeout: 240_000 }
     // Naming hers (person/name), he is refused by her policy.
     const q3 = await ask(bob, '@founder/helper echo let me in')
     expect((await threadedUnder(bob, q3))[0]!.event.content).toMatch(
-      /^⚠ helper does not take your prompts: its policy allows owner/,
+      /^⚠ helper does not take prompts from bob: its policy allows owner/,
     )
     // Alice sees Bob's laptop as his, not as her.
     const log = await runKith(['log', '#ops'], { home: alice })
@@ -111,7 +111,7 @@ describe('names and agents across people (real processes)', { timeout: 240_000 }
     await aliceNode.waitFor(/linked to/)
     const q4 = await ask(bob, '@founder/helper echo am I its owner now')
     expect((await threadedUnder(bob, q4))[0]!.event.content).toMatch(
-      /^⚠ helper does not take your prompts: its policy allows owner/,
+      /^⚠ helper does not take prompts from bob: its policy allows owner/,
     )
   })
 })

@@ -184,7 +184,7 @@ const prompt: Cell = async (actor, tag) => {
   const q = await post(f.homes[actor], 'ops', `@runner run ${tag}`)
   const [reply] = await threadedUnder(f.homes.alice, q, { timeout: 60_000 })
   if (/^⚠/.test(reply!.event.content)) {
-    expect(reply!.event.content).toMatch(/does not take your prompts/)
+    expect(reply!.event.content).toMatch(/does not take prompts from/)
     return recorded(f.startsRan).includes(tag)
   }
   expect(reply!.event.content).toBe(`ran: ${tag}`)
@@ -351,7 +351,7 @@ const interrupt = stopTurn(
       const refusal = (await history(f.homes.alice, channel)).find(
         (i) =>
           i.event.tags.some((t) => t[0] === 'e' && t[1] === q) &&
-          /^⚠ .*(may not interrupt|does not take your prompts)/.test(i.event.content),
+          /^⚠ .*(may not interrupt|does not take prompts from)/.test(i.event.content),
       )
       return refusal === undefined ? undefined : 'refused'
     }

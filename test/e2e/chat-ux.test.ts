@@ -146,6 +146,9 @@ describe('permission cards are hard to misanswer', { timeout: 150_000 }, () => {
         `⚠ card ${n1} not answered: request \\w{8} \\("deploy"\\): it was already decided: Allow once`,
       ),
     )
+    // Each answer this chat gave is one line: the node's echo of it is not shown again.
+    expect(chat.output().match(/answered card \d \(bot: deploy\)/g)).toHaveLength(2)
+    expect(chat.output()).not.toMatch(/answered \[card \d\] \(bot: deploy\)/)
     const again = await runKith(['permit', first!.id.slice(0, 8), '1'], { home })
     expect(again.code).toBe(1)
     expect(again.stderr).toMatch(/already decided|no longer open|turn has ended/)

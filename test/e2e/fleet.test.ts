@@ -169,7 +169,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     // Alice's owner-only agent refuses him, visibly, naming the policy.
     const q2 = await ask(bobLaptop, '@mine echo let me in')
     expect((await under(bobLaptop, q2))[0]!.event.content).toMatch(
-      /^⚠ mine does not take your prompts: its policy allows owner/,
+      /^⚠ mine does not take prompts from \S+: its policy allows owner/,
     )
     // Alice opens it to the fleet; the running node applies it at once.
     const set = await runKith(['agent', 'set', 'mine', '--allow', 'fleet'], { home: aliceDevbox })
@@ -182,7 +182,7 @@ describe('a fleet shared by several people (real processes)', { timeout: 240_000
     const q3 = await ask(bobLaptop, '@bobs echo mine')
     expect((await under(bobLaptop, q3))[0]!.event.content).toBe('mine')
     const q4 = await ask(aliceLaptop, '@bobs echo hi')
-    expect((await under(aliceLaptop, q4))[0]!.event.content).toMatch(/does not take your prompts/)
+    expect((await under(aliceLaptop, q4))[0]!.event.content).toMatch(/does not take prompts from/)
 
     // Bob cannot approve Alice's agent's tool call unless she allowed it: his answer is refused
     // visibly and the request stays open; hers goes through.

@@ -83,6 +83,19 @@ describe('kith up: nodes that lose nothing and duplicate nothing', { timeout: 90
     const log = await runKith(['log', '#ops'], { home: a })
     expect(log.stdout).toMatch(/laptop \[device\]: hello @devbox/)
     expect(log.stdout).toMatch(/devbox \[device\]: ↳ on it/)
+    // A thread's short id (as kith session list and kith log --thread show it) is enough.
+    const short = await runKith(['send', '#ops', 'and done', '--reply', sent.id.slice(0, 8)], {
+      home: b,
+    })
+    expect(short.stderr).toBe('')
+    expect(short.code).toBe(0)
+    await expect
+      .poll(async () => (await history(a)).find((i) => i.event.content === 'and done')?.event.tags)
+      .toContainEqual(['e', sent.id, '', 'root'])
+    // A prefix no message here has is refused, naming the channel.
+    const unknown = await runKith(['send', '#ops', 'nope', '--reply', '00000000'], { home: b })
+    expect(unknown.code).not.toBe(0)
+    expect(unknown.stderr).toMatch(/no message 00000000 is known in #ops/)
   })
 
   it('survives a hub SIGKILLed and restarted mid-conversation: nothing lost, nothing duplicated', async () => {

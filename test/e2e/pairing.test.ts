@@ -79,6 +79,12 @@ describe(
         const again = await runKith(['join', code, '--yes'], { home: join(dir, 'other') })
         expect(again.code).toBe(1)
         expect(again.stderr).toMatch(/This code was already used; make a new one\./)
+        // A second device under a name one of the person's devices has is refused, before any
+        // code is shown: kith device revoke devbox and @devbox could no longer say which.
+        const twice = await runKith(['pair', '--name', 'devbox'], { home: laptop })
+        expect(twice.code).toBe(2)
+        expect(twice.stderr).toMatch(/you already have a device named devbox \(npub1\w+\)/)
+        expect(twice.stderr).not.toMatch(/kith join/)
 
         // A device renames itself (its own key signs its name); every list then shows the new one.
         const notMine = await runKith(['device', 'rename', 'devbox', 'other'], { home: laptop })

@@ -80,7 +80,7 @@ describe("sessions from another person's device, under the agent's policies", ()
         home: bob,
       })
       expect(refused.code).toBe(1)
-      expect(refused.stderr).toMatch(/⚠ mine does not take your prompts: its policy allows/)
+      expect(refused.stderr).toMatch(/⚠ mine does not take prompts from \S+: its policy allows/)
 
       // A broadcast from Bob: bot answers, mine refuses (its policy), each receipt says so.
       const b = await runKith(
@@ -99,7 +99,7 @@ describe("sessions from another person's device, under the agent's policies", ()
       })
       expect(receipts.find((r) => r.agent === 'mine')).toMatchObject({ status: 'refused' })
       expect(receipts.find((r) => r.agent === 'mine')!.reason).toMatch(
-        /^⚠ mine does not take your prompts: its policy allows/,
+        /^⚠ mine does not take prompts from \S+: its policy allows/,
       )
 
       // The attack: a start that picks a mode that never asks. The mode is the approvers' call,

@@ -35,6 +35,34 @@ describe('what a permission card shows of its tool call (preview)', () => {
     ])
   })
 
+  it("an agent's absolute paths are shown as git shows them, relative to the session's cwd", () => {
+    const preview = callPreview({
+      toolKind: 'edit',
+      title: 'Edit',
+      cwd: '/tmp/app.worktrees/claude-1a2b',
+      content: [
+        {
+          type: 'diff',
+          path: '/tmp/app.worktrees/claude-1a2b/src/x.ts',
+          oldText: 'a\n',
+          newText: 'b\n',
+        },
+        {
+          type: 'diff',
+          path: '/tmp/app.worktrees/claude-1a2b/new.md',
+          oldText: null,
+          newText: 'n\n',
+        },
+      ],
+    })
+    expect(preview?.split('\n').filter((l) => /^(---|\+\+\+) /.test(l))).toEqual([
+      '--- a/src/x.ts',
+      '+++ b/src/x.ts',
+      '--- /dev/null',
+      '+++ b/new.md',
+    ])
+  })
+
   it("an edit told only in rawInput (old_string/new_string, or a new file's content)", () => {
     expect(
       callPreview({
@@ -42,7 +70,7 @@ describe('what a permission card shows of its tool call (preview)', () => {
         title: 'Edit',
         rawInput: { file_path: '/p/a.ts', old_string: 'let x = 1', new_string: 'let x = 2' },
       }),
-    ).toBe('--- a//p/a.ts\n+++ b//p/a.ts\n@@ -1,1 +1,1 @@\n-let x = 1\n+let x = 2')
+    ).toBe('--- /p/a.ts\n+++ /p/a.ts\n@@ -1,1 +1,1 @@\n-let x = 1\n+let x = 2')
     expect(
       callPreview({
         toolKind: 'edit',

@@ -34,6 +34,7 @@ const expected: Record<Action, string> = {
   'session.set': 'owner approver',
   'session.close': 'owner approver',
   'session.state': 'owner allowed approver admin founder agent member',
+  'agent.policy': 'owner',
   'agent.cancel': 'owner approver',
   'card.request': 'agent',
   'card.decide.allow_once': 'owner approver',

@@ -1,7 +1,14 @@
 import { spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Readable, Writable } from 'node:stream'
 import * as acp from '@agentclientprotocol/sdk'
+import {
+  createWebSocketStream,
+  type WebSocketConstructor,
+} from '@agentclientprotocol/sdk/experimental/ws-client'
 import { onTestFinished } from 'vitest'
+import WebSocket from 'ws'
 import { kithBin } from '../../scripts/hub-process.js'
 
 /** An editor driving `kith acp` with the SDK's own client, as Zed or any ACP client would. */
@@ -24,22 +31,67 @@ export function acpEditor(home: string, target: string, flags: string[] = []): E
     env: { ...process.env, KITH_HOME: home },
     stdio: ['pipe', 'pipe', 'pipe'],
   })
-  let err = ''
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  const err = () => stderr
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
-  const e: Omit<Editor, 'agent'> = {
+  const e = editorState(err, async () => {
+    child.stdin.end()
+    child.kill('SIGTERM')
+    await exited
+  })
+  const conn = connectEditor(
+    e,
+    acp.ndJsonStream(
+      Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
+      Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
+    ),
+  )
+  onTestFinished(() => e.close())
+  // One object: the test sets `answer` on it, and the handlers read it there.
+  return Object.assign(e, { agent: conn.agent })
+}
+
+/**
+ * An editor using ACP's remote transport (WebSocket) that `kith up` serves: `acpUrl` is the
+ * node's `ready` line's `acp` (ws://127.0.0.1:PORT/acp/), `home` the node's KITH_HOME, whose
+ * acp-token the editor presents as its bearer token, as the README tells a client to.
+ */
+export function acpEditorWs(home: string, acpUrl: string, target: string): Editor {
+  const token = readFileSync(join(home, 'acp-token'), 'utf8').trim()
+  const e = editorState(
+    () => '',
+    async () => {
+      conn.close()
+      await conn.closed
+    },
+  )
+  const conn = connectEditor(
+    e,
+    createWebSocketStream(`${acpUrl}${target}`, {
+      headers: { authorization: `Bearer ${token}` },
+      WebSocket: WebSocket as unknown as WebSocketConstructor,
+    }),
+  )
+  onTestFinished(() => e.close())
+  return Object.assign(e, { agent: conn.agent })
+}
+
+function editorState(stderr: () => string, close: () => Promise<void>): Omit<Editor, 'agent'> {
+  let closing: Promise<void> | undefined
+  return {
     updates: [],
     asked: [],
     answer: () => ({ outcome: { outcome: 'cancelled' } }),
     reached: [],
-    stderr: () => err,
-    close: async () => {
-      child.stdin.end()
-      child.kill('SIGTERM')
-      await exited
-    },
+    stderr,
+    close: () => (closing ??= close()),
   }
-  const conn = acp
+}
+
+/** The SDK's client on `stream`, recording into `e` what the agent sends it. */
+function connectEditor(e: Omit<Editor, 'agent'>, stream: acp.Stream) {
+  return acp
     .client({ name: 'test-editor' })
     .onNotification(acp.methods.client.session.update, ({ params }) => {
       e.updates.push(params)
@@ -52,15 +104,7 @@ export function acpEditor(home: string, target: string, flags: string[] = []): E
       e.reached.push(`read ${params.path}`)
       return { content: 'the laptop file' }
     })
-    .connect(
-      acp.ndJsonStream(
-        Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-        Readable.toWeb(child.stdout) as ReadableStream<Uint8Array>,
-      ),
-    )
-  onTestFinished(() => e.close())
-  // One object: the test sets `answer` on it, and the handlers above read it there.
-  return Object.assign(e, { agent: conn.agent })
+    .connect(stream)
 }
 
 /** The text of the agent_message_chunk updates the editor got for a session. */

@@ -5,6 +5,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { main } from '../../src/cli/main.js'
 import { kithBin, spawnHub } from '../../scripts/hub-process.js'
 import { onCleanup } from './cleanup.js'
+import { beforeNodeStops, embeddedHubFiles, scanHub, storeFiles } from './sentinel.js'
 
 export interface RunResult {
   code: number | null
@@ -87,11 +88,20 @@ export function setupKith(
   return run
 }
 
-/** `kith hub` as a real subprocess on port 0, stopped after the test. */
+/**
+ * `kith hub` as a real subprocess on port 0, stopped after the test. Each time it stops, its
+ * store's files are scanned for the sentinels of sealed fleets (sentinel.ts).
+ */
 export async function startHubProcess(args: string[], home: string, env: NodeJS.ProcessEnv = {}) {
   const hub = await spawnHub(args, { env: { ...env, KITH_HOME: home } })
-  onCleanup(() => hub.stop())
-  return hub
+  const stopOnly = hub.stop
+  const stop = async () => {
+    const code = await stopOnly()
+    scanHub(hub.db, storeFiles(hub.db))
+    return code
+  }
+  onCleanup(stop)
+  return { ...hub, stop }
 }
 
 export interface NodeProcess {
@@ -164,17 +174,39 @@ export async function startNodeProcess(
       })
     },
     stop: async (signal = 'SIGTERM') => {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+      // A graceful stop first sends the sentinel of a sealed fleet (sentinel.ts); a kill is a
+      // test's crash, left as it is.
+      const running = child.exitCode === null && child.signalCode === null
+      try {
+        if (running && ready && signal === 'SIGTERM') await beforeNodeStops(home)
+      } finally {
+        await stopNode(signal)
+      }
       return exited
     },
   }
-  onCleanup(() => node.stop('SIGKILL'))
+  let ready = false
+  const stopNode = async (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    const code = await exited
+    // kith up with no hub keeps an embedded one in its home: it is a hub of the fleet too.
+    scanHub(`embedded hub of ${home}`, embeddedHubFiles(home))
+    return code
+  }
+  onCleanup(async () => {
+    try {
+      if (ready && child.exitCode === null && child.signalCode === null) await beforeNodeStops(home)
+    } finally {
+      await stopNode('SIGKILL')
+    }
+  })
   await Promise.race([
     node.waitFor(/"event":"ready"/),
     exited.then((code) => {
       throw new Error(`kith up exited (${code}) before ready:\n${lines.join('\n')}`)
     }),
   ])
+  ready = true
   return node
 }
 

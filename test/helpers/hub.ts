@@ -10,6 +10,7 @@ import {
 import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
 import type { VerifyPool } from '../../src/verify/pool.js'
 import { RawClient } from './raw-client.js'
+import { dirFiles, scanHub } from './sentinel.js'
 import { tempDir } from './tmp.js'
 
 export interface TestHub {
@@ -62,6 +63,8 @@ export async function startTestHub(
   onTestFinished(async () => {
     for (const c of clients) c.close()
     await hub.close()
+    // Its files, as an operator has them, hold no sealed fleet's sentinel (sentinel.ts).
+    scanHub(hub.url, dirFiles(dir))
   })
   return {
     hub,

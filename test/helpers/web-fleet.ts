@@ -87,6 +87,8 @@ export async function pairPage(
   web: string,
   laptop: string,
   name: string,
+  /** false: stay where pairing leaves the app (the channel it opens by itself). */
+  opts: { openOps?: boolean } = {},
 ): Promise<{ page: Page; problems: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
   const { page, problems } = await watchedPage(context)
@@ -102,7 +104,7 @@ export async function pairPage(
   await page.getByRole('button', { name: 'Same digits' }).click()
   pair.write('y\n')
   expect(await pair.exit, pair.output()).toBe(0)
-  await page.goto(`${web}/#/c/ops`)
+  if (opts.openOps !== false) await page.goto(`${web}/#/c/ops`)
   await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
   return { page, problems }
 }

@@ -237,6 +237,16 @@ describe(
           .locator('li.key.device', { has: page.locator('.name', { hasText: name }) })
           .locator('.state.online')
           .waitFor({ timeout: 20_000 })
+      // Reloaded, the page said goodbye (offline) and hello again: the nodes answer at once, so
+      // they show online again well before their next one-minute presence.
+      await page.reload()
+      await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
+      await page.getByRole('link', { name: 'Fleet' }).click()
+      for (const name of ['laptop', 'devbox'])
+        await fleet
+          .locator('li.key.device', { has: page.locator('.name', { hasText: name }) })
+          .locator('.state.online')
+          .waitFor({ timeout: 10_000 })
       // The agent's sessions as the devbox reports them (kind 34150), each opening its thread.
       const sessions = fleet.getByRole('region', { name: 'Sessions' })
       const prompted = sessions.locator(`a[href="#/c/ops/t/${promptId}"]`)

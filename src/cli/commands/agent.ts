@@ -1,6 +1,12 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { KithError } from '../../errors.js'
+import {
+  parseToolKinds,
+  quorumMax,
+  type AcpToolKind,
+  type Quorum,
+} from '../../events/agent-policy.js'
 import { chooseIssuer } from '../../grants/issuer.js'
 import { authConditionSets, makeAuthTag } from '../../grants/nip-oa.js'
 import {
@@ -11,6 +17,7 @@ import {
   listAgentRecords,
   removeAgentFiles,
   writeAgentRecord,
+  type AgentRecord,
 } from '../../identity/agents.js'
 import { syncHubs } from '../../node/fleet.js'
 import { declare } from '../declare.js'
@@ -39,8 +46,8 @@ export const agentCommand = declare({
   name: 'agent',
   summary: 'add, list or revoke agent keys hosted on this node',
   usage: [
-    'kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]\n                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]\n                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]\n                      [--max-sessions N] [--max-worktrees N] [-- COMMAND ARGS…]',
-    'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]\n                      [--max-sessions N] [--max-worktrees N]',
+    'kith agent add NAME [--kinds 9,4142] [--channels ops,dev] [--expires 30d] [--json]\n                      [--cwd DIR] [--allow POLICY] [--approvers POLICY]\n                      [--permissions ask|allow-reads|allow-all] [--env NAME,…]\n                      [--quorum N --for KINDS] [--max-sessions N] [--max-worktrees N]\n                      [-- COMMAND ARGS…]',
+    'kith agent set NAME [--allow POLICY] [--approvers POLICY] [--permissions MODE] [--env NAME,…]\n                      [--quorum N] [--for KINDS] [--max-sessions N] [--max-worktrees N]',
     'kith agent list [--fleet] [--all] [--json]',
     'kith agent logs NAME [--lines N] [--follow]',
     'kith agent revoke NAME|NPUB [--json] [--yes]',
@@ -77,6 +84,16 @@ export const agentCommand = declare({
       type: 'string',
       value: 'MODE',
       description: 'ask, allow-reads or allow-all: which tool calls run without asking',
+    },
+    quorum: {
+      type: 'string',
+      value: 'N',
+      description: 'cards of the --for tool kinds run only after N people allowed them (1: none)',
+    },
+    for: {
+      type: 'string',
+      value: 'KINDS',
+      description: 'ACP tool kinds the quorum holds for: execute,edit,delete,…',
     },
     env: {
       type: 'string',
@@ -115,6 +132,12 @@ export const agentCommand = declare({
         A call that names KITH_HOME or other secrets (~/.ssh, ~/.aws, .env, key files…) always
         asks, and its card says why; an allowed command still runs with your user's rights
         (see the README: What an agent can reach).
+        --quorum N --for execute,edit: a card of those ACP tool kinds (read, edit, delete, move,
+        search, execute, think, fetch, switch_mode, other) runs only after approvers who are N
+        different people allowed it (two devices of one person count once); any approver's
+        Reject ends it; such a call is never allowed without asking, whatever --permissions
+        says. --quorum 1 removes it. The policy (who may prompt, approve, the mode and quorum)
+        is published signed by this device whenever it changes (kind 34151).
         --env passes these variables through from kith up's environment (for example an API
         key: --env ANTHROPIC_API_KEY); otherwise the agent sees only PATH, HOME, LANG, TERM,
         USER and the like. KITH_* variables are never passed. The command is checked: one that
@@ -172,6 +195,8 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   const permissions =
     values.permissions === undefined ? undefined : parsePermissionsMode(values.permissions)
   const env = parseEnvNames(values.env)
+  const quorumN = parseQuorumFlag(values.quorum)
+  const quorumFor = values.for === undefined ? undefined : forKinds(values.for)
   const maxSessions = parseCap(values['max-sessions'], '--max-sessions')
   const maxWorktrees = parseCap(values['max-worktrees'], '--max-worktrees')
   const caps = {
@@ -180,12 +205,16 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
   }
   if (
     sub === 'add' &&
-    (permissions !== undefined || env !== undefined || Object.keys(caps).length > 0) &&
+    (permissions !== undefined ||
+      env !== undefined ||
+      quorumN !== undefined ||
+      quorumFor !== undefined ||
+      Object.keys(caps).length > 0) &&
     command === undefined
   ) {
     throw new KithError(
       'usage',
-      `--permissions, --env and --max-* go with an agent command (-- COMMAND)`,
+      `--permissions, --env, --quorum and --max-* go with an agent command (-- COMMAND)`,
     )
   }
   return withNode(async (node) => {
@@ -272,6 +301,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
               approvers: approvers ?? 'owner',
               permissions: permissions ?? 'ask',
               ...(env === undefined ? {} : { env }),
+              ...quorumSetting(undefined, quorumN, quorumFor),
               ...caps,
             }),
       })
@@ -315,15 +345,15 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
       if (record.command === undefined)
         throw new KithError('usage', `${name} is a key only (no command): nothing runs it here`)
       if (
-        [allow, approvers, permissions, env, maxSessions, maxWorktrees].every(
+        [allow, approvers, permissions, env, quorumN, quorumFor, maxSessions, maxWorktrees].every(
           (v) => v === undefined,
         )
       )
         throw new KithError(
           'usage',
-          'kith agent set needs --allow, --approvers, --permissions, --env, --max-sessions or --max-worktrees',
+          'kith agent set needs --allow, --approvers, --permissions, --env, --quorum, --for, --max-sessions or --max-worktrees',
         )
-      const updated = {
+      const updated: AgentRecord = {
         ...record,
         ...(allow === undefined ? {} : { allow }),
         ...(approvers === undefined ? {} : { approvers }),
@@ -331,6 +361,10 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         ...(env === undefined ? {} : { env }),
         ...caps,
       }
+      // Replaced whole (or removed): --quorum 1 leaves none.
+      const quorum = quorumSetting(record.quorum, quorumN, quorumFor).quorum
+      if (quorum === undefined) delete updated.quorum
+      else updated.quorum = quorum
       writeAgentRecord(id.home, updated)
       const live = await notifyDaemon('agents-changed')
       if (values.json) {
@@ -339,6 +373,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
           allow: updated.allow ?? 'owner',
           approvers: updated.approvers ?? 'owner',
           permissions: updated.permissions ?? 'ask',
+          quorum: updated.quorum ?? null,
           env: updated.env ?? [],
           maxSessions: updated.maxSessions ?? defaultMaxSessions,
           maxWorktrees: updated.maxWorktrees ?? defaultMaxWorktrees,
@@ -347,7 +382,7 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
         return 0
       }
       out.line(
-        `${name}: prompts from ${describePolicy(updated.allow)}, approvals from ${describePolicy(updated.approvers)}, permissions ${updated.permissions ?? 'ask'}`,
+        `${name}: prompts from ${describePolicy(updated.allow)}, approvals from ${describePolicy(updated.approvers)}, permissions ${updated.permissions ?? 'ask'}${updated.quorum === undefined ? '' : `, quorum ${updated.quorum.n} people for ${updated.quorum.for.join(',')}`}`,
       )
       out.line(
         live
@@ -408,6 +443,51 @@ export async function runAgent(argv: string[], out: Out): Promise<number> {
 }
 
 /** --max-sessions N, --max-worktrees N: a whole number from 1. */
+/** `--quorum N`: 1 to 9 people (1 removes a quorum). */
+function parseQuorumFlag(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const n = /^[0-9]$/.test(text) ? Number(text) : NaN
+  if (!(n >= 1 && n <= quorumMax))
+    throw new KithError(
+      'usage',
+      `--quorum is a number of people from 1 to ${quorumMax} (got ${text})`,
+    )
+  return n
+}
+
+function forKinds(text: string): AcpToolKind[] {
+  try {
+    return parseToolKinds(text)
+  } catch (err) {
+    if (!(err instanceof KithError)) throw err
+    throw new KithError('usage', err.message, { cause: err })
+  }
+}
+
+/**
+ * The record's quorum after --quorum and --for: either keeps the other's old value; --quorum 1
+ * removes it; a quorum needs kinds to hold for.
+ */
+function quorumSetting(
+  old: Quorum | undefined,
+  n: number | undefined,
+  kinds: AcpToolKind[] | undefined,
+): { quorum?: Quorum } {
+  const nextN = n ?? old?.n
+  const nextFor = kinds ?? old?.for
+  if (nextN === undefined || nextN < 2) {
+    if (n === undefined && kinds !== undefined)
+      throw new KithError(
+        'usage',
+        '--for says which tool kinds a quorum holds for: give --quorum N too',
+      )
+    return {}
+  }
+  if (nextFor === undefined)
+    throw new KithError('usage', '--quorum N needs --for KINDS (for example --for execute,edit)')
+  return { quorum: { n: nextN, for: nextFor } }
+}
+
 function parseCap(text: string | undefined, flag: string): number | undefined {
   if (text === undefined) return undefined
   if (!/^[1-9][0-9]{0,5}$/.test(text))

@@ -10,6 +10,8 @@ interface PermissionContent {
   sensitive?: string
   preview?: string
   previewBytes?: number
+  /** N people must allow it (kith-agents "Quorum"); the tally comes as notices in its thread. */
+  quorum?: { n?: number; for?: string[] }
 }
 
 /** Lines of a card's preview `kith chat` shows before it says how many more `kith permit` shows. */
@@ -170,6 +172,11 @@ export function formatChat(
     const second = `${options}  ${answer}  (request ${id})`
     const lines = [
       `${head}🔐 ${card}${from.name} asks to run: ${p.title ?? '?'} (${p.toolKind ?? 'tool'})${sensitive}`,
+      ...(typeof p.quorum?.n === 'number'
+        ? [
+            `${' '.repeat(hang)}👥 needs ${p.quorum.n} people to allow it (two devices of one person count once); the tally follows`,
+          ]
+        : []),
       ...previewLines(typeof p.preview === 'string' ? p.preview : undefined, {
         indent: hang,
         max: previewChatLines,

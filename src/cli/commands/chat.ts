@@ -241,6 +241,14 @@ class ChatSession {
 
   /** Messages already on screen: a reattach shows only what came while the node was away. */
   private readonly shownIds = new Set<string>()
+  /** Cards this chat is answering right now (their ids): the node's echo is not shown again. */
+  private readonly answering = new Set<string>()
+
+  private ownAnswer(event: { kind: number; tags: string[][] }): boolean {
+    if (event.kind !== 4143) return false
+    const request = event.tags.find((t) => t[0] === 'e')?.[1]
+    return request !== undefined && this.answering.has(request)
+  }
 
   private showItem(item: ChatItem): void {
     this.shownIds.add(item.event.id)
@@ -370,11 +378,20 @@ class ChatSession {
       )
       return
     }
+    // The node shows the signed answer to every chat as it sends it, usually before it replies
+    // here: this chat says it once, below, in its own words (one line for one answer).
+    this.answering.add(card.id)
     try {
-      await this.daemon.request('decide', { request: card.id, option: option.optionId })
+      const sent = await this.daemon.request<{ event: { id: string } }>('decide', {
+        request: card.id,
+        option: option.optionId,
+      })
+      this.shownIds.add(sent.event.id)
     } catch (err) {
       this.note(`⚠ card ${n} not answered: ${err instanceof Error ? err.message : String(err)}`)
       return
+    } finally {
+      this.answering.delete(card.id)
     }
     this.show(`answered card ${n} (${card.agent}: ${card.title}) with ${option.name}`)
   }
@@ -608,6 +625,8 @@ class ChatSession {
           this.tick()
         }
       }
+      // This chat's own answer: said once, when the node confirms it (see the /allow handling).
+      if (this.shownIds.has(item.event.id) || this.ownAnswer(item.event)) return
       this.showItem(item)
       this.ring(item)
     })

@@ -1,5 +1,8 @@
+import { KithError } from '../../errors.js'
+import { fleetPeople } from '../../grants/members.js'
 import { defaultEmbeddedPort } from '../../node/daemon.js'
 import { declare } from '../declare.js'
+import { withLocalNode } from '../local-node.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { runInvite } from './invite-flow.js'
@@ -49,7 +52,23 @@ export async function runPair(argv: string[], out: Out): Promise<number> {
       hub: values.hub,
       rearm: values.rearm === true,
       name: values.name,
-      check: () => undefined,
+      // Two active devices of one person with one name: `kith device revoke NAME` and @NAME
+      // could no longer say which (the walk-through paired a second "phone" without a word).
+      check: (node, now) => {
+        const name = values.name
+        if (name === undefined) return
+        const me = node.id.ownerPubkey ?? node.fleet
+        const person = fleetPeople(node.book.verifier, now).find((p) => p.pubkey === me)
+        // By the name each device goes by now (a device renames itself), as device list shows.
+        const same = withLocalNode(({ names }) =>
+          person?.devices.find((d) => d.status === 'active' && names.who(d.pubkey).name === name),
+        )
+        if (same !== undefined)
+          throw new KithError(
+            'usage',
+            `you already have a device named ${name} (${npub(same.pubkey)}): pair this one under another --name, or revoke that one first (kith device revoke ${npub(same.pubkey)})`,
+          )
+      },
       grant: (node, proof, name, ownerSecret, now) =>
         node.book.signGrant(
           { subject: proof.device, role: 'device', deleg: true, name, proof: proof.consent },

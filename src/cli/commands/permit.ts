@@ -38,7 +38,9 @@ agent's owner, from any of their devices, always; beyond them, whoever the agent
 policy names (kith agent add/set --approvers): fleet lets every member of the fleet answer, a
 list of npubs adds those people (with all their devices) or those single keys. An answer from
 anyone else is refused in the channel and the request stays open; the hosting node applies the
-first valid answer it receives.`,
+first valid answer it receives. A card of a tool kind the agent's quorum names (kith agent add
+--quorum N --for KINDS) waits for N different people; its 👥 line says how many allowed, and
+allowing it twice as one person is refused ("you already allowed it").`,
 })
 
 /** "in 4 min", "3 min ago". */
@@ -57,6 +59,10 @@ export function describeCard(card: OpenCard, now: number): string[] {
     `${card.id.slice(0, 8)}  ${agent} in #${card.channel}: ${card.title} (${card.toolKind})  options: ${options}  (asked ${relative(card.createdAt - now)}${expires})`,
   ]
   if (card.sensitive !== null) lines.push(`          ⚠ ${card.sensitive}`)
+  if (card.quorum !== null)
+    lines.push(
+      `          👥 needs ${card.quorum.n} people: ${card.quorum.text}${card.quorum.allowedBy.length === 0 ? '' : ` (allowed by ${card.quorum.allowedBy.join(', ')}${card.quorum.mine ? ': you' : ''})`}`,
+    )
   lines.push(...previewLines(card.preview, { indent: 10 }))
   return lines
 }

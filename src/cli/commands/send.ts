@@ -14,7 +14,12 @@ export const sendCommand = declare({
   usage: ["kith send '#channel' 'text' [--reply ID] [--interrupt] [--new] [--json]"],
   arity: { min: 2, max: 2, error: 'kith send takes a channel and a text' },
   options: {
-    reply: { type: 'string', value: 'ID', description: 'answer the message with this id (64 hex)' },
+    reply: {
+      type: 'string',
+      value: 'ID',
+      description:
+        "answer the message with this id, or its first 8+ hex (a thread's id as kith session list shows it)",
+    },
     interrupt: {
       type: 'boolean',
       description: "stop the @mentioned agents' turn here and take this message next",
@@ -32,7 +37,9 @@ refused with the candidates, which you write as person/name (@bob/helper). With 
 the @mentioned agents stop the turn they are running in this channel, if it is one of the
 prompts still open as this node knows them, and take this message next (it needs the agent's
 approvers policy, as a cancel does, and is not acted on after 5 minutes; otherwise the message
-waits its turn and the agent says why). A channel nobody has posted in whose name is close to one
+waits its turn and the agent says why). --reply answers a message in its thread: a reply that
+mentions an agent (@claude) continues that agent's session of the thread; one that mentions no
+agent is a message to the people reading it, and no agent acts on it. A channel nobody has posted in whose name is close to one
 that exists (#osp beside #ops) is refused with did-you-mean, as kith log and /join ask; --new
 starts it all the same. Through the running node (kith up) it goes out at once
 and this waits for the first hub's answer; with no node running it is written to the outbox in
@@ -45,8 +52,11 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
   const { values, positionals } = parsed
   const channel = parseChannel(positionals[0]!)
   const text = positionals[1]!
-  if (values.reply !== undefined && !/^[0-9a-f]{64}$/.test(values.reply)) {
-    throw new KithError('usage', '--reply takes a 64-hex event id (see kith log --json)')
+  if (values.reply !== undefined && !/^[0-9a-fA-F]{8,64}$/.test(values.reply)) {
+    throw new KithError(
+      'usage',
+      "--reply takes a message id, or its first 8+ hex (kith session list shows each thread's)",
+    )
   }
   const daemon = await connectNode()
   if (values.new !== true) {

@@ -93,7 +93,10 @@ export async function keysForChannel(
       (id) => byId.get(id),
       now,
     )
-    return 'first' in p ? p.first : []
+    // A definition in effect not held here to send first: the event must not go (as the node's
+    // outbox), or this hub would take the channel for open.
+    if ('refuse' in p) throw new Error(`not sent: ${p.refuse}`)
+    return p.first
   }
   return { keys, first }
 }

@@ -1,7 +1,12 @@
 import { signal } from '@preact/signals'
 import {
+  cardTally,
   channelOf,
   decisionStanding,
+  parseAgentPolicy,
+  policyRefusal,
+  type DecisionContext,
+  type Tally,
   FleetState,
   fleetActor,
   isNotice,
@@ -51,6 +56,9 @@ export const vitalKinds: number[] = [
   Kind.SessionState,
   Kind.FleetSetting,
   Kind.KeyEnvelope,
+  // Agents' policies: cards are judged (and the Audit view checks them) by the one in force; a
+  // quorum card's approvers are those of the policy it names.
+  Kind.AgentPolicy,
 ]
 
 /** A node of the fleet that sends Web Push (kith-notify/1), with its VAPID key. */
@@ -106,6 +114,8 @@ export class FleetModel {
   /** The signed card and decisions, which the one rule of what answers a card reads. */
   private readonly requestEvents = new Map<string, NostrEvent>()
   private readonly decisionEvents = new Map<string, NostrEvent[]>()
+  /** Every agent policy (kind 34151) version seen, by id: cards name the one they were asked under. */
+  private readonly policyEvents = new Map<string, NostrEvent>()
   private readonly decisions = new Map<string, PermissionDecision[]>()
   /** Replies by the event they answer (their `reply`, else `root`). */
   private readonly replies = new Map<string, NostrEvent[]>()
@@ -256,6 +266,9 @@ export class FleetModel {
         }
         return
       }
+      case Kind.AgentPolicy:
+        this.policyEvents.set(e.id, e)
+        return
       case Kind.PermissionDecision: {
         try {
           const d = parsePermissionDecision(e)
@@ -503,10 +516,37 @@ export class FleetModel {
     if (this.answered(r.prompt, r.agent)) return false
     const request = this.requestEvents.get(r.id)
     if (request === undefined) return this.decisionsFor(r.id).length === 0
-    const ctx = { fleet: this.fleet, personOf: (k: string) => personOf(this.state.grants, k, t) }
-    return !(this.decisionEvents.get(r.id) ?? []).some(
-      (d) => decisionStanding(d, request, ctx) === undefined,
-    )
+    const ctx = this.decisionContext(t)
+    const decisions = this.decisionEvents.get(r.id) ?? []
+    // A quorum card stays open until enough people allowed it, or an approver rejected it.
+    const count = cardTally(request, decisions, ctx)
+    if (count !== undefined) return count.state === 'waiting'
+    return !decisions.some((d) => decisionStanding(d, request, ctx) === undefined)
+  }
+
+  /** A quorum card's tally as this browser counts it (grants/quorum.ts); undefined: no quorum. */
+  tallyOf(r: PermissionRequest, t = now()): Tally | undefined {
+    const request = this.requestEvents.get(r.id)
+    if (request === undefined) return undefined
+    return cardTally(request, this.decisionEvents.get(r.id) ?? [], this.decisionContext(t))
+  }
+
+  /** This device's person, for "you already allowed it". */
+  myPerson(t = now()): string | undefined {
+    return personOf(this.state.grants, this.me, t)
+  }
+
+  private decisionContext(t: number): DecisionContext {
+    const grants = this.state.grants
+    return {
+      fleet: this.fleet,
+      personOf: (k: string) => personOf(grants, k, t),
+      policyOf: (id: string) => {
+        const e = this.policyEvents.get(id)
+        if (e === undefined || policyRefusal(e, grants) !== undefined) return undefined
+        return parseAgentPolicy(e)
+      },
+    }
   }
 
   /** idle, working (a prompt open to it) or awaiting permission (an open card), as seen here. */

@@ -8,6 +8,7 @@ import {
   defaultRelayTimeoutMs,
   RelayClient,
   saysRevoked,
+  withConnectTicket,
   type KithError,
   type NostrEvent,
   type OkAnswer,
@@ -161,7 +162,7 @@ export class BrowserLink {
     this.set('connecting')
     let socket: WebSocket
     try {
-      socket = new WebSocket(this.url)
+      socket = new WebSocket(withConnectTicket(this.url, this.opts.secret))
     } catch (err) {
       // A URL the browser refuses (or a CSP that does not allow it): wait and try again.
       this.failed(err instanceof Error ? err.message : String(err))

@@ -17,6 +17,7 @@ import {
   normalizeRelayUrl,
   signEvent,
   threadOf,
+  tallyText,
   type EventTemplate,
   type NostrEvent,
   type PermissionRequest,
@@ -241,23 +242,32 @@ export class Session {
    * and a late one would say something untrue.
    */
   private announce(link: BrowserLink): void {
-    const send = () => {
-      if (link.state !== 'live') return
-      const event = signEvent(
-        makePresence('online', [], now(), presenceSeconds),
-        this.device.secret,
-      )
-      link.publish(event).catch((err: unknown) => {
-        console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
-      })
-    }
+    const send = () => this.sendPresence(link, 'online')
     send()
     if (!this.announcing.has(link)) {
       this.announcing.add(link)
       setInterval(send, presenceSeconds * 1000)
     }
+    if (!this.saysGoodbye) {
+      // A page that closes or reloads stops cleanly, as a node does: it says `offline`
+      // (kith-chat/1), so the nodes answer the reloaded page's `online` at once, as a newcomer's,
+      // and its Fleet page shows them online rather than "no presence seen" for a minute.
+      this.saysGoodbye = true
+      addEventListener('pagehide', () => {
+        for (const l of this.announcing) this.sendPresence(l, 'offline')
+      })
+    }
   }
   private readonly announcing = new Set<BrowserLink>()
+  private saysGoodbye = false
+
+  private sendPresence(link: BrowserLink, status: 'online' | 'offline'): void {
+    if (link.state !== 'live') return
+    const event = signEvent(makePresence(status, [], now(), presenceSeconds), this.device.secret)
+    link.publish(event).catch((err: unknown) => {
+      console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
+    })
+  }
 
   /** Signs, keeps in the outbox, shows, and sends to every live hub. */
   private async send(template: EventTemplate): Promise<NostrEvent> {
@@ -299,9 +309,10 @@ export class Session {
   /**
    * A private channel's definition in effect goes to a hub before the channel's events
    * (kith-channels, "Definitions first"), unless that hub took it before: a hub without it
-   * would take the channel for open and pass the event to the whole fleet.
+   * would take the channel for open and pass the event to the whole fleet. Undefined when the
+   * event may go; else why it must not (as the node's outbox: it is refused, never sent).
    */
-  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<void> {
+  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<string | undefined> {
     let holds = this.hubHolds.get(link)
     if (holds === undefined) this.hubHolds.set(link, (holds = new Set()))
     const held = holds
@@ -312,18 +323,22 @@ export class Session {
       (id) => this.model.definition(id),
       now(),
     )
-    // Nothing here to send first: the hub judges the event with what it holds.
-    if (!('first' in p)) return
+    if ('refuse' in p) return `not sent: ${p.refuse}`
     for (const d of p.first) {
       const answer = await link.publish(d)
-      if (answer.ok || saysDuplicate(answer.message)) held.add(d.id)
+      if (!answer.ok && !saysDuplicate(answer.message))
+        return `not sent: this hub refused the definition of #${defName(d)} it needs first (${answer.message})`
+      held.add(d.id)
     }
+    return undefined
   }
   private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
 
   private deliver(link: BrowserLink, o: Outgoing): void {
     this.definitionsTo(link, o.event)
-      .then(() => link.publish(o.event))
+      .then((refusal) =>
+        refusal === undefined ? link.publish(o.event) : { ok: false, message: refusal },
+      )
       .then(
         async (answer) => {
           if (!this.outbox.value.has(o.event.id)) return
@@ -427,6 +442,16 @@ export class Session {
   async decide(request: PermissionRequest, optionId: string): Promise<NostrEvent> {
     if (!this.model.requestOpen(request))
       throw new KithError('error', `"${request.title}" is no longer open`)
+    const count = this.model.tallyOf(request)
+    const me = this.model.myPerson()
+    const kind = request.options.find((o) => o.optionId === optionId)?.kind ?? ''
+    if (
+      count !== undefined &&
+      me !== undefined &&
+      count.allowedBy.includes(me) &&
+      kind.startsWith('allow')
+    )
+      throw new KithError('error', `you already allowed it (${tallyText(count)})`)
     return this.send(
       makePermissionDecision(
         {
@@ -463,4 +488,9 @@ export class Session {
     this.lastRead.value = { ...this.lastRead.value, [channel]: last }
     await idbPut('prefs', 'lastRead', this.lastRead.value)
   }
+}
+
+/** The channel a definition names (its d tag). */
+function defName(definition: NostrEvent): string {
+  return definition.tags.find((t) => t[0] === 'd')?.[1] ?? '?'
 }

@@ -1,6 +1,6 @@
 import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
-import { optionLabel, optionsInOrder } from '../../../browser-core.js'
+import { optionLabel, optionsInOrder, tallyText } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
 import { unifiedLineClass } from '../lib/diff.js'
 import { when } from './format.js'
@@ -22,8 +22,16 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
   const decisions = m.decisionsFor(r.id)
   const open = m.requestOpen(r, clock)
   const left = r.expires - clock
+  // A quorum card (kith-agents "Quorum"): who allowed so far; a person allows it once.
+  const count = m.tallyOf(r, clock)
+  const me = m.myPerson(clock)
+  const allowedByMe = count !== undefined && me !== undefined && count.allowedBy.includes(me)
   return (
-    <article class={`card permission ${open ? 'open' : 'closed'}`} data-request={r.id}>
+    <article
+      class={`card permission ${open ? 'open' : 'closed'}`}
+      data-request={r.id}
+      {...(count === undefined ? {} : { 'data-quorum': `${count.allowedBy.length}/${count.n}` })}
+    >
       <header>
         <span class="kind-badge">permission</span>
         <span>
@@ -36,6 +44,13 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
       {r.preview !== undefined && (
         <Preview text={r.preview} bytes={r.previewBytes} diff={r.preview.startsWith('--- ')} />
       )}
+      {count !== undefined && (
+        <p class="quorum">
+          👥 needs {count.n} people: {tallyText(count)}
+          {count.allowedBy.length > 0 &&
+            ` (allowed by ${count.allowedBy.map((p) => (p === me ? 'you' : m.who(p).name)).join(', ')})`}
+        </p>
+      )}
       {open ? (
         <div class="options">
           {optionsInOrder(r.options).map((o) => (
@@ -43,7 +58,10 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
               key={o.optionId}
               type="button"
               class={o.kind.startsWith('reject') ? 'danger' : ''}
-              disabled={sending.value !== undefined}
+              disabled={sending.value !== undefined || (allowedByMe && o.kind.startsWith('allow'))}
+              title={
+                allowedByMe && o.kind.startsWith('allow') ? 'you already allowed it' : undefined
+              }
               onClick={() => {
                 sending.value = o.optionId
                 error.value = undefined

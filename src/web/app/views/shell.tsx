@@ -2,30 +2,58 @@ import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
 import { isChannelName } from '../../../browser-core.js'
 import type { Session } from '../lib/session.js'
+import { AuditView } from './audit.js'
 import { ChatView } from './chat.js'
 import { FleetView } from './fleet.js'
 import { Removed } from './removed.js'
 import { go, href, route } from './route.js'
 
-/** Which channel to show first: the last one opened, else the most recent, else #general. */
-function firstChannel(session: Session): string {
+/**
+ * Which channel to show first: the last one opened; else the most recent with unread messages
+ * (on a newly paired device, where the fleet talks), else the most recent; undefined when no
+ * channel has anything in it yet (the history may still be coming: sealed messages open later).
+ */
+function firstChannel(session: Session): string | undefined {
   const last = localStorage.getItem('kith.channel')
   if (last !== null && isChannelName(last)) return last
   const m = session.model
-  return [...m.channels()].sort((a, b) => m.lastActivity(b) - m.lastActivity(a))[0] ?? 'general'
+  const read = session.lastRead.value
+  const recent = [...m.channels()]
+    .filter((c) => m.lastActivity(c) > 0)
+    .sort((a, b) => m.lastActivity(b) - m.lastActivity(a))
+  return recent.find((c) => m.unread(c, read[c] ?? 0) > 0) ?? recent[0]
 }
+
+/**
+ * #general opened only because nothing had come yet: left for the channel where messages come,
+ * and not remembered as opened, until the person opens a channel themselves or it fills.
+ */
+let provisional: string | undefined
 
 /** The app once paired: channels, chat, the fleet; one pane at a time on a phone. */
 export function Shell({ session }: { session: Session }) {
   const m = session.model
-  void m.revision.value
   const r = route.value
   const wide = useWide()
+  const revision = m.revision.value
   useEffect(() => {
     // On a wide screen there is no bare channel list: open a channel.
-    if (r.view === 'home' && wide) go({ view: 'channel', channel: firstChannel(session) })
-    if (r.view === 'channel') localStorage.setItem('kith.channel', r.channel)
-  }, [r, wide])
+    if (r.view === 'home' && wide) {
+      const first = firstChannel(session)
+      provisional = first === undefined ? 'general' : undefined
+      go({ view: 'channel', channel: first ?? 'general' })
+      return
+    }
+    if (r.view !== 'channel') return
+    if (r.channel === provisional && m.lastActivity(r.channel) === 0) {
+      // Chosen before the history came: go where it came, once it has.
+      const better = firstChannel(session)
+      if (better !== undefined) go({ view: 'channel', channel: better })
+      return
+    }
+    provisional = undefined
+    localStorage.setItem('kith.channel', r.channel)
+  }, [r, wide, revision])
   if (m.removed.value !== undefined) return <Removed session={session} />
   const showList = wide || r.view === 'home'
   return (
@@ -42,6 +70,7 @@ export function Shell({ session }: { session: Session }) {
           />
         )}
         {r.view === 'fleet' && <FleetView session={session} />}
+        {r.view === 'audit' && <AuditView session={session} />}
       </div>
     </div>
   )
@@ -104,6 +133,9 @@ function TopBar({ session }: { session: Session }) {
         </a>
         <a href={href({ view: 'fleet' })} class={r.view === 'fleet' ? 'active' : ''}>
           Fleet
+        </a>
+        <a href={href({ view: 'audit' })} class={r.view === 'audit' ? 'active' : ''}>
+          Audit
         </a>
       </nav>
     </header>

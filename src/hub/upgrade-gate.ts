@@ -1,0 +1,127 @@
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+import type { Duplex } from 'node:stream'
+import { KithError } from '../errors.js'
+import { checkConnectTicket, readConnectTicket } from '../events/connect-ticket.js'
+import type { NostrEvent } from '../events/event.js'
+import type { VerifyResult } from '../verify/result.js'
+import { addressGroup } from './admission.js'
+import { ConnectionRate } from './connection-rate.js'
+import type { HubLimits } from './limits.js'
+
+export interface UpgradeGateOptions {
+  limits: Pick<
+    HubLimits,
+    'connectionsPerSecondPerAddress' | 'connectionBurstPerAddress' | 'connectionRateAddresses'
+  >
+  /** The URLs this hub answers for (a ticket's `u` names one). */
+  relayUrls: ReadonlySet<string>
+  isMember: (pubkey: string, now: number) => boolean
+  verify: (event: NostrEvent) => Promise<VerifyResult>
+  /** The connection is a member's (valid ticket): admission must not evict it for a cap. */
+  vouch: (socket: Socket) => void
+  /** The upgrade passed (ticket or token): admission places a socket it had deferred. */
+  settle: (socket: Socket) => void
+  now: () => number
+  nowMs?: () => number
+}
+
+/** How the gate decided: the outcome tests and the log see. */
+export type UpgradeVerdict = 'ticket' | 'charged' | { retryAfter: number }
+
+/**
+ * The HTTP upgrade, before any WebSocket exists: a connection either carries a member's valid
+ * connect ticket (not charged, and vouched for in admission) or takes a token of its address's
+ * connection rate; without one it is answered `429 Too Many Requests` with Retry-After and
+ * closed, having cost the hub a parse and no challenge, no socket state, no frames.
+ *
+ * A ticket is checked only when it is well formed, fresh, names this hub and a member's key; its
+ * signature then goes to the verification pool like an AUTH's. A ticket that fails any check is
+ * ignored (the connection is charged like any other): a member with a skewed clock still gets in
+ * by the rate.
+ */
+export class UpgradeGate {
+  private readonly rate: ConnectionRate
+  /** Connections that took a token: given back if they authenticate as a member. */
+  private readonly charged = new WeakMap<Duplex, string>()
+
+  constructor(private readonly opts: UpgradeGateOptions) {
+    this.rate = new ConnectionRate(
+      {
+        perSecond: opts.limits.connectionsPerSecondPerAddress,
+        burst: opts.limits.connectionBurstPerAddress,
+        maxAddresses: opts.limits.connectionRateAddresses,
+      },
+      opts.nowMs,
+    )
+  }
+
+  /** Decides on an upgrade; a refused one has already been answered 429 and closed. */
+  async decide(req: IncomingMessage, socket: Duplex): Promise<UpgradeVerdict> {
+    if (await this.ticketValid(req)) {
+      this.opts.vouch(socket as Socket)
+      this.opts.settle(socket as Socket)
+      return 'ticket'
+    }
+    const address = addressGroup(req.socket.remoteAddress ?? '')
+    const retryAfter = this.rate.take(address)
+    if (retryAfter === undefined) {
+      this.charged.set(socket, address)
+      this.opts.settle(socket as Socket)
+      return 'charged'
+    }
+    refuse(socket, retryAfter)
+    return { retryAfter }
+  }
+
+  /** `socket` authenticated as a member: its address gets its token back. */
+  refund(socket: Duplex): void {
+    const address = this.charged.get(socket)
+    if (address === undefined) return
+    this.charged.delete(socket)
+    this.rate.refund(address)
+  }
+
+  /** Whether `address` (an address group) has no token now: its next upgrade would be refused. */
+  overRate(address: string): boolean {
+    return this.rate.empty(address)
+  }
+
+  /** Addresses the rate tracks now, for tests and operators. */
+  get addresses(): number {
+    return this.rate.size
+  }
+
+  private async ticketValid(req: IncomingMessage): Promise<boolean> {
+    let ticket: NostrEvent | undefined
+    try {
+      ticket = readConnectTicket(req.url ?? '/')
+      if (ticket === undefined) return false
+      checkConnectTicket(ticket, { relayUrls: this.opts.relayUrls, now: this.opts.now() })
+    } catch (err) {
+      // A malformed, stale or misdirected ticket is no ticket: the connection pays the rate.
+      if (err instanceof KithError) return false
+      throw err
+    }
+    if (!this.opts.isMember(ticket.pubkey, this.opts.now())) return false
+    return (await this.opts.verify(ticket)) === 'ok'
+  }
+}
+
+/** Answers an over-rate upgrade and closes the socket once the answer is written. */
+function refuse(socket: Duplex, retryAfter: number): void {
+  if (!socket.writable) {
+    socket.destroy()
+    return
+  }
+  const body = `rate-limited: more than the connections per second this address may open; retry in ${retryAfter} s\n`
+  socket.once('finish', () => socket.destroy())
+  socket.end(
+    'HTTP/1.1 429 Too Many Requests\r\n' +
+      `Retry-After: ${retryAfter}\r\n` +
+      'Content-Type: text/plain; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      'Connection: close\r\n\r\n' +
+      body,
+  )
+}
