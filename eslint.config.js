@@ -1,7 +1,7 @@
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
-// Pure protocol folders may not touch sockets, files, processes or sqlite (STYLE.md).
+// Pure protocol folders may not touch sockets, files, processes or sqlite (docs/ARCHITECTURE.md).
 const pureFolders = ['src/events/**', 'src/grants/**', 'src/pairing/protocol/**']
 const ioModules = [
   'ws',
@@ -49,7 +49,43 @@ export default tseslint.config(
     rules: {
       'no-restricted-imports': [
         'error',
-        { paths: ioModules.map((name) => ({ name, message: 'pure module: no I/O (STYLE.md)' })) },
+        {
+          paths: ioModules.map((name) => ({
+            name,
+            message: 'pure module: no I/O (docs/ARCHITECTURE.md, Layers)',
+          })),
+        },
+      ],
+    },
+  },
+  {
+    // Every Kith kind is made in src/events (issue 32): an event template written elsewhere drifts
+    // from the one its parser reads. A template is an object literal with `tags` and a `kind:`
+    // that is a Kind.* member or a number; filters (`kinds:`) and `{ kind, created_at }` passed
+    // to authTagFor are not templates.
+    files: ['src/**/*.ts', 'src/**/*.tsx'],
+    ignores: [
+      'src/events/**',
+      // The NIP-OA grant modules make their own kinds (4140, 4141): grants/ is the pure core too,
+      // and the grant's signature covers exactly what grant.ts and revocation.ts build and parse.
+      'src/grants/grant.ts',
+      'src/grants/revocation.ts',
+      // TODO(issue-33 branch moves these): 4142/4143 are still made in agent-permissions.ts.
+      'src/node/agent-permissions.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector:
+            "ObjectExpression:has(> Property[key.name='tags']):has(> Property[key.name='kind'][value.type='MemberExpression'][value.object.name='Kind'])",
+          message: 'make Kith events in src/events (a make* function there), not inline here',
+        },
+        {
+          selector:
+            "ObjectExpression:has(> Property[key.name='tags']):has(> Property[key.name='kind'][value.type='Literal'])",
+          message: 'make Kith events in src/events (a make* function there), not inline here',
+        },
       ],
     },
   },

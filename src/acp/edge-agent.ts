@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream'
 import type * as Acp from '@agentclientprotocol/sdk'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { threadOf } from '../events/chat.js'
+import { outcomeOf, threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
 import {
@@ -276,7 +276,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     for (let waited = 0; waited < 30_000; waited += 200) {
       const answer = await node.request<NostrEvent | null>('session-answer', { request: id })
       if (answer !== null) {
-        if (answer.content.startsWith('✓')) return
+        if (outcomeOf(answer) === undefined) return
         throw acp.RequestError.invalidRequest(undefined, answer.content)
       }
       await new Promise((r) => setTimeout(r, 200))

@@ -25,6 +25,7 @@ import {
 } from './timings.js'
 import { openSession, type SessionStore } from './session-open.js'
 import { describePlace, sessionKey, type SessionPlace } from './session-key.js'
+import { backoffMs } from '../link/backoff.js'
 
 export type { SavedSession, SessionStore } from './session-open.js'
 export { sessionKey, type SessionPlace } from './session-key.js'
@@ -361,11 +362,12 @@ export class AgentHost {
       // Back off after recent crashes (jittered exponential, 1 s to 30 s by default).
       const recent = this.crashTimes.filter((t) => t > Date.now() - respawnRecentMs).length
       if (recent > 0) {
-        const base = Math.min(
-          respawnMaxMs,
-          (this.opts.respawnBaseMs ?? defaultRespawnBaseMs) * 2 ** (recent - 1),
-        )
-        await new Promise((r) => setTimeout(r, Math.round(base * (0.5 + Math.random() / 2))))
+        const delay = backoffMs(recent - 1, {
+          firstMs: this.opts.respawnBaseMs ?? defaultRespawnBaseMs,
+          maxMs: respawnMaxMs,
+          jitter: [0.5, 1],
+        })
+        await new Promise((r) => setTimeout(r, delay))
       }
       this.state = 'starting'
       this.sessions.clear()

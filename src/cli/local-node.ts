@@ -3,7 +3,7 @@ import { resolveKithHome } from '../identity/home.js'
 import { loadIdentity, type Identity } from '../identity/keys.js'
 import { openFleetNode, type FleetNode } from '../node/fleet.js'
 import { GrantBook } from '../node/grant-book.js'
-import { Names } from '../node/names.js'
+import { Names } from '../grants/names.js'
 import { NodeStore } from '../store/node-store.js'
 import { connectNode } from './control-client.js'
 

@@ -1,6 +1,6 @@
 import { KithError } from '../errors.js'
 import { tagValue, type EventTemplate, type NostrEvent } from './event.js'
-import { interruptTags } from './agent-binding.js'
+import { interruptTags, noticeTag } from './agent-binding.js'
 import { Kind } from './kinds.js'
 
 const channelPattern = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -81,4 +81,81 @@ export function threadOf(event: Pick<NostrEvent, 'tags'>): { root?: string; pare
   const direct = parent ?? root
   if (direct !== undefined) result.parent = direct
   return result
+}
+
+/** An agent reply's `outcome` (kith-agents/1, "Outcome"): how a turn or a request ended. */
+export type ReplyOutcome = readonly ['refused' | 'failed' | 'cancelled', string]
+
+export interface ReplySpec {
+  /** The message answered: the reply is threaded under it (NIP-10) and names its author. */
+  question: Pick<NostrEvent, 'id' | 'pubkey' | 'tags'>
+  fleet: string
+  text: string
+  /** A `["notice"]`: said about the prompt, it does not answer it (open prompts stay open). */
+  notice?: boolean
+  outcome?: ReplyOutcome
+  /** Tags after these, in order (the NIP-OA `auth` tag, the turn's work). */
+  extra?: readonly string[][]
+}
+
+/**
+ * A reply to a message (kind 9): its channel (`general` when it names none), the fleet, NIP-10
+ * `root` (the question's own root, else the question) and `reply` (when they differ), the
+ * question's author (`p`), then `notice` and `outcome` when given. The one place a reply's thread
+ * is derived: the agent's answers and the device's notices under a prompt use it alike.
+ */
+export function makeReply(spec: ReplySpec, createdAt: number): EventTemplate {
+  const { question } = spec
+  const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
+  const tags: string[][] = [
+    ['h', channelOf(question) ?? 'general'],
+    ['fleet', spec.fleet],
+    ['e', root ?? question.id, '', 'root'],
+  ]
+  if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
+  tags.push(['p', question.pubkey])
+  if (spec.notice) tags.push([...noticeTag])
+  if (spec.outcome) tags.push(['outcome', ...spec.outcome])
+  tags.push(...(spec.extra ?? []).map((t) => [...t]))
+  return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
+}
+
+export interface NoticeSpec {
+  channel: string
+  fleet: string
+  text: string
+  /** The thread it is said in (its root); absent: the channel's main thread. */
+  thread?: string
+  /** A request it answers (`e` … `mention`: it does not thread under it). */
+  mention?: string
+  /** A `["notice"]` tag (kith-agents/1): it answers no prompt. */
+  notice?: boolean
+  outcome?: ReplyOutcome
+  /** Tags after these (the NIP-OA `auth` tag). */
+  extra?: readonly string[][]
+}
+
+/** A notice in a channel (kind 9), not a reply to anyone: a new session, a session's change. */
+export function makeNotice(spec: NoticeSpec, createdAt: number): EventTemplate {
+  const tags: string[][] = [
+    ['h', spec.channel],
+    ['fleet', spec.fleet],
+  ]
+  if (spec.thread !== undefined && spec.thread !== '') tags.push(['e', spec.thread, '', 'root'])
+  if (spec.mention !== undefined) tags.push(['e', spec.mention, '', 'mention'])
+  if (spec.notice) tags.push([...noticeTag])
+  if (spec.outcome) tags.push(['outcome', ...spec.outcome])
+  tags.push(...(spec.extra ?? []).map((t) => [...t]))
+  return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
+}
+
+/**
+ * A reply's or notice's `outcome` (kith-agents/1, "Outcome"), if it carries one: a session
+ * notice without one says its request was done; a reply without one answered its prompt.
+ */
+export function outcomeOf(
+  event: Pick<NostrEvent, 'tags'>,
+): { kind: string; code: string } | undefined {
+  const tag = event.tags.find((t) => t[0] === 'outcome')
+  return tag === undefined ? undefined : { kind: tag[1] ?? '', code: tag[2] ?? '' }
 }

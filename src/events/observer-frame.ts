@@ -1,4 +1,9 @@
-import type { EventTemplate } from './event.js'
+import {
+  decrypt as nip44Decrypt,
+  encrypt as nip44Encrypt,
+  getConversationKey,
+} from 'nostr-tools/nip44'
+import type { EventTemplate, NostrEvent } from './event.js'
 import { Kind } from './kinds.js'
 
 /**
@@ -19,4 +24,43 @@ export function makeObserverFrame(
     tags: [['p', frame.recipient], ['h', frame.channel], ...(sealed ? [] : [['e', frame.prompt]])],
     content: frame.content,
   }
+}
+
+/** What a frame carries inside its encryption: the prompt whose turn it shows, and its updates. */
+export interface ObserverFrameBody {
+  prompt: string
+  /** ACP session/update notifications of the turn, as the agent sent them. */
+  updates: unknown[]
+}
+
+/** A frame's content: the body NIP-44 encrypted by the agent (`agentSecret`) to `recipient`. */
+export function sealFrameBody(
+  body: ObserverFrameBody,
+  agentSecret: Uint8Array,
+  recipient: string,
+): string {
+  return nip44Encrypt(JSON.stringify(body), getConversationKey(agentSecret, recipient))
+}
+
+/**
+ * A frame's body, opened with the recipient's key; undefined when it is not for this key, was
+ * tampered with, or does not read as a body (frames are best effort: such a one is dropped).
+ */
+export function openObserverFrame(
+  event: Pick<NostrEvent, 'pubkey' | 'content'>,
+  recipientSecret: Uint8Array,
+): ObserverFrameBody | undefined {
+  let body: unknown
+  try {
+    body = JSON.parse(
+      nip44Decrypt(event.content, getConversationKey(recipientSecret, event.pubkey)),
+    ) as unknown
+  } catch {
+    // Not for this key, or tampered with: the caller drops it.
+    return undefined
+  }
+  if (typeof body !== 'object' || body === null) return undefined
+  const { prompt, updates } = body as { prompt?: unknown; updates?: unknown }
+  if (typeof prompt !== 'string' || !Array.isArray(updates)) return undefined
+  return { prompt, updates: updates as unknown[] }
 }

@@ -1,5 +1,6 @@
 import type { NostrEvent } from '../events/event.js'
 import type { RelayClient } from './relay-client.js'
+import { backoffMs, type Backoff } from './backoff.js'
 
 /**
  * How a device follows a hub (kith-chat/1, "A node's link to a hub"), in the parts a node's
@@ -50,9 +51,11 @@ export function authorityFilter(
  * jittered to 50–100% so many devices do not return in step.
  */
 export function reconnectDelayMs(attempt: number, random: () => number = Math.random): number {
-  const base = Math.min(20_000, 500 * 2 ** attempt)
-  return Math.round(base * (0.5 + random() / 2))
+  return backoffMs(attempt, reconnectBackoff, random)
 }
+
+/** A link's reconnect: 0.5 s doubling to 20 s, jittered down to half. */
+export const reconnectBackoff: Backoff = { firstMs: 500, maxMs: 20_000, jitter: [0.5, 1] }
 
 /**
  * Pages backwards from `until` through everything matching `filter`, newest first, each page

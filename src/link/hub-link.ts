@@ -1,9 +1,14 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { signAuthEvent } from '../events/nip42.js'
 import { withConnectTicket } from '../events/connect-ticket.js'
-import { RelayClient, type OkAnswer, type Subscription } from './relay-client.js'
+import { authenticate } from './authenticate.js'
+import {
+  defaultRelayTimeoutMs,
+  RelayClient,
+  type OkAnswer,
+  type Subscription,
+} from './relay-client.js'
 import { fetchIds, reconcile, type EventKey } from './reconcile.js'
 import {
   authorityFilter,
@@ -91,10 +96,8 @@ async function speaksNip77(url: string): Promise<boolean> {
   }
 }
 
-/** How long a request may wait for its answer. */
-const requestTimeoutMs = 10_000
-/** Kith hubs send their challenge on connect; a relay silent this long has no NIP-42. */
-const challengeWaitMs = 3_000
+/** How long a request may wait for its answer: the one default (relay-client.ts). */
+const requestTimeoutMs = defaultRelayTimeoutMs
 /** Pings while connected: a hub that misses one is dropped and reconnected. */
 const pingIntervalMs = 15_000
 /** The cursor moves along this often while live. */
@@ -252,23 +255,20 @@ export class HubLink {
     }, pingIntervalMs)
     if (this.opts.auth !== false) {
       this.setState('authenticating')
-      const challenge = await client.challenge(challengeWaitMs)
-      if (challenge === undefined) {
+      const result = await authenticate(client, {
+        url: this.url,
+        secret: this.opts.deviceSecret,
+        chain: this.opts.chain(),
+        onChainRefused: (_e, r) =>
+          this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`),
+      })
+      if (result.code === 'no-challenge') {
         // A plain NIP-01 relay (no NIP-42): follow it unauthenticated; every event from it is
         // still verified and authorized by this node before it is stored.
         this.opts.log(`${this.url} sent no AUTH challenge: using it as an open relay`)
-      } else {
-        for (const e of this.opts.chain()) {
-          const r = await client.publish(e)
-          if (!r.ok && !r.message.startsWith('duplicate:')) {
-            this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
-          }
-        }
-        const answer = await client.auth(signAuthEvent(this.url, challenge, this.opts.deviceSecret))
-        if (!answer.ok) {
-          if (answer.message.startsWith('restricted: revoked')) this.revoked(answer.message)
-          throw new KithError('restricted', `AUTH refused: ${answer.message}`)
-        }
+      } else if (result.code !== 'ok') {
+        if (result.code === 'revoked') this.revoked(result.message)
+        throw new KithError('restricted', `AUTH refused: ${result.message}`)
       }
     }
     this.connectedAt = startedAt

@@ -1,8 +1,8 @@
 import WebSocket from 'ws'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { signAuthEvent } from '../events/nip42.js'
 import { withoutConnectTicket } from '../events/connect-ticket.js'
+import { authenticate } from './authenticate.js'
 import { RelayClient, type OkAnswer } from './relay-client.js'
 
 export type { OkAnswer } from './relay-client.js'
@@ -17,7 +17,10 @@ const maxSessionFrameBytes = 4 * 1024 * 1024
  * pending request.
  */
 export class HubSession {
-  private constructor(private readonly client: RelayClient) {}
+  private constructor(
+    private readonly client: RelayClient,
+    private readonly timeoutMs: number,
+  ) {}
 
   get url(): string {
     return this.client.url
@@ -35,7 +38,7 @@ export class HubSession {
     // unhandled 'error' event on the socket.
     ws.on('error', () => undefined)
     try {
-      return new HubSession(await RelayClient.connect(ws, { url, timeoutMs }))
+      return new HubSession(await RelayClient.connect(ws, { url, timeoutMs }), timeoutMs)
     } catch (err) {
       if (!(err instanceof KithError)) throw err
       throw new KithError(
@@ -53,15 +56,21 @@ export class HubSession {
     return this.client.publish(event)
   }
 
-  /** Authenticates as `secretKey` (NIP-42); refuses when the hub sends no challenge. */
+  /**
+   * Authenticates as `secretKey` (NIP-42, authenticate.ts: the caller publishes the chain first);
+   * throws when the hub sends no challenge.
+   */
   async auth(secretKey: Uint8Array): Promise<OkAnswer> {
-    const challenge = await this.client.challenge()
-    if (challenge === undefined) {
+    const result = await authenticate(this.client, {
+      secret: secretKey,
+      challengeWaitMs: this.timeoutMs,
+    })
+    if (result.code === 'no-challenge') {
       throw new KithError('io', `hub ${this.url} sent no AUTH challenge: is it a Kith hub?`, {
         reason: 'timeout',
       })
     }
-    return this.client.auth(signAuthEvent(this.url, challenge, secretKey))
+    return { ok: result.code === 'ok', message: result.message }
   }
 
   query(...filters: Record<string, unknown>[]): Promise<NostrEvent[]> {

@@ -3,10 +3,11 @@ import { KithError } from '../errors.js'
 import { publicKeyOf, type NostrEvent } from '../events/event.js'
 import type { Filter } from '../events/filter.js'
 import { Kind, isEphemeralKind } from '../events/kinds.js'
-import { signAuthEvent } from '../events/nip42.js'
 import type { EventStore } from '../store/event-store.js'
 import { fetchIds, reconcile } from './reconcile.js'
-import { RelayClient, type OkAnswer } from './relay-client.js'
+import { authenticate } from './authenticate.js'
+import { backoffMs } from './backoff.js'
+import { defaultRelayTimeoutMs, RelayClient, type OkAnswer } from './relay-client.js'
 
 /**
  * Hub-to-hub replication (kith-hub, "Peers"): a bridge between this hub and one peer relay, each
@@ -67,9 +68,13 @@ export interface PeerStats {
 
 /** A full round each minute catches whatever the live streams missed (a refusal, a gap). */
 export const defaultPeerRoundMs = 60_000
-/** Wait this long for a peer's AUTH challenge before treating it as a relay without NIP-42. */
-const challengeWaitMs = 1_500
-const requestTimeoutMs = 30_000
+/**
+ * Wait this long for a peer's AUTH challenge before treating it as a relay without NIP-42: half
+ * the links' wait (authenticate.ts): a peer is often a plain relay, waited for on every connect.
+ */
+const peerChallengeWaitMs = 1_500
+/** A peer's requests carry whole rounds of a fleet's events: three times a link's wait. */
+const requestTimeoutMs = 3 * defaultRelayTimeoutMs
 /** Events published at once to either side while catching up. */
 const publishWindow = 64
 /** Ids remembered as already crossed (either way), so nothing echoes back. */
@@ -163,7 +168,7 @@ export class PeerSync {
     this.clients = []
     if (this.stopped) return
     this.state = 'waiting'
-    const delay = Math.min(maxRetryMs, 500 * 2 ** this.attempt)
+    const delay = backoffMs(this.attempt, { firstMs: 500, maxMs: maxRetryMs, jitter: [1, 1] })
     this.attempt = Math.min(this.attempt + 1, 10)
     this.retryTimer = setTimeout(() => this.connect(), delay)
   }
@@ -228,16 +233,19 @@ export class PeerSync {
   }
 
   private async authenticate(client: RelayClient, required: boolean): Promise<void> {
-    const challenge = await client.challenge(required ? requestTimeoutMs : challengeWaitMs)
-    if (challenge === undefined) {
+    // This hub's own grant is offered to the peer before (offerOwnGrants), not as a chain here.
+    const result = await authenticate(client, {
+      secret: this.opts.secretKey,
+      challengeWaitMs: required ? requestTimeoutMs : peerChallengeWaitMs,
+    })
+    if (result.code === 'no-challenge') {
       if (required) throw new KithError('io', `${client.url} sent no AUTH challenge`)
       return
     }
-    const answer = await client.auth(signAuthEvent(client.url, challenge, this.opts.secretKey))
-    if (!answer.ok) {
+    if (result.code !== 'ok') {
       throw new KithError(
         'restricted',
-        `${client.url} refused this hub's key (${answer.message}); the founder grants it with ` +
+        `${client.url} refused this hub's key (${result.message}); the founder grants it with ` +
           '`kith hub grant`',
         { reason: 'refused' },
       )

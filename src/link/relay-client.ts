@@ -58,6 +58,37 @@ export interface RelayClientOptions {
   onClose?: (error: KithError) => void
 }
 
+/**
+ * A relay's OK or CLOSED message read once (NIP-01: a machine-readable prefix, `code: reason`):
+ * `restricted: revoked: …` is `{ code: 'restricted', reason: 'revoked: …' }`. A message without
+ * a prefix has code ''.
+ */
+export interface RelayVerdict {
+  code: string
+  reason: string
+}
+
+export function relayVerdict(message: string): RelayVerdict {
+  const m = /^([a-z][a-z0-9-]*): ?([\s\S]*)$/.exec(message)
+  return m === null ? { code: '', reason: message } : { code: m[1]!, reason: m[2]! }
+}
+
+/**
+ * Whether a hub said this key is revoked (kith-hub, "AUTH": `restricted: revoked`, at AUTH or
+ * when it ends a subscription). Final for a link: it stops retrying (the node still judges the
+ * claim against its own grant book, grants/hub-revoked.ts).
+ */
+export function saysRevoked(message: string | undefined): boolean {
+  if (message === undefined) return false
+  const v = relayVerdict(message)
+  return v.code === 'restricted' && /^revoked\b/.test(v.reason)
+}
+
+/** Whether an OK refusal only says the relay already holds the event. */
+export function saysDuplicate(message: string): boolean {
+  return relayVerdict(message).code === 'duplicate'
+}
+
 /** Why a request failed, as the reason sub-code of its KithError. */
 export type RelayFailure = 'closed' | 'timeout' | 'refused' | 'malformed'
 

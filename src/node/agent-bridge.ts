@@ -1,13 +1,7 @@
 import { KithError } from '../errors.js'
-import {
-  boundPrompts,
-  checkFresh,
-  noticeTag,
-  requireFleet,
-  type Check,
-} from '../events/agent-binding.js'
-import { parseAgentControl, type AgentControl } from '../events/agent-control.js'
-import { channelOf, isInterrupt } from '../events/chat.js'
+import { boundPrompts, checkFresh, requireFleet, type Check } from '../events/agent-binding.js'
+import { makeAgentCancel, parseAgentControl, type AgentControl } from '../events/agent-control.js'
+import { channelOf, isInterrupt, makeNotice, makeReply } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { WorkLog, workMaxBytes, workTags } from '../events/turn-work.js'
@@ -25,7 +19,7 @@ import { PermissionRequests } from './agent-permissions.js'
 import { AgentPolicies } from './agent-policies.js'
 import { nodeSigner, postAsAgent, signAsAgent } from './agent-signer.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
-import { resolveAgent } from './names.js'
+import { resolveAgent } from '../grants/names.js'
 import { ObserverFrames } from './observer-frames.js'
 import { openPrompts } from './open-prompts.js'
 import {
@@ -291,12 +285,11 @@ export class AgentBridge {
     if (question === undefined) return
     const event = JSON.parse(question.raw) as NostrEvent
     const notice = nodeSigner(this.node)(
-      {
-        kind: Kind.ChatMessage,
-        created_at: this.node.now(),
-        tags: this.replyTags(event, {}),
-        content: text,
-      },
+      makeReply(
+        // It will not answer: a failed outcome, so a reader goes by the tag, not the ⚠.
+        { question: event, fleet: this.node.book.fleet, text, outcome: ['failed', 'stopped'] },
+        this.node.now(),
+      ),
       id.deviceSecret,
     )
     this.node.enqueue(notice)
@@ -620,6 +613,7 @@ export class AgentBridge {
         place,
         `⚠ ${agent.record.name} did not change the session: ${err.message}${cause}`,
         event.id,
+        ['failed', 'error'],
       )
     }
   }
@@ -748,14 +742,11 @@ export class AgentBridge {
     const names = this.node.names
     const now = this.node.now()
     const isAgent = (pubkey: string) => names.who(pubkey).role === 'agent'
-    const tags: string[][] = [
-      ['h', channel],
-      ['fleet', this.node.book.fleet],
-    ]
+    let agent: string | undefined
     let targets: Set<string>
     if (typeof params.agent === 'string') {
       const pubkey = resolveAgent(names, params.agent, this.node.id.devicePubkey)
-      tags.push(['p', pubkey])
+      agent = pubkey
       targets = new Set([pubkey])
     } else {
       // A prompt to an agent that is no longer a member waits for no one: it is not open.
@@ -780,14 +771,16 @@ export class AgentBridge {
     const seen = this.seenRunning(channel, prompts, targets)
     if (seen.idle !== undefined)
       throw new KithError('not-found', `nothing to cancel in #${channel}: ${seen.idle}`)
-    for (const id of prompts) tags.push(['e', id])
     const control = nodeSigner(this.node)(
-      {
-        kind: Kind.AgentControl,
-        created_at: now,
-        tags,
-        content: JSON.stringify({ action: 'cancel' }),
-      },
+      makeAgentCancel(
+        {
+          channel,
+          fleet: this.node.book.fleet,
+          ...(agent === undefined ? {} : { agent }),
+          prompts,
+        },
+        now,
+      ),
       this.node.id.deviceSecret,
     )
     this.node.enqueue(control)
@@ -859,21 +852,6 @@ export class AgentBridge {
     }
   }
 
-  /** The tags of a reply to `question`: its channel, fleet, thread, prompter (and `notice`). */
-  private replyTags(question: NostrEvent, opts: ReplyOptions): string[][] {
-    const root = question.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
-    const tags: string[][] = [
-      ['h', channelOf(question) ?? 'general'],
-      ['fleet', this.node.book.fleet],
-    ]
-    tags.push(['e', root ?? question.id, '', 'root'])
-    if (root !== undefined) tags.push(['e', question.id, '', 'reply'])
-    tags.push(['p', question.pubkey])
-    if (opts.notice) tags.push([...noticeTag])
-    if (opts.outcome) tags.push(['outcome', ...opts.outcome])
-    return tags
-  }
-
   /** Posts a reply signed by the agent's key, threaded under the question, with its NIP-OA tag. */
   replyAs(
     agent: AgentKey,
@@ -882,13 +860,12 @@ export class AgentBridge {
     opts: ReplyOptions = {},
   ): NostrEvent | undefined {
     if (this.node.stopped()) return undefined
-    const tags = this.replyTags(question, opts)
     const createdAt = this.node.now()
     const auth = authTagFor(authTagsOf(agent.record), {
       kind: Kind.ChatMessage,
       created_at: createdAt,
     })
-    if (auth) tags.push(auth)
+    const extra: string[][] = auth ? [auth] : []
     const maxContent = 60_000
     const content =
       text.length > maxContent
@@ -898,7 +875,7 @@ export class AgentBridge {
     // Within what a sealed reply holds with its content (e2e-seal.ts: 40,960 bytes, JSON escapes
     // included); the answer comes first.
     if (opts.work !== undefined && opts.work.length > 0)
-      tags.push(
+      extra.push(
         ...workTags(
           opts.work,
           Math.max(0, Math.min(workMaxBytes, 30_000 - Buffer.byteLength(content, 'utf8'))),
@@ -906,7 +883,17 @@ export class AgentBridge {
       )
     const reply = signAsAgent(
       agent,
-      { kind: Kind.ChatMessage, created_at: createdAt, tags, content },
+      makeReply(
+        {
+          question,
+          fleet: this.node.book.fleet,
+          text: content,
+          ...(opts.notice === undefined ? {} : { notice: opts.notice }),
+          ...(opts.outcome === undefined ? {} : { outcome: opts.outcome }),
+          extra,
+        },
+        createdAt,
+      ),
       this.node.log,
       `its reply to ${question.id.slice(0, 8)}`,
       nodeSigner(this.node),
@@ -925,11 +912,7 @@ export class AgentBridge {
     postAsAgent(
       this.node,
       agent,
-      [
-        ['h', channel],
-        ['fleet', this.node.book.fleet],
-      ],
-      text,
+      makeNotice({ channel, fleet: this.node.book.fleet, text }, this.node.now()),
       'a notice',
     )
   }

@@ -1,5 +1,4 @@
 import { signEvent, type EventTemplate, type NostrEvent } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
 import { authTagFor } from '../grants/nip-oa.js'
 import { authTagsOf } from '../identity/agents.js'
 import type { AgentKey, HostedAgent, NodeContext } from './node-context.js'
@@ -39,30 +38,20 @@ export function nodeSigner(node: {
 }
 
 /**
- * Posts a chat notice as a hosted agent: `tags` (channel, fleet, threading) plus its NIP-OA
- * `auth` tag, signed through the node's signer (sealed when the fleet encrypts), queued, shown
- * and sent. Undefined when the agent may no longer sign (see signAsAgent).
+ * Posts a chat notice (made by events/chat.ts) as a hosted agent, with its NIP-OA `auth` tag
+ * added, signed through the node's signer (sealed when the fleet encrypts), queued, shown and
+ * sent. Undefined when the agent may no longer sign (see signAsAgent).
  */
 export function postAsAgent(
   node: NodeContext,
   agent: HostedAgent,
-  tags: string[][],
-  text: string,
+  template: EventTemplate,
   what: string,
 ): NostrEvent | undefined {
-  const createdAt = node.now()
-  const auth = authTagFor(authTagsOf(agent.record), {
-    kind: Kind.ChatMessage,
-    created_at: createdAt,
-  })
+  const auth = authTagFor(authTagsOf(agent.record), template)
   const notice = signAsAgent(
     agent,
-    {
-      kind: Kind.ChatMessage,
-      created_at: createdAt,
-      tags: auth ? [...tags, auth] : tags,
-      content: text,
-    },
+    auth ? { ...template, tags: [...template.tags, auth] } : template,
     node.log,
     what,
     nodeSigner(node),

@@ -6,7 +6,7 @@ import { isSealed } from '../events/e2e-seal.js'
 import { Kind } from '../events/kinds.js'
 import type { Identity } from '../identity/keys.js'
 import type { NodeStore } from '../store/node-store.js'
-import type { Names, Who } from './names.js'
+import type { Names, Who } from '../grants/names.js'
 import { openPrompts } from './open-prompts.js'
 
 export interface ChatItem {

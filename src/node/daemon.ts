@@ -22,13 +22,13 @@ import { startControlServer, type ControlClientHandle, type ControlServer } from
 import { ensureOwnDeviceGrant } from './fleet.js'
 import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
-import { Names, resolveAgent } from './names.js'
+import { Names, resolveAgent } from '../grants/names.js'
 import {
   maxPresenceAgents,
   PresenceBook,
   presenceAnswerMs,
   presenceIntervalSeconds,
-  presenceTemplate,
+  makePresence,
   reportedState,
   type DevicePresence,
 } from './presence.js'
@@ -36,6 +36,7 @@ import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { listSessions } from './sessions.js'
 import { sessionStartOf, sessionStartTags } from '../events/session-start.js'
+import { deviceProfileContent, makeDeviceProfile } from '../events/profile.js'
 import { e2eFreshSeconds, offlinePresenceWaitMs, presenceSettleMs, sendWaitMs } from './timings.js'
 
 export const controlSocketFile = homeFiles.controlSocket
@@ -383,7 +384,7 @@ export class KithNode {
   /** The device's kind-0 profile, re-published only when its name changed. */
   private publishProfile(): void {
     const { id } = this
-    const content = JSON.stringify({ name: id.config.name, kith: { role: 'device' } })
+    const content = deviceProfileContent(id.config.name)
     const current = this.store.events.query(
       [{ kinds: [Kind.Profile], authors: [id.devicePubkey], limit: 1 }],
       {
@@ -392,10 +393,7 @@ export class KithNode {
       },
     )[0]
     if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === content) return
-    const profile = signEvent(
-      { kind: Kind.Profile, created_at: this.now(), tags: [], content },
-      id.deviceSecret,
-    )
+    const profile = signEvent(makeDeviceProfile(id.config.name, this.now()), id.deviceSecret)
     this.store.enqueue(profile, this.now())
   }
 
@@ -429,7 +427,7 @@ export class KithNode {
       pubkey: a.record.pubkey,
       state: reportedState(a.host.state),
     }))
-    return signEvent(presenceTemplate(status, agents, this.now(), interval), this.id.deviceSecret)
+    return signEvent(makePresence(status, agents, this.now(), interval), this.id.deviceSecret)
   }
 
   private sendPresence(link: HubLink, event = this.presenceEvent('online')): Promise<void> {

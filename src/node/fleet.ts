@@ -5,6 +5,7 @@ import { Kind } from '../events/kinds.js'
 import { chooseIssuer } from '../grants/issuer.js'
 import type { Identity } from '../identity/keys.js'
 import { HubSession } from '../link/hub-session.js'
+import { saysDuplicate } from '../link/relay-client.js'
 import { GrantBook } from './grant-book.js'
 
 /** This node's identity together with its copy of the fleet's grants. */
@@ -95,7 +96,7 @@ export async function syncHubs(
       const send = async (e: NostrEvent) => {
         const answer = await session!.publish(e)
         if (!answer.ok) report.refused.push({ id: e.id, kind: e.kind, message: answer.message })
-        else if (!answer.message.startsWith('duplicate:')) report.published++
+        else if (!saysDuplicate(answer.message)) report.published++
       }
       for (const e of node.book.chainEvents(node.id.devicePubkey, now)) await send(e)
       const auth = await session.auth(node.id.deviceSecret)

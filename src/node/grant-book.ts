@@ -8,7 +8,7 @@ import type { GrantVerifier, Decision } from '../grants/verifier.js'
 import { FleetState } from '../grants/fleet-state.js'
 import type { EventStore } from '../store/event-store.js'
 import { NodeStore } from '../store/node-store.js'
-import { profileNameOf } from './names.js'
+import { profileNameOf } from '../grants/names.js'
 
 /**
  * This node's copy of the fleet's grants and revocations (in KITH_HOME/node.db), with the same

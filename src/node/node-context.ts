@@ -5,7 +5,7 @@ import type { Identity } from '../identity/keys.js'
 import type { HubLink } from '../link/hub-link.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
-import type { Names } from './names.js'
+import type { Names } from '../grants/names.js'
 import type { AgentReport } from './presence.js'
 
 /** What the agent bridge uses of the node it runs in; links and intake stay with the node. */

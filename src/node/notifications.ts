@@ -11,7 +11,7 @@ import { Notifier } from '../notify/notifier.js'
 import { loadOrCreateVapid, type Vapid } from '../notify/vapid.js'
 import type { NodeStore } from '../store/node-store.js'
 import type { GrantBook } from './grant-book.js'
-import type { Names } from './names.js'
+import type { Names } from '../grants/names.js'
 
 interface NotificationsDeps {
   id: Identity

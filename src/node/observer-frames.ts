@@ -1,13 +1,8 @@
-import {
-  decrypt as nip44Decrypt,
-  encrypt as nip44Encrypt,
-  getConversationKey,
-} from 'nostr-tools/nip44'
 import { channelOf } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
-import { makeObserverFrame } from '../events/observer-frame.js'
+import { makeObserverFrame, openObserverFrame, sealFrameBody } from '../events/observer-frame.js'
 import type { ControlClientHandle } from './control.js'
-import { resolveAgent, type Who } from './names.js'
+import { resolveAgent, type Who } from '../grants/names.js'
 import { retiredReason } from './agent-signer.js'
 import type { AgentKey, NodeContext } from './node-context.js'
 import { observerFrameMs } from './timings.js'
@@ -90,7 +85,7 @@ export class ObserverFrames {
     ]
       .filter((r) => r !== this.node.id.devicePubkey)
       .slice(0, 10)
-    const content = JSON.stringify({ prompt: question.id, updates: buf.updates })
+    const body = { prompt: question.id, updates: buf.updates }
     const sealed = this.node.seals?.() === true
     for (const r of recipients) {
       const event = signEvent(
@@ -99,7 +94,7 @@ export class ObserverFrames {
             recipient: r,
             channel,
             prompt: question.id,
-            content: nip44Encrypt(content, getConversationKey(agent.secret, r)),
+            content: sealFrameBody(body, agent.secret, r),
           },
           this.node.now(),
           sealed,
@@ -122,16 +117,11 @@ export class ObserverFrames {
   /** An observer frame addressed to this device: decrypted and shown to local watchers. */
   receiveFrame(event: NostrEvent): void {
     if (!event.tags.some((t) => t[0] === 'p' && t[1] === this.node.id.devicePubkey)) return
-    let body: { prompt?: unknown; updates?: unknown }
-    try {
-      body = JSON.parse(
-        nip44Decrypt(event.content, getConversationKey(this.node.id.deviceSecret, event.pubkey)),
-      ) as typeof body
-    } catch {
-      this.node.log(`dropped an observer frame that does not decrypt`)
+    const body = openObserverFrame(event, this.node.id.deviceSecret)
+    if (body === undefined) {
+      this.node.log(`dropped an observer frame that does not decrypt or read`)
       return
     }
-    if (!Array.isArray(body.updates) || typeof body.prompt !== 'string') return
     const frame: WatchFrame = {
       agent: this.node.names.who(event.pubkey),
       channel: channelOf(event) ?? 'general',

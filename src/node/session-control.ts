@@ -1,6 +1,7 @@
 import type { SessionPlace } from '../acp/session-key.js'
 import { KithError } from '../errors.js'
-import { checkFresh, noticeTag } from '../events/agent-binding.js'
+import { checkFresh } from '../events/agent-binding.js'
+import { makeNotice, type ReplyOutcome } from '../events/chat.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import {
@@ -28,7 +29,8 @@ export interface SessionControlDeps {
 
 /**
  * A notice by the agent in the session's thread (under its root; the channel for the main
- * thread), naming the request it answers (`e` … `mention`). `✓` done, `⚠` refused or failed.
+ * thread), naming the request it answers (`e` … `mention`). Done: no `outcome` tag (the text
+ * says `✓`); refused or failed: its `outcome` tag, which readers go by (the text says `⚠`).
  */
 export function sessionNotice(
   deps: SessionControlDeps,
@@ -36,25 +38,40 @@ export function sessionNotice(
   place: SessionPlace,
   text: string,
   request?: string,
+  outcome?: ReplyOutcome,
 ): NostrEvent | undefined {
   const { node } = deps
   if (node.stopped()) return undefined
-  const tags: string[][] = [
-    ['h', place.channel],
-    ['fleet', node.book.fleet],
-  ]
-  if (place.thread !== undefined && place.thread !== '') tags.push(['e', place.thread, '', 'root'])
-  if (request !== undefined) tags.push(['e', request, '', 'mention'])
-  tags.push([...noticeTag])
-  return postAsAgent(node, agent, tags, text, 'a session notice')
+  const notice = makeNotice(
+    {
+      channel: place.channel,
+      fleet: node.book.fleet,
+      text,
+      ...(place.thread === undefined ? {} : { thread: place.thread }),
+      ...(request === undefined ? {} : { mention: request }),
+      notice: true,
+      ...(outcome === undefined ? {} : { outcome }),
+    },
+    node.now(),
+  )
+  return postAsAgent(node, agent, notice, 'a session notice')
 }
 
-/** Carries out a parsed request for a session of `agent` (hosted here); returns the notice text. */
+/** What a session request came to: the notice's text, and its outcome unless it was done. */
+interface Said {
+  text: string
+  outcome?: ReplyOutcome
+}
+const done = (text: string): Said => ({ text })
+const refused = (code: string, text: string): Said => ({ text, outcome: ['refused', code] })
+const failed = (code: string, text: string): Said => ({ text, outcome: ['failed', code] })
+
+/** Carries out a parsed request for a session of `agent` (hosted here); says what came of it. */
 async function carryOut(
   deps: SessionControlDeps,
   agent: HostedAgent,
   c: SessionControl,
-): Promise<string> {
+): Promise<Said> {
   const { node } = deps
   const pubkey = agent.record.pubkey
   const name = agent.record.name
@@ -64,22 +81,29 @@ async function carryOut(
   }
   const fresh = checkFresh({ created_at: c.createdAt }, node.now())
   if (c.fleet !== node.book.fleet)
-    return `⚠ ${name} did not act on a session request: it names another fleet`
-  if (!fresh.ok) return `⚠ ${name} did not act on a session request: ${fresh.reason}`
+    return refused('fleet', `⚠ ${name} did not act on a session request: it names another fleet`)
+  if (!fresh.ok)
+    return refused('stale', `⚠ ${name} did not act on a session request: ${fresh.reason}`)
   if (!deps.mayAct(agent, c.author, c.request.action === 'close' ? 'session.close' : 'session.set'))
-    return `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`
+    return refused(
+      'policy',
+      `⚠ you may not change ${name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`,
+    )
   const record = node.store.sessions.record(pubkey, place)
   // A diff reads what a session left: a closed one's branch too.
   if (c.request.action === 'diff' && record !== undefined) {
     try {
-      return sessionDiff(node.id.home, name, record)
+      return done(sessionDiff(node.id.home, name, record))
     } catch (err) {
       if (!(err instanceof KithError)) throw err
-      return `⚠ ${name} has no diff to show: ${err.message}`
+      return failed('not-found', `⚠ ${name} has no diff to show: ${err.message}`)
     }
   }
   if (record === undefined || record.closedAt !== undefined)
-    return `⚠ ${name} has no open session there${record?.closedAt !== undefined ? ' (it was closed)' : ''}`
+    return failed(
+      'not-found',
+      `⚠ ${name} has no open session there${record?.closedAt !== undefined ? ' (it was closed)' : ''}`,
+    )
   const r = c.request
   try {
     if (r.action === 'close') {
@@ -89,7 +113,10 @@ async function carryOut(
       const dirty =
         wt === undefined || r.keep === true || r.force === true ? undefined : uncommitted(wt.path)
       if (dirty !== undefined)
-        return `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, close it with --keep, or with --force to delete them with the worktree`
+        return refused(
+          'uncommitted',
+          `⚠ ${name} did not close the session: its worktree ${wt!.path} has ${dirty}; commit or stash them, close it with --keep, or with --force to delete them with the worktree`,
+        )
       const closed = await agent.host.close(place)
       node.store.sessions.close(pubkey, place, node.now())
       deps.reports.closed(pubkey, place)
@@ -105,7 +132,7 @@ async function carryOut(
         'not-open': ' (it was not open in the agent: it is forgotten here)',
         'no-close': ' (the agent has no session/close: it is forgotten here)',
       }[closed]
-      return `✓ ${name} closed this session${how}${after}`
+      return done(`✓ ${name} closed this session${how}${after}`)
     }
     if (r.action === 'set') {
       const set = await agent.host.configure(place, {
@@ -123,14 +150,20 @@ async function carryOut(
         ...(r.model === undefined ? [] : [`model ${r.model}`]),
         ...Object.entries(r.options ?? {}).map(([id, v]) => `${id} ${v}`),
       ]
-      return `✓ ${name}: this session's ${what.join(' and ')} set`
+      return done(`✓ ${name}: this session's ${what.join(' and ')} set`)
     }
-    if (r.action === 'diff') return `⚠ ${name} has no session there`
-    return `⚠ ${name}: run /${r.name} as a message in the thread (@${name} /${r.name})`
+    if (r.action === 'diff') return failed('not-found', `⚠ ${name} has no session there`)
+    return refused(
+      'command',
+      `⚠ ${name}: run /${r.name} as a message in the thread (@${name} /${r.name})`,
+    )
   } catch (err) {
     if (!(err instanceof KithError)) throw err
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : ''
-    return `⚠ ${name} did not ${r.action === 'close' ? 'close the session' : 'change the session'}: ${err.message}${cause}`
+    return failed(
+      'error',
+      `⚠ ${name} did not ${r.action === 'close' ? 'close the session' : 'change the session'}: ${err.message}${cause}`,
+    )
   }
 }
 
@@ -153,14 +186,15 @@ export async function applySessionControl(
   }
   const agent = deps.agent(c.agent)
   if (agent === undefined) return
-  const text = await carryOut(deps, agent, c)
-  deps.node.log(`agent ${agent.record.name}: session request ${event.id.slice(0, 8)}: ${text}`)
+  const said = await carryOut(deps, agent, c)
+  deps.node.log(`agent ${agent.record.name}: session request ${event.id.slice(0, 8)}: ${said.text}`)
   sessionNotice(
     deps,
     agent,
     { channel: c.channel, ...(c.thread === undefined ? {} : { thread: c.thread }) },
-    text,
+    said.text,
     event.id,
+    said.outcome,
   )
 }
 

@@ -9,6 +9,7 @@ import {
 import type { NotifyDelivery, NotifyStore, NotifyTarget } from '../store/notify-store.js'
 import { classify, withdrawRefusal, type ClassifyContext, type Notice } from './classify.js'
 import { sendTo, type SendContext, type SendResult } from './senders.js'
+import { backoffMs } from '../link/backoff.js'
 
 export interface NotifierOptions extends SendContext {
   store: NotifyStore
@@ -39,8 +40,7 @@ const maxRetryMs = 5 * 60_000
 export const webTargetId = (device: string) => `web-${device.slice(0, 12)}`
 
 function backoff(attempts: number): number {
-  const base = Math.min(maxRetryMs, firstRetryMs * 2 ** attempts)
-  return Math.round(base * (0.75 + Math.random() * 0.5))
+  return backoffMs(attempts, { firstMs: firstRetryMs, maxMs: maxRetryMs, jitter: [0.75, 1.25] })
 }
 
 /** The longest a burst waits for company, however steadily it keeps coming. */

@@ -1,8 +1,8 @@
 import WebSocket from 'ws'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
-import { RelayClient, type Subscription } from '../link/relay-client.js'
+import { makePairingEvent, pairingLaneFilter } from '../events/pairing.js'
+import { defaultRelayTimeoutMs, RelayClient, type Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { parsePairMessage, type PairMessage } from './protocol/session.js'
 import { laneError } from './relay-lane.js'
@@ -34,7 +34,11 @@ export class PairingChannel {
     readonly pid: string,
   ) {}
 
-  static async open(url: string, pid: string, timeoutMs = 10_000): Promise<PairingChannel> {
+  static async open(
+    url: string,
+    pid: string,
+    timeoutMs = defaultRelayTimeoutMs,
+  ): Promise<PairingChannel> {
     const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxLaneFrameBytes })
     let client: RelayClient
     try {
@@ -51,7 +55,7 @@ export class PairingChannel {
       await new Promise<void>((resolve, reject) => {
         let subscribed = false
         opened.sub = client.subscribe(
-          [{ kinds: [Kind.Pairing], '#d': [pid] }],
+          [pairingLaneFilter(pid)],
           {
             onEvent: (event) => opened.onEvent(event.content),
             onEose: () => {
@@ -122,15 +126,7 @@ export class PairingChannel {
   }
 
   private async post(m: PairMessage): Promise<void> {
-    const event = signEvent(
-      {
-        kind: Kind.Pairing,
-        created_at: Math.floor(Date.now() / 1000),
-        tags: [['d', this.pid]],
-        content: JSON.stringify(m),
-      },
-      this.key,
-    )
+    const event = signEvent(makePairingEvent(this.pid, m, Math.floor(Date.now() / 1000)), this.key)
     let answer
     try {
       answer = await this.client.publish(event)

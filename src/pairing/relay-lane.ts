@@ -1,6 +1,6 @@
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../events/event.js'
-import { Kind } from '../events/kinds.js'
+import { makePairingEvent, pairingLaneFilter } from '../events/pairing.js'
 import type { RelayClient, Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { laneRefusalCode } from './protocol/lane-refusals.js'
@@ -38,7 +38,7 @@ export class RelayPairingLane {
     return new Promise((resolve, reject) => {
       let subscribed = false
       lane.sub = client.subscribe(
-        [{ kinds: [Kind.Pairing], '#d': [pid] }],
+        [pairingLaneFilter(pid)],
         {
           onEvent: (event) => {
             let m: PairMessage
@@ -91,10 +91,7 @@ export class RelayPairingLane {
   /** Sends one message; rejects with the lane's refusal when the hub does not take it. */
   async send(m: PairMessage, now = Math.floor(Date.now() / 1000)): Promise<void> {
     if (this.failure) throw this.failure
-    const event = signEvent(
-      { kind: Kind.Pairing, created_at: now, tags: [['d', this.pid]], content: JSON.stringify(m) },
-      this.key,
-    )
+    const event = signEvent(makePairingEvent(this.pid, m, now), this.key)
     let answer
     try {
       answer = await this.client.publish(event)

@@ -6,7 +6,7 @@ import { mentionedNames } from '../../src/events/chat.js'
 import { publicKeyOf, signEvent, verifyEventSignature } from '../../src/events/event.js'
 import { signGrant, type GrantSpec } from '../../src/grants/grant.js'
 import { GrantVerifier } from '../../src/grants/verifier.js'
-import { Names } from '../../src/node/names.js'
+import { Names } from '../../src/grants/names.js'
 import { NodeStore } from '../../src/store/node-store.js'
 import { tempDir } from '../helpers/tmp.js'
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
 import { causalOrder } from '../../src/node/chat-store.js'
-import { PresenceBook, presenceTemplate, reportedState } from '../../src/node/presence.js'
+import { PresenceBook, makePresence, reportedState } from '../../src/node/presence.js'
 
 const device = generateSecretKey()
 const agent = 'b'.repeat(64)
@@ -11,7 +11,7 @@ describe('presence: devices up and their agents', () => {
   it('reads status, interval and agent states; a device is offline after 2.5 silent intervals', () => {
     const book = new PresenceBook()
     const online = signEvent(
-      presenceTemplate('online', [{ pubkey: agent, state: 'working' }], 1000, 10),
+      makePresence('online', [{ pubkey: agent, state: 'working' }], 1000, 10),
       device,
     )
     expect(online.tags).toEqual([
@@ -32,20 +32,24 @@ describe('presence: devices up and their agents', () => {
     // Silent, it still names the last host of a turn under way, now offline.
     expect(book.lastHost(agent, 26_001)).toEqual({ device: online.pubkey, status: 'offline' })
     // Said offline: the same, at once; back online: online again.
-    book.receive(signEvent(presenceTemplate('offline', [], 1001, 10), device), 27_000)
+    book.receive(signEvent(makePresence('offline', [], 1001, 10), device), 27_000)
     expect(book.lastHost(agent, 27_000)).toEqual({ device: online.pubkey, status: 'offline' })
-    book.receive(online, 28_000)
+    // Back online is a new presence; the old one, arriving again, is older than the offline.
+    expect(book.receive(online, 27_500)).toBe(false)
+    expect(book.lastHost(agent, 27_500)).toEqual({ device: online.pubkey, status: 'offline' })
+    const back = signEvent(
+      makePresence('online', [{ pubkey: agent, state: 'working' }], 1002, 10),
+      device,
+    )
+    expect(book.receive(back, 28_000)).toBe(true)
     expect(book.lastHost(agent, 28_000)).toEqual({ device: online.pubkey, status: 'online' })
     expect(book.lastHost('c'.repeat(64), 28_000)).toBeUndefined()
   })
 
   it('takes an offline presence at once, and drops agent tags it cannot read', () => {
     const book = new PresenceBook()
-    book.receive(signEvent(presenceTemplate('online', [], 1, 60), device), 0)
-    const off = signEvent(
-      presenceTemplate('offline', [{ pubkey: agent, state: 'idle' }], 2),
-      device,
-    )
+    book.receive(signEvent(makePresence('online', [], 1, 60), device), 0)
+    const off = signEvent(makePresence('offline', [{ pubkey: agent, state: 'idle' }], 2), device)
     expect(off.tags.some((t) => t[0] === 'agent')).toBe(false)
     book.receive(off, 1)
     expect(book.get(off.pubkey, 2)?.status).toBe('offline')

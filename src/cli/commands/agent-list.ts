@@ -7,7 +7,7 @@ import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import type { DeviceStatus } from '../../node/daemon.js'
-import { Names } from '../../node/names.js'
+import { Names } from '../../grants/names.js'
 import { keyRows } from './fleet-common.js'
 import { connectNode } from '../control-client.js'
 

@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { signEvent } from '../../events/event.js'
-import { Kind } from '../../events/kinds.js'
+import { makeDeviceProfile } from '../../events/profile.js'
 import { writeConfig } from '../../identity/config.js'
 import { describeReports, syncHubs, type FleetNode } from '../../node/fleet.js'
 import { declare } from '../declare.js'
@@ -167,12 +167,7 @@ async function renameThisDevice(
   const last = node.book.profile(node.id.devicePubkey)
   // A replaceable event: the newer one wins, so it must be newer than the last, even this second.
   const profile = signEvent(
-    {
-      kind: Kind.Profile,
-      created_at: Math.max(now, (last?.created_at ?? 0) + 1),
-      tags: [],
-      content: JSON.stringify({ name, kith: { role: 'device' } }),
-    },
+    makeDeviceProfile(name, Math.max(now, (last?.created_at ?? 0) + 1)),
     node.id.deviceSecret,
   )
   node.book.publishOwn(profile)

@@ -2,7 +2,7 @@ import { KithError } from '../../errors.js'
 import type { NostrEvent } from '../../events/event.js'
 import type { SessionAction } from '../../events/session-control.js'
 import type { SessionState } from '../../events/session-state.js'
-import { parseChannel } from '../../events/chat.js'
+import { outcomeOf, parseChannel } from '../../events/chat.js'
 import { findSession, listSessions } from '../../node/sessions.js'
 import { connectNode, requireNode, type ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
@@ -126,7 +126,8 @@ async function request(
   for (;;) {
     const answer = await daemon.request<NostrEvent | null>('session-answer', { request: id })
     if (answer !== null) {
-      const ok = answer.content.startsWith('✓')
+      // Done unless the notice carries an outcome (refused or failed): the tag, not the text.
+      const ok = outcomeOf(answer) === undefined
       if (json) {
         // The notice: a summary line, then (for a diff) the diff fenced.
         const fenced = /\n\n```diff\n([\s\S]*)\n```$/.exec(answer.content)
@@ -193,7 +194,7 @@ async function startSession(
         return 0
       }
       const answer = await daemon.request<NostrEvent | null>('session-answer', { request: root })
-      if (answer !== null && answer.content.startsWith('⚠')) {
+      if (answer !== null && outcomeOf(answer) !== undefined) {
         out.err(answer.content)
         return 1
       }

@@ -5,8 +5,10 @@ import {
   Kind,
   makePermissionDecision,
   parsePushPayload,
+  authenticate,
+  defaultRelayTimeoutMs,
   RelayClient,
-  signAuthEvent,
+  saysDuplicate,
   signEvent,
   type EventTemplate,
   type PushPayload,
@@ -24,7 +26,7 @@ const sw = self as unknown as ServiceWorkerGlobalScope
 
 type NotifyPayload = Extract<PushPayload, { type: 'notify' }>
 
-const requestTimeoutMs = 10_000
+const requestTimeoutMs = defaultRelayTimeoutMs
 
 export async function onPush(text: string): Promise<void> {
   const payload = parsePushPayload(text)
@@ -61,11 +63,9 @@ async function publishAnywhere(
     let client: RelayClient | undefined
     try {
       client = await RelayClient.connect(new WebSocket(url), { url, timeoutMs: requestTimeoutMs })
-      const challenge = await client.challenge(3_000)
-      if (challenge === undefined) throw new Error('no AUTH challenge')
-      for (const e of [...chain, grant]) await client.publish(e)
-      const auth = await client.auth(signAuthEvent(url, challenge, secret))
-      if (!auth.ok) throw new Error(`AUTH refused: ${auth.message}`)
+      const auth = await authenticate(client, { url, secret, chain: [...chain, grant] })
+      if (auth.code === 'no-challenge') throw new Error('no AUTH challenge')
+      if (auth.code !== 'ok') throw new Error(`AUTH refused: ${auth.message}`)
       const { keys, first } = await keysForChannel(device, client, channel)
       const { before, event } =
         cardSealed || keys.seals(template)
@@ -75,13 +75,13 @@ async function publishAnywhere(
       // key envelopes, then the event.
       for (const e of [...first(event), ...before]) {
         const took = await client.publish(e)
-        if (!took.ok && !took.message.startsWith('duplicate:'))
+        if (!took.ok && !saysDuplicate(took.message))
           throw new Error(
             `${e.kind === Kind.KeyEnvelope ? 'key envelope' : 'definition'} refused: ${took.message}`,
           )
       }
       const ok = await client.publish(event)
-      if (ok.ok || ok.message.startsWith('duplicate:')) return url
+      if (ok.ok || saysDuplicate(ok.message)) return url
       errors.push(`${url}: ${ok.message}`)
     } catch (err) {
       errors.push(`${url}: ${err instanceof Error ? err.message : String(err)}`)

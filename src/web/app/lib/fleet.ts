@@ -22,6 +22,8 @@ import {
   parsePushSubscription,
   parseSessionState,
   personOf,
+  PresenceBook,
+  defaultPresenceSeconds,
   threadOf,
   verifyEventSignature,
   workOf,
@@ -66,12 +68,7 @@ export interface PushSenderInfo {
 }
 
 /** How often a device sends its presence (kith-chat/1: nodes, and this page, once a minute). */
-export const presenceSeconds = 60
-/**
- * A device counts as online for 2.5 of its own intervals after its last presence (kith-chat/1:
- * one lost is not offline).
- */
-const offlineAfterIntervals = 2.5
+export const presenceSeconds = defaultPresenceSeconds
 
 export type AgentState = 'idle' | 'working' | 'awaiting permission'
 
@@ -108,11 +105,8 @@ export class FleetModel {
   private readonly sessionMap = new Map<string, SessionState>()
   /** This device's newest push subscription: which sender it names, and when. */
   private mySubscription: { sender: string; at: number; event: NostrEvent } | undefined
-  /** Each device's newest presence: when, and whether it said online or offline. */
-  private readonly presence = new Map<
-    string,
-    { at: number; online: boolean; interval: number; agents: readonly string[] }
-  >()
+  /** Each device's newest presence, judged by the one rule the node uses (events/presence). */
+  private readonly presence = new PresenceBook()
   /** Devices online at the last presenceTick, to redraw when one falls silent. */
   private onlineAtTick = ''
   private readonly channelsMap = new Map<string, Entry[]>()
@@ -183,18 +177,7 @@ export class FleetModel {
         continue
       }
       if (e.kind === Kind.Presence) {
-        const before = this.presence.get(e.pubkey)
-        if (before !== undefined && before.at > e.created_at) continue
-        // A node that stops says so (status offline): it is gone now, not in 150 s.
-        const online = e.tags.find((t) => t[0] === 'status')?.[1] !== 'offline'
-        const n = Number(e.tags.find((t) => t[0] === 'interval')?.[1])
-        const interval = Number.isInteger(n) && n >= 1 && n <= 86_400 ? n : presenceSeconds
-        // The agents it hosts; an offline one keeps those it last reported (a turn there has
-        // lost its host, it is not hosted nowhere).
-        const agents = online
-          ? e.tags.filter((t) => t[0] === 'agent' && t[1] !== undefined).map((t) => t[1]!)
-          : (before?.agents ?? [])
-        this.presence.set(e.pubkey, { at: e.created_at, online, interval, agents })
+        this.presence.receive(e, Date.now())
         changed = true
         continue
       }
@@ -469,12 +452,11 @@ export class FleetModel {
 
   /** When a device last said it was online (its presence, kind 24141), if this page saw it. */
   lastSeen(pubkey: string): number | undefined {
-    return this.presence.get(pubkey)?.at
+    return this.presence.get(pubkey, Date.now())?.createdAt
   }
 
   online(pubkey: string): boolean {
-    const p = this.presence.get(pubkey)
-    return p !== undefined && p.online && now() - p.at < p.interval * offlineAfterIntervals
+    return this.presence.get(pubkey, Date.now())?.status === 'online'
   }
 
   /**
@@ -482,7 +464,11 @@ export class FleetModel {
    * the views are redrawn when the set of online devices changed.
    */
   presenceTick(): void {
-    const up = [...this.presence.keys()].filter((k) => this.online(k)).join(',')
+    const up = this.presence
+      .all(Date.now())
+      .filter((d) => d.status === 'online')
+      .map((d) => d.device)
+      .join(',')
     if (up === this.onlineAtTick) return
     this.onlineAtTick = up
     this.revision.value++
@@ -490,11 +476,7 @@ export class FleetModel {
 
   /** The device that last reported hosting `agent` (online or not), if this page heard one. */
   hostOf(agent: string): string | undefined {
-    let best: { device: string; at: number } | undefined
-    for (const [device, p] of this.presence)
-      if (p.agents.includes(agent) && (best === undefined || p.at > best.at))
-        best = { device, at: p.at }
-    return best?.device
+    return this.presence.lastHost(agent, Date.now())?.device
   }
 
   /**

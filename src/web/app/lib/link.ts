@@ -4,8 +4,10 @@ import {
   Kind,
   pageBackwards,
   reconnectDelayMs,
+  authenticate,
+  defaultRelayTimeoutMs,
   RelayClient,
-  signAuthEvent,
+  saysRevoked,
   withConnectTicket,
   type KithError,
   type NostrEvent,
@@ -50,10 +52,8 @@ export interface LinkOptions {
   log: (line: string) => void
 }
 
-/** How long a request may wait for its answer. */
-const requestTimeoutMs = 10_000
-/** A hub's NIP-42 challenge comes with the connection; a relay silent this long has none. */
-const challengeWaitMs = 3_000
+/** How long a request may wait for its answer: the one default (link/relay-client.ts). */
+const requestTimeoutMs = defaultRelayTimeoutMs
 /**
  * Browsers cannot send WebSocket pings: a REQ answered at once (limit 0) every 25 s tells a dead
  * connection (a sleeping laptop, a dropped network) from a quiet one.
@@ -207,23 +207,21 @@ export class BrowserLink {
   private async run(client: RelayClient): Promise<void> {
     const startedAt = Math.floor(Date.now() / 1000)
     this.set('authenticating')
-    const challenge = await client.challenge(challengeWaitMs)
-    if (challenge === undefined) throw new Error(`${this.url} sent no AUTH challenge`)
-    for (const e of this.opts.chain()) {
-      const r = await client.publish(e)
-      if (!r.ok && !r.message.startsWith('duplicate:'))
-        this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`)
-    }
-    performance.mark('kith-phase-challenge')
-    const answer = await client.auth(signAuthEvent(this.url, challenge, this.opts.secret))
+    const result = await authenticate(client, {
+      url: this.url,
+      secret: this.opts.secret,
+      chain: this.opts.chain(),
+      onChainRefused: (_e, r) =>
+        this.opts.log(`${this.url} refused a grant on this device's chain: ${r.message}`),
+      beforeAuth: () => performance.mark('kith-phase-challenge'),
+    })
     performance.mark('kith-phase-authed')
-    if (!answer.ok) {
-      if (answer.message.startsWith('restricted: revoked')) {
-        this.revoked(answer.message)
-        return
-      }
-      throw new Error(`AUTH refused: ${answer.message}`)
+    if (result.code === 'no-challenge') throw new Error(`${this.url} sent no AUTH challenge`)
+    if (result.code === 'revoked') {
+      this.revoked(result.message)
+      return
     }
+    if (result.code === 'refused') throw new Error(`AUTH refused: ${result.message}`)
     this.set('catching-up')
     await this.subscribeLive(client)
     const deliver = (events: NostrEvent[]) => {
@@ -270,11 +268,11 @@ export class BrowserLink {
         {
           onEvent: (e) => this.opts.deliver([e], this.url),
           onEose: () => resolve(),
-          onClosed: (err: KithError) => {
+          onClosed: (err: KithError, said?: string) => {
             reject(err)
             if (err.reason !== 'refused') return
             // The hub ends subscriptions with `restricted: revoked: …` when this key is revoked.
-            if (/restricted: revoked/.test(err.message)) this.revoked(err.message)
+            if (saysRevoked(said)) this.revoked(err.message)
             else if (this.client === client) this.failed(err.message)
           },
         },

@@ -3,7 +3,6 @@ import {
   channelOf,
   definitionsFirst,
   judgeHubRevoked,
-  Kind,
   KithError,
   makeAgentCancel,
   makeChatMessage,
@@ -23,6 +22,10 @@ import {
   type NostrEvent,
   type PermissionRequest,
   type PushSubscriptionBody,
+  deviceProfileContent,
+  makeDeviceProfile,
+  makePresence,
+  saysDuplicate,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
 import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
@@ -225,10 +228,10 @@ export class Session {
 
   /** The device's profile (kind 0), so others see its name: sent when it is not the hub's. */
   private publishProfile(): void {
-    const content = JSON.stringify({ name: this.device.record.name, kith: { role: 'device' } })
+    const content = deviceProfileContent(this.device.record.name)
     if (this.profileSent || this.model.profile(this.me)?.content === content) return
     this.profileSent = true
-    void this.send({ kind: Kind.Profile, created_at: now(), tags: [], content })
+    void this.send(makeDeviceProfile(this.device.record.name, now()))
   }
   private profileSent = false
 
@@ -260,18 +263,7 @@ export class Session {
 
   private sendPresence(link: BrowserLink, status: 'online' | 'offline'): void {
     if (link.state !== 'live') return
-    const event = signEvent(
-      {
-        kind: Kind.Presence,
-        created_at: now(),
-        tags: [
-          ['status', status],
-          ['interval', String(presenceSeconds)],
-        ],
-        content: '',
-      },
-      this.device.secret,
-    )
+    const event = signEvent(makePresence(status, [], now(), presenceSeconds), this.device.secret)
     link.publish(event).catch((err: unknown) => {
       console.info(`kith: ${link.url}: presence not sent (${String(err)})`)
     })
@@ -334,7 +326,7 @@ export class Session {
     if ('refuse' in p) return `not sent: ${p.refuse}`
     for (const d of p.first) {
       const answer = await link.publish(d)
-      if (!answer.ok && !answer.message.startsWith('duplicate:'))
+      if (!answer.ok && !saysDuplicate(answer.message))
         return `not sent: this hub refused the definition of #${defName(d)} it needs first (${answer.message})`
       held.add(d.id)
     }

@@ -1,5 +1,9 @@
-import { decrypt as nip44Decrypt, getConversationKey } from 'nostr-tools/nip44'
-import { channelOf, type NostrEvent, type WorkTool } from '../../../browser-core.js'
+import {
+  channelOf,
+  openObserverFrame,
+  type NostrEvent,
+  type WorkTool,
+} from '../../../browser-core.js'
 
 /**
  * An agent's turn as its observer frames (kind 24142, kith-agents/1) show it: the ACP
@@ -157,15 +161,9 @@ export class Turns {
    * decrypted and folded in. Returns the turn, or undefined for a frame that does not decrypt.
    */
   receive(event: NostrEvent): Turn | undefined {
-    let body: unknown
-    try {
-      body = JSON.parse(nip44Decrypt(event.content, getConversationKey(this.secret, event.pubkey)))
-    } catch {
-      // Not for this key, or tampered with: frames are best effort, and this one is dropped.
-      return undefined
-    }
-    if (!isObj(body) || typeof body.prompt !== 'string' || !Array.isArray(body.updates))
-      return undefined
+    // Not for this key, tampered with, or not a body: frames are best effort, it is dropped.
+    const body = openObserverFrame(event, this.secret)
+    if (body === undefined) return undefined
     let turn = this.byPrompt.get(body.prompt)
     if (turn === undefined) {
       turn = {
@@ -186,7 +184,7 @@ export class Turns {
     }
     // Only the agent the turn belongs to adds to it.
     if (turn.agent !== event.pubkey) return undefined
-    for (const u of body.updates as unknown[]) applyUpdate(turn, u)
+    for (const u of body.updates) applyUpdate(turn, u)
     turn.updatedAt = Math.max(turn.updatedAt, event.created_at)
     return turn
   }
