@@ -57,12 +57,12 @@ describe(
             { timeout: 30_000 },
           )
           .toBe(true)
-        const permit = await runKith(['permit', card.event.id, '1'], { home: laptop })
+        const permit = await runKith(['permit', card!.event.id, '1'], { home: laptop })
         expect(permit.code, permit.stderr).toBe(0)
         const answer = (await threadedUnder(laptop, q))[0]!
         // The host has the decision and the answer before it is audited.
         await threadedUnder(devbox, q)
-        await threadedUnder(devbox, card.event.id, { kind: Kind.PermissionDecision })
+        await threadedUnder(devbox, card!.event.id, { kind: Kind.PermissionDecision })
         return { q, card: card!, answer }
       }
       // The honest turns: the agent asks a card, the owner allows it from the laptop. The second
@@ -126,6 +126,27 @@ describe(
       const bad = await runKith(['audit', '--file', tampered, '--json'], { home: devbox })
       expect(bad.code, bad.stderr).toBe(1)
       expect(flagCodes(JSON.parse(bad.stdout) as AuditReport)).toContain('bad-signature')
+
+      // Bad inputs: one clear line and a status other than 1 (which means "flagged").
+      const junk = join(dir, 'junk.jsonl')
+      writeFileSync(junk, exported.stdout + 'not an event\n')
+      for (const [args, status, said] of [
+        [['audit', '--file', join(dir, 'nope')], 5, /--file .*nope: cannot read it/],
+        [['audit', '--file', junk], 2, /line \d+: not a signed Nostr event/],
+        [['audit', '--since', 'yesterday'], 2, /--since: not a time: yesterday/],
+        [['audit', 'nonsense'], 2, /did you mean kith audit export/],
+        [['audit', '--agent', 'nobody'], 5, /--agent nobody: no agent .*\(its agents: claude\)/],
+        [['audit', '--html', join(dir, 'no', 'such', 'x.html')], 2, /--html .*: cannot write it/],
+      ] as const) {
+        const r = await runKith([...args], { home: devbox })
+        expect(r.code, r.stderr).toBe(status)
+        expect(r.stderr).toMatch(said)
+        expect(r.stderr).not.toMatch(/unexpected error/)
+      }
+      // --agent: the counts are the agent's (here all of them), the turns its own.
+      const one = await runKith(['audit', '--agent', 'claude', '--json'], { home: devbox })
+      expect(one.code, one.stderr).toBe(0)
+      expect((JSON.parse(one.stdout) as AuditReport).counts).toMatchObject({ turns: 2, cards: 2 })
 
       // The forgery: both nodes stopped, a second person (bob: an owner of the fleet, not an
       // approver of claude) is written into the host's store with a decision of his own on the
