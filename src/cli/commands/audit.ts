@@ -92,6 +92,14 @@ function nodeEvents(home: string, since: number | undefined): NostrEvent[] {
   })
 }
 
+/** A file error as a person reads it. */
+function why(e: NodeJS.ErrnoException): string {
+  if (e.code === 'ENOENT') return 'no such file or folder'
+  if (e.code === 'EACCES') return 'permission denied'
+  if (e.code === 'EISDIR') return 'it is a folder'
+  return e.message
+}
+
 function fileEvents(path: string): NostrEvent[] {
   let text: string
   try {
@@ -101,7 +109,7 @@ function fileEvents(path: string): NostrEvent[] {
     // Not 1: a script reads exit status 1 as "something flagged".
     throw new KithError(
       e.code === 'ENOENT' ? 'not-found' : 'usage',
-      `--file ${path}: cannot read it (${e.code ?? e.message})`,
+      `--file ${path}: cannot read it (${why(e)})`,
     )
   }
   const out: NostrEvent[] = []
@@ -143,7 +151,7 @@ export function runAudit(argv: string[], out: Out): number {
       else left++
     }
     out.err(
-      `exported ${events.length - left} signed events${left > 0 ? `; ${left} opened here from sealed ones are not (their signature is the sealed form's)` : ''}`,
+      `exported ${events.length - left} signed events${left > 0 ? `; ${left} opened here from sealed ones are not (their signature is the sealed form's): audit those on this node, with kith audit` : ''}`,
     )
     return 0
   }
@@ -214,10 +222,7 @@ export function runAudit(argv: string[], out: Out): number {
       writeFileSync(values.html, auditHtml(report))
     } catch (err) {
       const e = err as NodeJS.ErrnoException
-      throw new KithError(
-        'usage',
-        `--html ${values.html}: cannot write it (${e.code ?? e.message})`,
-      )
+      throw new KithError('usage', `--html ${values.html}: cannot write it (${why(e)})`)
     }
     out.err(`wrote ${values.html}`)
   }
