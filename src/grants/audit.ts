@@ -397,6 +397,12 @@ export function audit(source: AuditSource): AuditReport {
       })
     }
   }
+  // "Nothing flagged" over no turn at all is no pass: an export of a sealed fleet's node, for
+  // one, holds its grants and policies but none of the turns it opened.
+  if (turns.length === 0)
+    notes.push(
+      'these events hold no agent turn (no prompt an agent answered or asked a card for): only grants, revocations and policies were checked',
+    )
   if (unknownPolicy > 0)
     notes.push(
       `${unknownPolicy} turn${unknownPolicy === 1 ? '' : 's'} had no agent policy (kind 34151) on record: who could prompt and approve was not checked for ${unknownPolicy === 1 ? 'it' : 'them'}`,

@@ -355,6 +355,16 @@ describe('kith audit', () => {
     const r = run(g)
     expect(r.flags).toEqual([])
     expect(r.notes.join('\n')).toMatch(/no agent policy/)
+    expect(r.notes.join('\n')).not.toMatch(/no agent turn/)
+  })
+
+  it('events with no turn in them say so: nothing flagged is not a pass over turns', () => {
+    const f = fleet()
+    policy(f, t0 + 10)
+    const r = run(f)
+    expect(r.flags).toEqual([])
+    expect(r.counts.turns).toBe(0)
+    expect(r.notes.join('\n')).toMatch(/hold no agent turn/)
   })
 })
 

@@ -41,6 +41,8 @@ export const plainFleets: Record<string, string> = {
     'a plain fleet, to show what a third-party Nostr client reads (the reply and its NIP-OA tag)',
   'test/e2e/agent-binding.test.ts':
     'its attackers are raw clients signing cancels, cards and answers in the clear, which a sealed fleet refuses before binding is judged',
+  'test/e2e/audit-cli.test.ts':
+    'kith audit export carries only events with their own signature; a plain fleet lets the export hold the whole turn, so the --file audit can be compared with the host audit',
   'test/e2e/channels-cli.test.ts > publishes through the running node to its embedded hub':
     'sealing is turned off so that raw clients can read what the hub relays',
   'test/e2e/quorum.test.ts':

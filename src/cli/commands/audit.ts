@@ -50,7 +50,8 @@ what ran and how the turn ended. It flags what the rules did not allow: a decisi
 non-approver that counted, a quorum card that ran short, a tool that changes things run with no
 card while the policy said ask, a session started with a mode by someone not an approver, a card
 answered after its policy changed, a forged policy, a bad signature.
-Exit status: 0 nothing flagged, 1 something flagged (each flag has a stable code in --json).
+Exit status: 0 nothing flagged, 1 something flagged (each flag has a stable code in --json),
+2 a bad option or a --file that is not an export, 5 no such --file or --agent.
 By default it reads this node's store (node.db; kith up need not run): sealed events this node
 opened are read as they were checked on arrival. --file audits an export instead (every
 signature checked; sealed events no key here opens are counted and said, and the grants,
@@ -91,12 +92,25 @@ function nodeEvents(home: string, since: number | undefined): NostrEvent[] {
   })
 }
 
+/** A file error as a person reads it. */
+function why(e: NodeJS.ErrnoException): string {
+  if (e.code === 'ENOENT') return 'no such file or folder'
+  if (e.code === 'EACCES') return 'permission denied'
+  if (e.code === 'EISDIR') return 'it is a folder'
+  return e.message
+}
+
 function fileEvents(path: string): NostrEvent[] {
   let text: string
   try {
     text = readFileSync(path === '-' ? 0 : path, 'utf8')
   } catch (err) {
-    throw new KithError('io', `--file: cannot read ${path}: ${(err as Error).message}`)
+    const e = err as NodeJS.ErrnoException
+    // Not 1: a script reads exit status 1 as "something flagged".
+    throw new KithError(
+      e.code === 'ENOENT' ? 'not-found' : 'usage',
+      `--file ${path}: cannot read it (${why(e)})`,
+    )
   }
   const out: NostrEvent[] = []
   text.split('\n').forEach((line, i) => {
@@ -104,9 +118,10 @@ function fileEvents(path: string): NostrEvent[] {
     try {
       out.push(parseEvent(JSON.parse(line)))
     } catch (err) {
+      if (!(err instanceof KithError) && !(err instanceof SyntaxError)) throw err
       throw new KithError(
-        'invalid',
-        `--file ${path}, line ${i + 1}: not a Nostr event (${String(err)})`,
+        'usage',
+        `--file ${path}, line ${i + 1}: not a signed Nostr event (${err.message}); kith audit export writes one a line`,
       )
     }
   })
@@ -136,7 +151,7 @@ export function runAudit(argv: string[], out: Out): number {
       else left++
     }
     out.err(
-      `exported ${events.length - left} signed events${left > 0 ? `; ${left} opened here from sealed ones are not (their signature is the sealed form's)` : ''}`,
+      `exported ${events.length - left} signed events${left > 0 ? `; ${left} opened here from sealed ones are not (their signature is the sealed form's): audit those on this node, with kith audit` : ''}`,
     )
     return 0
   }
@@ -173,18 +188,42 @@ export function runAudit(argv: string[], out: Out): number {
   })
   if (values.agent !== undefined) {
     const a = values.agent
+    // The fleet's agents, by their grants: a name that is none of them is a typo, not a pass.
+    const agents = new Map<string, string | undefined>()
+    for (const e of events)
+      if (e.kind === Kind.Grant && e.tags.some((t) => t[0] === 'role' && t[1] === 'agent')) {
+        const key = e.tags.find((t) => t[0] === 'p')?.[1]
+        if (key !== undefined)
+          agents.set(key, nameOf(key) ?? e.tags.find((t) => t[0] === 'name')?.[1])
+      }
+    if (![...agents].some(([key, name]) => key === a || name === a))
+      throw new KithError(
+        'not-found',
+        `--agent ${a}: no agent of that name or key in this fleet${agents.size === 0 ? '' : ` (its agents: ${[...new Set(agents.values())].filter((n) => n !== undefined).join(', ')})`}`,
+      )
     const turns = report.turns.filter((t) => t.agent.name === a || t.agent.key === a)
-    if (turns.length === 0 && !report.turns.some((t) => t.agent.name === a))
-      out.err(`no turns of an agent named ${a}`)
     const ids = new Set(turns.map((t) => t.id))
+    const cards = turns.flatMap((t) => t.cards)
     report = {
       ...report,
+      // The counts say what the report shows: this agent's turns, cards and decisions.
+      counts: {
+        ...report.counts,
+        turns: turns.length,
+        cards: cards.length,
+        decisions: cards.reduce((n, c) => n + c.decisions.length, 0),
+      },
       turns,
       flags: report.flags.filter((f) => f.turn === undefined || ids.has(f.turn)),
     }
   }
   if (values.html !== undefined) {
-    writeFileSync(values.html, auditHtml(report))
+    try {
+      writeFileSync(values.html, auditHtml(report))
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException
+      throw new KithError('usage', `--html ${values.html}: cannot write it (${why(e)})`)
+    }
     out.err(`wrote ${values.html}`)
   }
   if (values.json) out.line(JSON.stringify(report, null, 2))
