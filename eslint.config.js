@@ -70,8 +70,6 @@ export default tseslint.config(
       // and the grant's signature covers exactly what grant.ts and revocation.ts build and parse.
       'src/grants/grant.ts',
       'src/grants/revocation.ts',
-      // TODO(issue-33 branch moves these): 4142/4143 are still made in agent-permissions.ts.
-      'src/node/agent-permissions.ts',
     ],
     rules: {
       'no-restricted-syntax': [
