@@ -1,0 +1,30 @@
+import { KithNode, type NodeOptions } from '../../src/node/daemon.js'
+import { onCleanup } from './cleanup.js'
+import { beforeNodeStops, embeddedHubFiles, scanHub } from './sentinel.js'
+
+/**
+ * A `KithNode` in the test's own process, under the sentinel check (sentinel.ts) as a `kith up`
+ * process started by startNodeProcess is: before it stops (the test's own `stop()`, or the
+ * cleanup after the test), a node whose fleet seals sends a sentinel through its control
+ * socket, as `kith send` would, and a node whose fleet does not seal must be in `plainFleets`;
+ * once it stopped, the files of its embedded hub (its home's hub.db, when it has no hubs) are
+ * scanned for every sentinel sent so far. A hub the test started itself (startTestHub) is
+ * scanned by its own cleanup, which runs after this node's (cleanups run newest first).
+ */
+export async function startInProcessNode(opts: NodeOptions): Promise<KithNode> {
+  const node = await KithNode.start(opts)
+  const stop = node.stop.bind(node)
+  let stopping: Promise<void> | undefined
+  const checkedStop = async (): Promise<void> => {
+    try {
+      await beforeNodeStops(opts.home)
+    } finally {
+      await stop()
+    }
+    scanHub(`embedded hub of ${opts.home}`, embeddedHubFiles(opts.home))
+  }
+  // Once, whoever asks first: a test that stops its node mid-way, and the cleanup after it.
+  node.stop = () => (stopping ??= checkedStop())
+  onCleanup(() => node.stop())
+  return node
+}
