@@ -1,3 +1,4 @@
+import { expect } from 'vitest'
 import { KithNode, type NodeOptions } from '../../src/node/daemon.js'
 import { onCleanup } from './cleanup.js'
 import { beforeNodeStops, embeddedHubFiles, scanHub } from './sentinel.js'
@@ -17,7 +18,7 @@ export async function startInProcessNode(opts: NodeOptions): Promise<KithNode> {
   let stopping: Promise<void> | undefined
   const checkedStop = async (): Promise<void> => {
     try {
-      await beforeNodeStops(opts.home)
+      await beforeNodeStops(opts.home, () => hubLinked(node))
     } finally {
       await stop()
     }
@@ -27,4 +28,21 @@ export async function startInProcessNode(opts: NodeOptions): Promise<KithNode> {
   node.stop = () => (stopping ??= checkedStop())
   onCleanup(() => node.stop())
   return node
+}
+
+/**
+ * Waits, a while at most, for a link of `node` to be live: a test that only hands its node events
+ * (intake) may stop it before its first link is up, and a sentinel sent then stays in the
+ * outbox, reaching no hub to be looked for. A node whose hubs never take it (a lying hub) sends
+ * it anyway: the scans' `held` count (KITH_SENTINEL_REPORT) shows what reached a hub.
+ */
+async function hubLinked(node: KithNode): Promise<void> {
+  const live = () => node.status().hubs.some((h) => h.state === 'live')
+  await expect
+    .poll(live, { timeout: 10_000 })
+    .toBe(true)
+    .catch((err: unknown) => {
+      // Not the test's failure: the check then covers less, and the report says so.
+      process.stderr.write(`sentinel check: no live hub link (${String(err).split('\n')[0]})\n`)
+    })
 }

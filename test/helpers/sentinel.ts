@@ -109,14 +109,19 @@ export type NodeCheck =
 /**
  * Before the node in `home` stops: if its fleet seals, sends a sentinel to #kith-sentinel and keeps it for
  * the hub scans; if its fleet does not seal, the test's file must say why (`plainFleets`).
+ * `beforeSend` runs only when a sentinel is about to go (an in-process node waits there for a
+ * hub link, so that the sentinel reaches a hub rather than its outbox).
  */
-export async function beforeNodeStops(home: string): Promise<NodeCheck> {
-  const result = await nodeCheck(home)
+export async function beforeNodeStops(
+  home: string,
+  beforeSend?: () => Promise<void>,
+): Promise<NodeCheck> {
+  const result = await nodeCheck(home, beforeSend)
   report({ node: home, ...result })
   return result
 }
 
-async function nodeCheck(home: string): Promise<NodeCheck> {
+async function nodeCheck(home: string, beforeSend?: () => Promise<void>): Promise<NodeCheck> {
   const control = await ControlClient.connect(join(home, homeFiles.controlSocket))
   if (control === undefined) return { skipped: 'no node runs' }
   try {
@@ -139,6 +144,7 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
           `goes in plainFleets (test/helpers/sentinel.ts) with why`,
       )
     }
+    await beforeSend?.()
     try {
       return { sent: await sendSentinel(home, control) }
     } catch (err) {
