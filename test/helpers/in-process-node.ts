@@ -26,7 +26,8 @@ export async function startInProcessNode(opts: NodeOptions): Promise<KithNode> {
   }
   // Once, whoever asks first: a test that stops its node mid-way, and the cleanup after it.
   node.stop = () => (stopping ??= checkedStop())
-  onCleanup(() => node.stop())
+  // A test that stopped its node itself saw what its stop threw; the cleanup stops the rest.
+  onCleanup(() => (stopping === undefined ? node.stop() : undefined))
   return node
 }
 

@@ -45,6 +45,8 @@ export const plainFleets: Record<string, string> = {
     'sealing is turned off so that raw clients can read what the hub relays',
   'test/notify/notify-node.test.ts > pushes cards to the person':
     'full texts to third-party notify targets are what it is about; a sealed fleet sends the brief',
+  'test/e2e/sentinel-check.test.ts > a plain fleet declared on purpose':
+    'the check’s own test: it leaks a sentinel from a plain in-process fleet to see it caught',
   'test/agents/':
     "the real-agent tier's fleet (test/agents/fleet.ts) is plain: its tests check each card's and reply's own signature, as a plain Nostr client would",
 }
