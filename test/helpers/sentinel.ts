@@ -49,6 +49,8 @@ export const plainFleets: Record<string, string> = {
     "a raw client signs a second device's decision in the clear, to show the host counts one person once past the CLI's own refusal",
   'test/notify/notify-node.test.ts > pushes cards to the person':
     'full texts to third-party notify targets are what it is about; a sealed fleet sends the brief',
+  'test/e2e/sentinel-check.test.ts > a plain fleet declared on purpose':
+    'the check’s own test: it leaks a sentinel from a plain in-process fleet to see it caught',
   'test/agents/':
     "the real-agent tier's fleet (test/agents/fleet.ts) is plain: its tests check each card's and reply's own signature, as a plain Nostr client would",
 }
@@ -113,14 +115,19 @@ export type NodeCheck =
 /**
  * Before the node in `home` stops: if its fleet seals, sends a sentinel to #kith-sentinel and keeps it for
  * the hub scans; if its fleet does not seal, the test's file must say why (`plainFleets`).
+ * `beforeSend` runs only when a sentinel is about to go (an in-process node waits there for a
+ * hub link, so that the sentinel reaches a hub rather than its outbox).
  */
-export async function beforeNodeStops(home: string): Promise<NodeCheck> {
-  const result = await nodeCheck(home)
+export async function beforeNodeStops(
+  home: string,
+  beforeSend?: () => Promise<void>,
+): Promise<NodeCheck> {
+  const result = await nodeCheck(home, beforeSend)
   report({ node: home, ...result })
   return result
 }
 
-async function nodeCheck(home: string): Promise<NodeCheck> {
+async function nodeCheck(home: string, beforeSend?: () => Promise<void>): Promise<NodeCheck> {
   const control = await ControlClient.connect(join(home, homeFiles.controlSocket))
   if (control === undefined) return { skipped: 'no node runs' }
   try {
@@ -143,6 +150,7 @@ async function nodeCheck(home: string): Promise<NodeCheck> {
           `goes in plainFleets (test/helpers/sentinel.ts) with why`,
       )
     }
+    await beforeSend?.()
     try {
       return { sent: await sendSentinel(home, control) }
     } catch (err) {

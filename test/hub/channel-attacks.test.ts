@@ -8,10 +8,10 @@ import { startHub } from '../../src/hub/server.js'
 import { openDatabase } from '../../src/store/db.js'
 import { hubMigrations } from '../../src/store/hub-schema.js'
 import { initIdentity } from '../../src/identity/keys.js'
-import { KithNode } from '../../src/node/daemon.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import { RawClient } from '../helpers/raw-client.js'
 import { newSecret, signTestGrant } from '../helpers/secrets.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 /**
  * Members attacking channels that are not theirs, at a real hub. Everyone was admitted 1000 s
@@ -175,8 +175,7 @@ describe('a member cannot seize a channel in use', () => {
     // could hand it) decides the same: the squat does not count there either.
     const home = join(t.dir, 'node')
     initIdentity({ home, name: 'desk', ownerSecret: t.ownerSk })
-    const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-    onTestFinished(() => node.stop())
+    const node = await startInProcessNode({ home, embedPort: 0, verifyWorkers: 0 })
     await node.intake([...f.grants, founderPost])
     await node.intake([squat])
     expect(node.book.state.channels.isPrivate('deploy', now())).toBe(false)

@@ -9,11 +9,11 @@ import { startHub } from '../../src/hub/server.js'
 import { initIdentity } from '../../src/identity/keys.js'
 import { PeerSync, type PeerRound } from '../../src/link/peer-sync.js'
 import { RelayClient } from '../../src/link/relay-client.js'
-import { KithNode } from '../../src/node/daemon.js'
 import { connectRaw, startTestHub, type TestHub } from '../helpers/hub.js'
 import { newKey, signTestGrant } from '../helpers/secrets.js'
 import { startStandardRelay } from '../helpers/standard-relay.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 // kith-e2e/1, "Intake": a sealed fleet's hubs and nodes never take on, and so never pass on,
 // a sealed kind in plaintext dated while the fleet sealed (issue 29, item 3).
@@ -136,8 +136,7 @@ describe('a sealed fleet takes no plaintext of sealed kinds', () => {
     const home = join(tempDir(), 'home')
     const ownerSk = generateSecretKey()
     initIdentity({ home, ownerSecret: ownerSk })
-    const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-    onTestFinished(() => node.stop())
+    const node = await startInProcessNode({ home, embedPort: 0, verifyWorkers: 0 })
     const fleet = publicKeyOf(ownerSk)
     const device = newKey()
     const grant = signTestGrant({ subject: device.pk, role: 'device', fleet }, ownerSk, now() - 120)

@@ -12,6 +12,7 @@ import { KithNode } from '../../src/node/daemon.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import { newSecret, signTestGrant } from '../helpers/secrets.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -103,7 +104,7 @@ async function grantAndRevoke(t: TestHub, n: number, createdAt: number): Promise
 }
 
 async function runUntilLive(home: string, log: string[] = []): Promise<KithNode> {
-  const node = await KithNode.start({ home, verifyWorkers: 0, log: (l) => log.push(l) })
+  const node = await startInProcessNode({ home, verifyWorkers: 0, log: (l) => log.push(l) })
   await expect
     .poll(() => node.status().hubs.map((h) => h.state), { timeout: 30_000 })
     .toEqual(['live'])
@@ -134,7 +135,6 @@ describe('the authority kinds are fetched by cursor, not whole on every connect 
       const fresh = await grantAndRevoke(t, 3, now())
       const log: string[] = []
       const second = await runUntilLive(home, log)
-      onTestFinished(() => second.stop())
       // Only the three new ones came on the reconnect, not the forty again.
       expect(proxy.revocations() - 40).toBe(3)
       for (const r of fresh) expect(second.book.event(r.id)).toBeDefined()

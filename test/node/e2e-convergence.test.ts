@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeEnvelope } from '../../src/events/e2e-envelope.js'
 import { newEpoch } from '../../src/events/e2e-epoch.js'
 import { openSealed, sealedEpochId } from '../../src/events/e2e-seal.js'
@@ -10,6 +10,7 @@ import { makeRevocation } from '../../src/grants/revocation.js'
 import { initIdentity } from '../../src/identity/keys.js'
 import { KithNode } from '../../src/node/daemon.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -51,13 +52,12 @@ async function sealedFleet(
   for (const name of names) {
     const home = join(tempDir(), name)
     initIdentity({ home, name, ownerSecret: ownerSk })
-    const node = await KithNode.start({
+    const node = await startInProcessNode({
       home,
       embedPort: 0,
       verifyWorkers: 0,
       ...(nodes.length === 0 && log !== undefined ? { log } : {}),
     })
-    onTestFinished(() => node.stop())
     nodes.push(node)
   }
   const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { openEnvelope, parseEnvelopeHead } from '../../src/events/e2e-envelope.js'
 import type { Epoch } from '../../src/events/e2e-epoch.js'
 import { openSealed, sealedEpochId } from '../../src/events/e2e-seal.js'
@@ -11,6 +11,7 @@ import { makeRevocation } from '../../src/grants/revocation.js'
 import { initIdentity } from '../../src/identity/keys.js'
 import { KithNode } from '../../src/node/daemon.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -53,8 +54,7 @@ async function sealedFleet(names: readonly string[]) {
   for (const name of names) {
     const home = join(tempDir(), name)
     initIdentity({ home, name, ownerSecret: ownerSk })
-    const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-    onTestFinished(() => node.stop())
+    const node = await startInProcessNode({ home, embedPort: 0, verifyWorkers: 0 })
     nodes.push(node)
   }
   const setting = signEvent(makeFleetSetting(fleet, true, now()), ownerSk)

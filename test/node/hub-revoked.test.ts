@@ -5,11 +5,11 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { readConfig, writeConfig } from '../../src/identity/config.js'
 import { initIdentity, loadIdentity } from '../../src/identity/keys.js'
-import { KithNode } from '../../src/node/daemon.js'
 import { ensureOwnDeviceGrant, openFleetNode } from '../../src/node/fleet.js'
 import { setupKith } from '../helpers/cli.js'
 import { startTestHub } from '../helpers/hub.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const fakeAgent = fileURLToPath(new URL('../fixtures/fake-agent.mjs', import.meta.url))
 const lie = 'restricted: revoked: this key’s grant has been revoked'
@@ -79,8 +79,7 @@ describe('a hub\'s "revoked" against the node\'s own grant book (issue 28, item 
     writeConfig(home, { ...readConfig(home)!, hubs: [liar.url] })
 
     const lines: string[] = []
-    const node = await KithNode.start({ home, verifyWorkers: 0, log: (l) => lines.push(l) })
-    onTestFinished(() => node.stop())
+    const node = await startInProcessNode({ home, verifyWorkers: 0, log: (l) => lines.push(l) })
     await expect
       .poll(() => node.status().hubs.map((h) => h.state), { timeout: 20_000 })
       .toEqual(['revoked'])

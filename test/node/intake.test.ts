@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { describe, expect, it, onTestFinished } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent } from '../../src/events/event.js'
 import { makeChannelDefinition } from '../../src/events/channel-def.js'
@@ -12,13 +12,12 @@ import { KithNode } from '../../src/node/daemon.js'
 import { GrantBook } from '../../src/node/grant-book.js'
 import { startTestHub } from '../helpers/hub.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
 async function startNode(home: string): Promise<KithNode> {
-  const node = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-  onTestFinished(() => node.stop())
-  return node
+  return startInProcessNode({ home, embedPort: 0, verifyWorkers: 0 })
 }
 
 describe('a node takes only what the grant chains allow', () => {

@@ -11,8 +11,8 @@ import { signGrant } from '../../src/grants/grant.js'
 import { homeFiles } from '../../src/identity/home.js'
 import { initIdentity } from '../../src/identity/keys.js'
 import type { OpenCard } from '../../src/node/agent-permissions.js'
-import { KithNode } from '../../src/node/daemon.js'
 import { tempDir } from '../helpers/tmp.js'
+import { startInProcessNode } from '../helpers/in-process-node.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -22,8 +22,7 @@ describe('cards a device cannot open are not open for it (issue 31, item 6)', ()
     const fleet = publicKeyOf(ownerSk)
     const home = join(tempDir(), 'phone')
     initIdentity({ home, name: 'phone', ownerSecret: ownerSk })
-    const phone = await KithNode.start({ home, embedPort: 0, verifyWorkers: 0 })
-    onTestFinished(() => phone.stop())
+    const phone = await startInProcessNode({ home, embedPort: 0, verifyWorkers: 0 })
     const agentSk = generateSecretKey()
     const agent = publicKeyOf(agentSk)
     await phone.intake([
