@@ -72,6 +72,7 @@ export class Connection implements Streaming {
         work: ctx.reqWork,
         open: ctx.perPerson.negSessions,
         maxOpenPerPerson: ctx.limits.negMaxSessionsPerPerson,
+        turns: ctx.negTurns,
       },
     )
     this.send(['AUTH', this.challenge])

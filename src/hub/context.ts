@@ -7,6 +7,7 @@ import type { FleetState } from '../grants/fleet-state.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { ReqScheduler, Streaming, WorkBudget } from './req-scheduler.js'
 import type { SubscriptionIndex } from './subscriptions.js'
+import type { TurnQueue } from './turn-queue.js'
 import type { VerifyPool } from '../verify/pool.js'
 import type { EventStore } from '../store/event-store.js'
 
@@ -36,6 +37,8 @@ export interface HubContext<C> {
   reqWork: WorkBudget
   /** Per person: authenticated connections and open NIP-77 reconciliations (limits' caps). */
   perPerson: { connections: Map<string, number>; negSessions: Map<string, number> }
+  /** NIP-77 work, one step a loop turn hub-wide (hub/turn-queue.ts). */
+  negTurns: TurnQueue
   /** Normalised URLs a client may name in its AUTH relay tag. */
   relayUrls: ReadonlySet<string>
   /** Unix seconds. */

@@ -5,6 +5,7 @@ import type { EventStore, HideRule, QueryCursor } from '../store/event-store.js'
 import { NegentropySet, toNegentropyOrder, type NegItem } from './negentropy-set.js'
 import type { HubLimits } from './limits.js'
 import type { WorkBudget } from './req-scheduler.js'
+import type { TurnQueue } from './turn-queue.js'
 
 /** What one reconciliation needs from its connection. */
 export interface NegPeer {
@@ -23,6 +24,8 @@ export interface NegBudget {
   work: WorkBudget
   open: Map<string, number>
   maxOpenPerPerson: number
+  /** Hub-wide: every reconciliation's next step waits its turn here (one a loop turn). */
+  turns: TurnQueue
 }
 
 /** The protocol's "nothing more to say" answer: the version byte alone (NIP-77 v1). */
@@ -215,10 +218,7 @@ export class NegSessions {
     if (wait > 0) {
       const timer = setTimeout(run, wait)
       session.deferred = () => clearTimeout(timer)
-    } else {
-      const immediate = setImmediate(run)
-      session.deferred = () => clearImmediate(immediate)
-    }
+    } else session.deferred = this.budget.turns.schedule(run)
   }
 
   private charge(session: Session, startedAt: number): void {

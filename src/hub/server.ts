@@ -30,6 +30,7 @@ import { Kind } from '../events/kinds.js'
 import type { GrantVerifier } from '../grants/verifier.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { FleetState } from '../grants/fleet-state.js'
+import { TurnQueue } from './turn-queue.js'
 
 export interface HubOptions {
   host?: string
@@ -226,6 +227,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     reqs: new ReqScheduler<Connection>(),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     perPerson: { connections: new Map(), negSessions: new Map() },
+    negTurns: new TurnQueue(),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,

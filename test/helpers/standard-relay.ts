@@ -7,6 +7,7 @@ import { EventRepository, type Event, type Filter, type IncomingMessage } from '
 import { parseFilter } from '../../src/events/filter.js'
 import { EventStore } from '../../src/store/event-store.js'
 import { defaultHubLimits } from '../../src/hub/limits.js'
+import { TurnQueue } from '../../src/hub/turn-queue.js'
 import { NegSessions } from '../../src/hub/negentropy.js'
 import { WorkBudget } from '../../src/hub/req-scheduler.js'
 import { tempDir } from './tmp.js'
@@ -65,7 +66,12 @@ export async function startStandardRelay(
             hidden: () => [],
             payer: () => 'relay',
           },
-          { work: new WorkBudget(0, 0), open: new Map(), maxOpenPerPerson: Infinity },
+          {
+            work: new WorkBudget(0, 0),
+            open: new Map(),
+            maxOpenPerPerson: Infinity,
+            turns: new TurnQueue(),
+          },
         )
       : undefined
     ws.on('close', () => neg?.closeAll())
