@@ -11,3 +11,12 @@ export function parseDuration(text: string): number {
   if (seconds <= 0) throw new KithError('usage', 'a duration must be positive')
   return seconds
 }
+
+/** `--since`: unix seconds, an ISO date, or a duration ago (15m, 2h, 30d) → unix seconds. */
+export function parseSince(text: string): number {
+  if (/^\d+$/.test(text)) return Number(text)
+  if (/^\d+[smhdw]$/.test(text)) return Math.floor(Date.now() / 1000) - parseDuration(text)
+  const t = Date.parse(text)
+  if (Number.isNaN(t)) throw new KithError('usage', `--since: not a time: ${text}`)
+  return Math.floor(t / 1000)
+}

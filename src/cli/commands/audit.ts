@@ -7,7 +7,7 @@ import { audit, type AuditReport } from '../../grants/audit.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
-import { parseDuration } from '../duration.js'
+import { parseSince } from '../duration.js'
 import type { Out } from '../io.js'
 import { withLocalNode, withStore } from '../local-node.js'
 import { auditHtml } from '../audit-report.js'
@@ -66,14 +66,6 @@ const auditKinds = [
   Kind.PermissionRequest,
   Kind.PermissionDecision,
 ] as const
-
-function parseSince(text: string): number {
-  if (/^\d+$/.test(text)) return Number(text)
-  if (/^\d+[smhdw]$/.test(text)) return Math.floor(Date.now() / 1000) - parseDuration(text)
-  const t = Date.parse(text)
-  if (Number.isNaN(t)) throw new KithError('usage', `--since: not a time: ${text}`)
-  return Math.floor(t / 1000)
-}
 
 /** This node's events an audit reads: every version of each policy, everything else stored. */
 function nodeEvents(home: string, since: number | undefined): NostrEvent[] {

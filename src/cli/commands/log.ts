@@ -3,7 +3,7 @@ import { parseChannel } from '../../events/chat.js'
 import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/daemon.js'
 import { parseCount } from '../args.js'
 import { declare } from '../declare.js'
-import { parseDuration } from '../duration.js'
+import { parseSince } from '../duration.js'
 import type { Out } from '../io.js'
 import { formatChat, stdoutLayout } from './chat-common.js'
 import { connectNode } from '../control-client.js'
@@ -46,14 +46,6 @@ agent's session; see kith session list).`,
 /** Whether `event` began the thread `id` (a prefix) or is in it. */
 function inThread(event: ChatItem['event'], id: string): boolean {
   return event.id.startsWith(id) || (threadRootOf(event)?.startsWith(id) ?? false)
-}
-
-function parseSince(text: string): number {
-  if (/^\d+$/.test(text)) return Number(text)
-  if (/^\d+[smhdw]$/.test(text)) return Math.floor(Date.now() / 1000) - parseDuration(text)
-  const t = Date.parse(text)
-  if (Number.isNaN(t)) throw new KithError('usage', `--since: not a time: ${text}`)
-  return Math.floor(t / 1000)
 }
 
 export async function runLog(argv: string[], out: Out): Promise<number> {
