@@ -146,6 +146,8 @@ export class KithNode {
   private presenceDue: NodeJS.Timeout | undefined
   /** When this node last answered a newcomer's presence with its own (ms). */
   private answeredAt = 0
+  /** A newcomer's answer held back by presenceAnswerMs, sent at the window's end. */
+  private answerTimer: NodeJS.Timeout | undefined
   /** Intake applies batches in the order they arrived (see intake). */
   private applying: Promise<void> = Promise.resolve()
   private readonly log: (line: string) => void
@@ -569,11 +571,7 @@ export class KithNode {
         if (e.kind === Kind.Presence && e.pubkey !== this.id.devicePubkey) {
           // A device this node had not heard from (just started, or back): it hears this
           // node's presence at once rather than within an interval.
-          const newcomer = this.presence.receive(e, Date.now())
-          if (newcomer && Date.now() - this.answeredAt > presenceAnswerMs) {
-            this.answeredAt = Date.now()
-            this.broadcastPresence()
-          }
+          if (this.presence.receive(e, Date.now())) this.answerNewcomer()
         }
         if (e.kind === Kind.ObserverFrame) this.bridge.frames.receiveFrame(e)
         continue
@@ -884,10 +882,27 @@ export class KithNode {
    * Stops within a second or two whatever is attached: clients are told and let go first, links
    * close, then agents (each given its cancel grace) and the embedded hub stop side by side.
    */
+  /**
+   * Answers a newcomer's presence with this node's own: at once, or (when it answered another
+   * within presenceAnswerMs) once at that window's end, never dropped. A second device that
+   * appeared within 5 s of the first once heard nothing until this node's next interval.
+   */
+  private answerNewcomer(): void {
+    const send = () => {
+      this.answerTimer = undefined
+      this.answeredAt = Date.now()
+      this.broadcastPresence()
+    }
+    const wait = this.answeredAt + presenceAnswerMs - Date.now()
+    if (wait <= 0) send()
+    else this.answerTimer ??= setTimeout(send, wait)
+  }
+
   async stop(): Promise<void> {
     if (this.stopped) return
     this.stopped = true
     clearInterval(this.presenceTimer)
+    clearTimeout(this.answerTimer)
     clearTimeout(this.presenceDue)
     const notifierStopped = this.notifier?.stop()
     await this.control?.close()

@@ -28,6 +28,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/e2e-sealing.test.ts',
     'test/grants/fleet-state-permutations.test.ts',
     'test/grants/held-history.test.ts',
+    'test/grants/web-presence.test.ts',
     'test/hub/turn-queue.test.ts',
     'test/grants/hub-role.test.ts',
     'test/grants/history-admission.test.ts',

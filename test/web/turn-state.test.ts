@@ -14,6 +14,15 @@ describe(
       const f = await pairedBrowser({ devboxArgs: ['--presence-interval', '1'] })
       try {
         const { page } = f
+        // As a person sees it first: the devbox online on the Fleet page (this page has heard
+        // its presence, so it knows where claude runs), then back to #ops.
+        await page.getByRole('link', { name: 'Fleet' }).click()
+        await page
+          .getByRole('main')
+          .locator('li.key.device', { has: page.locator('.name', { hasText: 'devbox' }) })
+          .locator('.state.online')
+          .waitFor({ timeout: 30_000 })
+        await page.goBack()
         await say(page, '@claude hang')
         const turn = page.getByRole('region', { name: "claude's progress" })
         await turn.getByRole('button', { name: 'Stop' }).waitFor({ timeout: 30_000 })

@@ -168,6 +168,11 @@ export class FleetModel {
         // A setting counts by its author's standing at its date (e2e-sealing), not now: one
         // whose author was removed since is still taken, as it was when it was signed.
         if (e.kind === Kind.FleetSetting) this.e2e.take(e)
+        // Presence comes live from the first moment, before the catch-up brings the grants
+        // of the devices it is from (a newly paired page knows only its own chain): kept,
+        // the newest a device, and judged again once authority arrives, else a machine that
+        // said it is up before then shows "no presence seen" until its next presence.
+        if (e.kind === Kind.Presence) this.unplacedPresence(e)
         continue
       }
       authority ||= admission.authority || admission.revoked
@@ -190,9 +195,36 @@ export class FleetModel {
       if (shown !== undefined) this.keep(shown)
       kept.push(e)
     }
-    if (authority) this.checkMembership(t)
+    if (authority) {
+      this.checkMembership(t)
+      if (this.retryPresence(t)) changed = true
+    }
     if (changed || authority) this.revision.value++
     return kept
+  }
+
+  /** Presence refused before its author's grant came, the newest a device, bounded. */
+  private readonly waitingPresence = new Map<string, { event: NostrEvent; heardAtMs: number }>()
+
+  private unplacedPresence(e: NostrEvent): void {
+    const held = this.waitingPresence.get(e.pubkey)
+    if (held !== undefined && held.event.created_at > e.created_at) return
+    this.waitingPresence.delete(e.pubkey)
+    if (this.waitingPresence.size >= 1000)
+      this.waitingPresence.delete(this.waitingPresence.keys().next().value!)
+    this.waitingPresence.set(e.pubkey, { event: e, heardAtMs: Date.now() })
+  }
+
+  /** Admits the presence that waited for grants, as heard when it came; true when any was. */
+  private retryPresence(t: number): boolean {
+    let taken = false
+    for (const [device, { event, heardAtMs }] of this.waitingPresence) {
+      if (!this.state.admit(event, t).ok) continue
+      this.waitingPresence.delete(device)
+      this.presence.receive(event, heardAtMs)
+      taken = true
+    }
+    return taken
   }
 
   private keep(e: NostrEvent): void {
