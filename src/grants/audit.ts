@@ -2,6 +2,7 @@ import { KithError } from '../errors.js'
 import type { AgentPolicyEvent, Quorum } from '../events/agent-policy.js'
 import { quorumApplies } from '../events/agent-policy.js'
 import { channelOf } from '../events/chat.js'
+import { isSealed } from '../events/e2e-seal.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { decisionRefusal, parsePermissionDecision } from '../events/permission-decision.js'
@@ -180,8 +181,6 @@ export interface AuditSource {
 /** Tool kinds that change nothing: running one without a card is not flagged. */
 const readOnlyKinds: ReadonlySet<string> = new Set(['read', 'search', 'think'])
 
-const isSealedEvent = (e: NostrEvent) => e.tags.some((t) => t[0] === 'e2e')
-
 /** The audit of `source`'s events. */
 export function audit(source: AuditSource): AuditReport {
   const { fleet } = source
@@ -239,12 +238,12 @@ export function audit(source: AuditSource): AuditReport {
       .filter((g) => g.role === 'agent')
       .map((g) => g.subject),
   )
-  const sealed = events.filter(isSealedEvent).length
+  const sealed = events.filter(isSealed).length
   if (sealed > 0)
     notes.push(
       `${sealed} sealed event${sealed === 1 ? '' : 's'} could not be read here (no key): the turns, cards and decisions they hold are not in this report; grants, revocations and policies were checked`,
     )
-  const readable = events.filter((e) => !isSealedEvent(e))
+  const readable = events.filter((e) => !isSealed(e))
 
   const cards = new Map<string, PermissionRequest>()
   for (const e of readable.filter((x) => x.kind === Kind.PermissionRequest)) {
