@@ -86,7 +86,25 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
   const threadPart = address.slice(prefix.length)
   if (threadPart !== 'main' && !/^[0-9a-f]{64}$/.test(threadPart))
     throw invalid('bad-tags', 'the thread of session is a 64-hex root id or main')
-  const c = jsonObject(event.content, what)
+  const request = sessionActionOf(jsonObject(event.content, what), what)
+  return {
+    id: event.id,
+    author: event.pubkey,
+    createdAt: event.created_at,
+    address,
+    agent,
+    channel,
+    ...(threadPart === 'main' ? {} : { thread: threadPart }),
+    fleet,
+    request,
+  }
+}
+
+/**
+ * A session request's action read from untrusted JSON (a 4150's content, a control request's
+ * params): a close, a set of mode, model or options, a command or a diff, or a coded error.
+ */
+export function sessionActionOf(c: Record<string, unknown>, what = 'session control'): SessionAction {
   let request: SessionAction
   if (
     c.action === 'close' &&
@@ -125,15 +143,5 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
       'bad-content',
       `${what}: not a close, a set of mode or model, a command or a diff`,
     )
-  return {
-    id: event.id,
-    author: event.pubkey,
-    createdAt: event.created_at,
-    address,
-    agent,
-    channel,
-    ...(threadPart === 'main' ? {} : { thread: threadPart }),
-    fleet,
-    request,
-  }
+  return request
 }

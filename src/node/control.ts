@@ -2,6 +2,14 @@ import { chmodSync, existsSync, unlinkSync } from 'node:fs'
 import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { createInterface } from 'node:readline'
 import { KithError } from '../errors.js'
+import {
+  controlParams,
+  type ControlMethod,
+  type ControlMethods,
+  type ControlNotifications,
+  type ControlParams,
+  type ControlResult,
+} from './control-methods.js'
 
 /**
  * The local control socket (KITH_HOME/node.sock, 0600 inside the 0700 home) through which CLI
@@ -12,9 +20,37 @@ import { KithError } from '../errors.js'
 export type Handler = (params: Record<string, unknown>, client: ControlClientHandle) => unknown
 
 export interface ControlClientHandle {
-  notify(method: string, params: unknown): void
+  /** A notification line to this client: `ControlNotifications` says what each carries. */
+  notify(method: keyof ControlNotifications, params: unknown): void
   onClose(fn: () => void): void
 }
+
+/** The node's handlers, one per method of `ControlMethods`, each checked against its types. */
+export type ControlHandlers = {
+  [M in ControlMethod]: (
+    params: ControlParams<M>,
+    client: ControlClientHandle,
+  ) => ControlResult<M> | Promise<ControlResult<M>>
+}
+
+/**
+ * The node's typed handlers as the socket serves them: each request's params are read by the
+ * method's reader (`controlParams`) first, so a wrong shape is answered with its coded error and
+ * a handler only ever sees params of its type.
+ */
+export function checkedHandlers(handlers: ControlHandlers): Record<string, Handler> {
+  const served: Record<string, Handler> = {}
+  for (const method of Object.keys(handlers) as ControlMethod[]) served[method] = checked(handlers, method)
+  return served
+}
+
+function checked<M extends ControlMethod>(handlers: ControlHandlers, method: M): Handler {
+  const read = controlParams[method] as (raw: unknown) => ControlParams<M>
+  const handle = handlers[method] as ControlHandlers[M] & ((p: ControlParams<M>, c: ControlClientHandle) => unknown)
+  return (raw, client) => handle(read(raw), client)
+}
+
+export type { ControlMethods }
 
 /** The daemon's side of the control socket. */
 export interface ControlServer {
@@ -95,6 +131,7 @@ function serve(socket: Socket, handlers: Record<string, Handler>): void {
       return
     }
     Promise.resolve()
+      // Untrusted until a typed handler's reader (checkedHandlers) has read it.
       .then(() => handler((req.params ?? {}) as Record<string, unknown>, handle))
       .then(
         (result) => write({ id: req.id, result }),

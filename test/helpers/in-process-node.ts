@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import { KithNode, type NodeOptions } from '../../src/node/daemon.js'
+import { KithNode, type NodeOptions } from '../../src/node/kith-node.js'
 import { onCleanup } from './cleanup.js'
 import { beforeNodeStops, embeddedHubFiles, scanHub } from './sentinel.js'
 

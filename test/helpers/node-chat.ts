@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { ControlClient } from '../../src/cli/control-client.js'
-import type { ChatItem } from '../../src/node/daemon.js'
+import type { ChatItem } from '../../src/node/kith-node.js'
 import { runKith } from './cli.js'
 
 /** The channel's history as the running node in `home` has it (empty when none runs). */

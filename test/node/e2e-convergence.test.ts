@@ -8,7 +8,7 @@ import { makeFleetSetting } from '../../src/events/e2e-setting.js'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { initIdentity } from '../../src/identity/keys.js'
-import { KithNode } from '../../src/node/daemon.js'
+import { KithNode } from '../../src/node/kith-node.js'
 import { tempDir } from '../helpers/tmp.js'
 import { startInProcessNode } from '../helpers/in-process-node.js'
 

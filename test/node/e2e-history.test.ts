@@ -9,7 +9,7 @@ import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.
 import { signGrant } from '../../src/grants/grant.js'
 import { makeRevocation } from '../../src/grants/revocation.js'
 import { initIdentity } from '../../src/identity/keys.js'
-import { KithNode } from '../../src/node/daemon.js'
+import { KithNode } from '../../src/node/kith-node.js'
 import { tempDir } from '../helpers/tmp.js'
 import { startInProcessNode } from '../helpers/in-process-node.js'
 

@@ -7,7 +7,7 @@ import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { openLocalFleet } from '../local-node.js'
 import { keyRows } from './fleet-common.js'
-import type { ChatItem } from '../../node/daemon.js'
+import type { ChatItem } from '../../node/kith-node.js'
 
 export const broadcastCommand = declare({
   name: 'broadcast',

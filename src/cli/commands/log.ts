@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/daemon.js'
+import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/kith-node.js'
 import { parseCount } from '../args.js'
 import { declare } from '../declare.js'
 import { parseSince } from '../duration.js'

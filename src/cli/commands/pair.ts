@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { fleetPeople } from '../../grants/members.js'
-import { defaultEmbeddedPort } from '../../node/daemon.js'
+import { defaultEmbeddedPort } from '../../node/kith-node.js'
 import { declare } from '../declare.js'
 import { withLocalNode } from '../local-node.js'
 import type { Out } from '../io.js'

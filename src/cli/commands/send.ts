@@ -1,7 +1,7 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { didYouMean } from '../../events/did-you-mean.js'
-import { buildChat, unknownChannelNote } from '../../node/daemon.js'
+import { buildChat, unknownChannelNote } from '../../node/kith-node.js'
 import { E2eKeys } from '../../node/e2e-keys.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'

@@ -1,7 +1,7 @@
 import { readConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import type { DeviceStatus, LinkStatus } from '../../node/daemon.js'
+import type { DeviceStatus, LinkStatus } from '../../node/kith-node.js'
 import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
 import { withStore } from '../local-node.js'
 import { GrantBook } from '../../node/grant-book.js'

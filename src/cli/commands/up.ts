@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { resolveKithHome } from '../../identity/home.js'
-import { KithNode } from '../../node/daemon.js'
+import { KithNode } from '../../node/kith-node.js'
 import { parseCount, parsePort } from '../args.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'

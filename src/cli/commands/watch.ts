@@ -1,4 +1,4 @@
-import type { WatchFrame } from '../../node/daemon.js'
+import type { WatchFrame } from '../../node/kith-node.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
