@@ -9,6 +9,7 @@ import { edgeAgentApp, type NodeApi } from '../acp/edge-agent.js'
 import { KithError } from '../errors.js'
 import { parseChannel } from '../events/chat.js'
 import { connectNode } from './control-client.js'
+import type { ControlResult } from '../node/control-methods.js'
 import { acpSessionBook } from './acp-sessions.js'
 
 /**
@@ -61,9 +62,9 @@ function lazyNode(home: string): NodeApi & { close: () => void } {
   conn.catch(() => undefined)
   return {
     request: async <T>(method: string, params?: Record<string, unknown>) =>
-      (await conn).request<T>(method, params),
+      (await conn).asNodeApi().request<T>(method, params),
     on: (method, fn) => {
-      void conn.then((c) => c.on(method, fn))
+      void conn.then((c) => c.asNodeApi().on(method, fn))
     },
     close: () => {
       void conn.then((c) => c.close())
@@ -98,10 +99,7 @@ export async function startAcpServer(opts: {
         const [name, machine] = target.split('@') as [string, string?]
         const probe = lazyNode(opts.home)
         try {
-          const agent = await probe.request<{ pubkey: string; name: string; host: string | null }>(
-            'agent',
-            { name },
-          )
+          const agent = await probe.request<ControlResult<'agent'>>('agent', { name })
           if (machine !== undefined && machine !== agent.host)
             throw new KithError('not-found', `@${agent.name} does not run on ${machine}`)
           return new AcpServer({

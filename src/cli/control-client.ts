@@ -4,11 +4,29 @@ import { createInterface } from 'node:readline'
 import { KithError, type KithErrorCode } from '../errors.js'
 import { readConfig } from '../identity/config.js'
 import { homeFiles, resolveKithHome } from '../identity/home.js'
+import type { NodeApi } from '../acp/edge-agent.js'
+import type {
+  ControlMethod,
+  ControlNotifications,
+  ControlParams,
+  ControlResult,
+} from '../node/control-methods.js'
 
 /**
  * The CLI's side of the running node's control socket (KITH_HOME/node.sock): JSON lines, one
- * request per id, notifications by method. The node keeps only the server (node/control.ts).
+ * request per id, notifications by method. The node keeps only the server (node/control.ts);
+ * both are typed by one map, `ControlMethods` (node/control-methods.ts).
  */
+
+/** A method's params argument: optional when the method needs none of them. */
+type ParamsArg<M extends ControlMethod> =
+  Record<string, never> extends ControlParams<M>
+    ? [params?: ControlParams<M>]
+    : [params: ControlParams<M>]
+
+/** What a client hears: the node's notifications, and `close` when the connection ends. */
+type Heard = ControlNotifications & { close: undefined }
+
 /** A connection to the running node. Every pending request is rejected when it closes. */
 export class ControlClient {
   private nextId = 1
@@ -64,16 +82,39 @@ export class ControlClient {
     })
   }
 
-  request<T>(method: string, params: Record<string, unknown> = {}): Promise<T> {
+  /** Calls one method of the node: params and result typed by `ControlMethods`. */
+  request<M extends ControlMethod>(method: M, ...params: ParamsArg<M>): Promise<ControlResult<M>> {
+    return this.call(method, params[0] ?? {}) as Promise<ControlResult<M>>
+  }
+
+  /** Listens to one of the node's notifications (or the connection's end, `close`). */
+  on<N extends keyof Heard>(method: N, fn: (params: Heard[N]) => void): void {
+    this.listen(method, fn as (params: unknown) => void)
+  }
+
+  /**
+   * This connection as the ACP edge (acp/edge-agent.ts) uses it: that layer sits beneath the
+   * node and cannot see `ControlMethods`, so it gets the untyped view, and the node still reads
+   * every request's params (node/control.ts) before any handler runs.
+   */
+  asNodeApi(): NodeApi {
+    return {
+      request: <T>(method: string, params?: Record<string, unknown>) =>
+        this.call(method, params ?? {}) as Promise<T>,
+      on: (method, fn) => this.listen(method, fn),
+    }
+  }
+
+  private call(method: string, params: unknown): Promise<unknown> {
     if (this.closed) return Promise.reject(new KithError('io', 'control connection is closed'))
     const id = this.nextId++
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject })
+    return new Promise<unknown>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject })
       this.socket.write(`${JSON.stringify({ id, method, params })}\n`)
     })
   }
 
-  on(method: string, fn: (params: unknown) => void): void {
+  private listen(method: string, fn: (params: unknown) => void): void {
     this.listeners.set(method, [...(this.listeners.get(method) ?? []), fn])
   }
 

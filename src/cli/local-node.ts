@@ -39,7 +39,7 @@ async function embeddedHub(home: string): Promise<string | undefined> {
   const node = await connectNode(home)
   if (node === undefined) return undefined
   try {
-    const status = await node.request<{ embeddedHub: string | null }>('status')
+    const status = await node.request('status')
     return status.embeddedHub ?? undefined
   } catch (err) {
     // An older node without status: nothing to sync with, as when none runs.

@@ -1,4 +1,4 @@
-import type { WatchFrame } from '../node/kith-node.js'
+import type { WatchFrame } from '../node/observer-frames.js'
 import { reviewLines } from './review-lines.js'
 
 /** A session/update as `kith watch` and `kith chat` read it (ACP, or an entry the host adds). */

@@ -104,7 +104,10 @@ export function parseSessionControl(event: NostrEvent): SessionControl {
  * A session request's action read from untrusted JSON (a 4150's content, a control request's
  * params): a close, a set of mode, model or options, a command or a diff, or a coded error.
  */
-export function sessionActionOf(c: Record<string, unknown>, what = 'session control'): SessionAction {
+export function sessionActionOf(
+  c: Record<string, unknown>,
+  what = 'session control',
+): SessionAction {
   let request: SessionAction
   if (
     c.action === 'close' &&

@@ -31,7 +31,10 @@ export interface ControlMethods {
   cancel: { params: CancelParams; result: CancelResult }
   /** kith chat: whether the agents of the turns it shows can still finish them. */
   hosts: { params: { agents: string[] }; result: AgentHost[] }
-  metrics: { params: NoParams; result: { turns: { inMs: number; outMs: number; turnMs: number }[] } }
+  metrics: {
+    params: NoParams
+    result: { turns: { inMs: number; outMs: number; turnMs: number }[] }
+  }
   /** Streams `frame` notifications (of all agents, or the one named) to this client. */
   watch: { params: { agent?: string }; result: { ok: true } }
   /** kith acp: the agent a name means here, and the machine whose presence says it hosts it. */
@@ -201,7 +204,7 @@ function fields(method: string, raw: unknown) {
     strings: (k: string): string[] => {
       const v = o[k]
       return Array.isArray(v) && v.every((x) => typeof x === 'string')
-        ? (v as string[])
+        ? (v)
         : want(k, v, 'a list of strings')
     },
     object: (k: string): Record<string, unknown> => {

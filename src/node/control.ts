@@ -40,13 +40,15 @@ export type ControlHandlers = {
  */
 export function checkedHandlers(handlers: ControlHandlers): Record<string, Handler> {
   const served: Record<string, Handler> = {}
-  for (const method of Object.keys(handlers) as ControlMethod[]) served[method] = checked(handlers, method)
+  for (const method of Object.keys(handlers) as ControlMethod[])
+    served[method] = checked(handlers, method)
   return served
 }
 
 function checked<M extends ControlMethod>(handlers: ControlHandlers, method: M): Handler {
   const read = controlParams[method] as (raw: unknown) => ControlParams<M>
-  const handle = handlers[method] as ControlHandlers[M] & ((p: ControlParams<M>, c: ControlClientHandle) => unknown)
+  const handle = handlers[method] as ControlHandlers[M] &
+    ((p: ControlParams<M>, c: ControlClientHandle) => unknown)
   return (raw, client) => handle(read(raw), client)
 }
 

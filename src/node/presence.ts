@@ -85,7 +85,10 @@ export class NodePresence {
     const agents = this.deps
       .hostedAgents()
       .map((a) => ({ pubkey: a.pubkey, state: reportedState(a.state) }))
-    return signEvent(makePresence(status, agents, this.deps.now(), interval), this.deps.deviceSecret)
+    return signEvent(
+      makePresence(status, agents, this.deps.now(), interval),
+      this.deps.deviceSecret,
+    )
   }
 
   /** Sends this device's presence (online unless given) on one link; a refusal is logged. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { diffLines, foldedLines, planLines, usageLine } from '../../src/cli/review-lines.js'
 import { TranscriptLines } from '../../src/cli/transcript.js'
-import type { WatchFrame } from '../../src/node/kith-node.js'
+import type { WatchFrame } from '../../src/node/observer-frames.js'
 
 describe('agent work shown for review', () => {
   it('a plan as a checklist', () => {

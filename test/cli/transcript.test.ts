@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { TranscriptLines } from '../../src/cli/transcript.js'
-import type { WatchFrame } from '../../src/node/kith-node.js'
+import type { WatchFrame } from '../../src/node/observer-frames.js'
 
 const frame = (updates: unknown[], prompt = 'p1'): WatchFrame => ({
   agent: { pubkey: 'a'.repeat(64), name: 'oc', role: 'agent' },

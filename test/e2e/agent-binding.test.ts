@@ -5,7 +5,7 @@ import { describe, expect, it, onTestFinished } from 'vitest'
 import { decode } from 'nostr-tools/nip19'
 import { signEvent, type NostrEvent } from '../../src/events/event.js'
 import { readKeyFile } from '../../src/identity/key-file.js'
-import type { ChatItem } from '../../src/node/kith-node.js'
+import type { ChatItem } from '../../src/node/chat-store.js'
 import {
   runKith,
   setupKith,

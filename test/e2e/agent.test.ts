@@ -6,7 +6,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { envAllowlist } from '../../src/acp/agent-process.js'
 import { verifyAuthTag } from '../../src/grants/nip-oa.js'
-import type { ChatItem } from '../../src/node/kith-node.js'
+import type { ChatItem } from '../../src/node/chat-store.js'
 import {
   laptopAndDevbox,
   runKith,

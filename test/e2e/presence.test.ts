@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import type { FleetAgentRow } from '../../src/cli/commands/agent-list.js'
-import type { DeviceStatus } from '../../src/node/kith-node.js'
+import type { DeviceStatus } from '../../src/node/node-status.js'
 import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { tempDir } from '../helpers/tmp.js'

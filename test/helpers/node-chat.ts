@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { ControlClient } from '../../src/cli/control-client.js'
-import type { ChatItem } from '../../src/node/kith-node.js'
+import type { ChatItem } from '../../src/node/chat-store.js'
 import { runKith } from './cli.js'
 
 /** The channel's history as the running node in `home` has it (empty when none runs). */
@@ -9,7 +9,7 @@ export async function history(home: string, channel = 'ops', limit = 1000): Prom
   const c = await ControlClient.connect(join(home, 'node.sock'))
   if (c === undefined) return []
   try {
-    return await c.request<ChatItem[]>('history', { channel, limit })
+    return await c.request('history', { channel, limit })
   } finally {
     c.close()
   }
@@ -23,7 +23,7 @@ export async function post(home: string, channel: string, text: string): Promise
   const c = await ControlClient.connect(join(home, 'node.sock'))
   if (c === undefined) throw new Error(`no node runs in ${home}`)
   try {
-    return (await c.request<{ event: { id: string } }>('send', { channel, text })).event.id
+    return (await c.request('send', { channel, text })).event.id
   } finally {
     c.close()
   }

@@ -4,7 +4,6 @@ import { randomBytes } from 'node:crypto'
 import { expect } from 'vitest'
 import { ControlClient } from '../../src/cli/control-client.js'
 import { openLocalFleet, withStore } from '../../src/cli/local-node.js'
-import type { NostrEvent } from '../../src/events/event.js'
 import { sealingLapse, type Sealing } from '../../src/grants/e2e-sealing.js'
 import { homeFiles } from '../../src/identity/home.js'
 import { loadIdentity } from '../../src/identity/keys.js'
@@ -173,7 +172,7 @@ export async function sendSentinel(home: string, control?: ControlClient): Promi
     const text = sentinelText()
     // The node answers with its own view of what it sent (the wire's id, the text in the
     // clear); what went out is for the hub scans to judge.
-    const { event } = await c.request<{ event: NostrEvent }>('send', {
+    const { event } = await c.request('send', {
       channel: sentinelChannel,
       text,
       waitMs: 10_000,

@@ -57,10 +57,7 @@ export async function runAcp(argv: string[], out: Out): Promise<number> {
   const home = resolveKithHome()
   const node = await requireNode('kith acp needs the node running: start kith up', home)
   try {
-    const agent = await node.request<{ pubkey: string; name: string; host: string | null }>(
-      'agent',
-      { name },
-    )
+    const agent = await node.request('agent', { name })
     if (machine !== undefined && machine !== agent.host)
       throw new KithError(
         'not-found',
@@ -70,7 +67,7 @@ export async function runAcp(argv: string[], out: Out): Promise<number> {
       )
     // stdout is the protocol: everything for the person goes to stderr.
     await serveEdgeAgent({
-      node,
+      node: node.asNodeApi(),
       agent,
       channel,
       ...(values.project === undefined ? {} : { project: values.project }),

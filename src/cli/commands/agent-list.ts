@@ -6,7 +6,7 @@ import type { NodeStore } from '../../store/node-store.js'
 import { withStore } from '../local-node.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
-import type { DeviceStatus } from '../../node/kith-node.js'
+import type { DeviceStatus } from '../../node/node-status.js'
 import { Names } from '../../grants/names.js'
 import { keyRows } from './fleet-common.js'
 import { connectNode } from '../control-client.js'
@@ -48,7 +48,7 @@ async function liveAgents(): Promise<Map<string, LiveAgent> | undefined> {
   const daemon = await connectNode()
   if (daemon === undefined) return undefined
   try {
-    const status = await daemon.request<{ agents?: LiveAgent[] }>('status')
+    const status = await daemon.request('status')
     return new Map((status.agents ?? []).map((a) => [a.name, a]))
   } finally {
     daemon.close()
@@ -167,7 +167,7 @@ export async function listFleetAgents(
   let devices: DeviceStatus[] | undefined
   if (daemon !== undefined) {
     try {
-      devices = (await daemon.request<{ devices?: DeviceStatus[] }>('status')).devices
+      devices = (await daemon.request('status')).devices
     } finally {
       daemon.close()
     }

@@ -1,13 +1,11 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import type { NostrEvent } from '../../events/event.js'
-import type { SessionState } from '../../events/session-state.js'
 import { requireNode, type ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { openLocalFleet } from '../local-node.js'
 import { keyRows } from './fleet-common.js'
-import type { ChatItem } from '../../node/kith-node.js'
 
 export const broadcastCommand = declare({
   name: 'broadcast',
@@ -79,8 +77,8 @@ async function track(
   const deadline = Date.now() + waitMs
   while (receipts.some((r) => !final(r.status)) && Date.now() < deadline) {
     const [items, sessions] = await Promise.all([
-      daemon.request<ChatItem[]>('history', { channel, limit: 1000 }),
-      daemon.request<SessionState[]>('sessions'),
+      daemon.request('history', { channel, limit: 1000 }),
+      daemon.request('sessions'),
     ])
     for (const r of receipts) {
       if (final(r.status) || r.prompt === undefined) continue
@@ -133,7 +131,7 @@ export async function runBroadcast(argv: string[], out: Out): Promise<number> {
     const receipts: Receipt[] = []
     for (const agent of names) {
       try {
-        const sent = await daemon.request<{ event: NostrEvent }>('send', {
+        const sent = await daemon.request('send', {
           channel,
           text: `@${agent} ${text}`,
         })

@@ -27,7 +27,7 @@ export async function runCancel(argv: string[], out: Out): Promise<number> {
   try {
     const channel = parseChannel(positionals[0]!)
     const agent = positionals[1]?.replace(/^@/, '')
-    const r = await daemon.request<{ prompts: number; warning?: string }>('cancel', {
+    const r = await daemon.request('cancel', {
       channel,
       ...(agent ? { agent } : {}),
     })

@@ -72,7 +72,7 @@ export async function channelHubs(node: FleetNode): Promise<string[]> {
   const daemon = await connectNode()
   if (daemon === undefined) return []
   try {
-    const status = await daemon.request<{ embeddedHub: string | null }>('status')
+    const status = await daemon.request('status')
     return status.embeddedHub === null ? [] : [status.embeddedHub]
   } finally {
     daemon.close()

@@ -1,4 +1,4 @@
-import type { ChatItem } from '../../node/kith-node.js'
+import type { ChatItem } from '../../node/chat-store.js'
 import { renderMarkdown, visibleWidth, wrap } from '../terminal-text.js'
 
 const time = (s: number) => new Date(s * 1000).toISOString().slice(11, 16)

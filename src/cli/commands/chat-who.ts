@@ -1,6 +1,6 @@
 import { fleetPeople, type Person } from '../../grants/members.js'
 import { ChannelSync } from '../../node/channel-sync.js'
-import type { DeviceStatus } from '../../node/kith-node.js'
+import type { DeviceStatus } from '../../node/node-status.js'
 import { ago } from './status.js'
 import { nowSeconds, openNode } from './fleet-common.js'
 

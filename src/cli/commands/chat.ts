@@ -2,8 +2,9 @@ import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
-import type { AgentHost, ChatItem, DeviceStatus, WatchFrame } from '../../node/kith-node.js'
-import { unknownChannelNote } from '../../node/kith-node.js'
+import type { ChatItem } from '../../node/chat-store.js'
+import type { WatchFrame } from '../../node/observer-frames.js'
+import { unknownChannelNote } from '../../node/chat-store.js'
 import type { ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
@@ -223,10 +224,10 @@ class ChatSession {
 
   private async enter(name: string): Promise<void> {
     this.onJoin(name)
-    const history = await this.daemon.request<ChatItem[]>('history', { channel: name, limit: 20 })
+    const history = await this.daemon.request('history', { channel: name, limit: 20 })
     let note = ''
     if (history.length === 0) {
-      const known = await this.daemon.request<{ name: string; messages: number }[]>('channels')
+      const known = await this.daemon.request('channels')
       note = known.some((c) => c.name === name)
         ? ' (no messages yet)'
         : ` new channel: ${unknownChannelNote(
@@ -257,7 +258,7 @@ class ChatSession {
 
   /** The cards still open in this channel, as the node knows them, each with its number. */
   private async openCards(agent?: string): Promise<{ n: number; card: OpenCard }[]> {
-    const open = await this.daemon.request<OpenCard[]>('cards', {
+    const open = await this.daemon.request('cards', {
       channel: this.channel(),
       ...(agent === undefined ? {} : { agent }),
     })
@@ -276,7 +277,7 @@ class ChatSession {
     const channel = this.channel()
     if (this.sealedSaid.has(channel)) return
     this.sealedSaid.add(channel)
-    const { count } = await this.daemon.request<{ count: number }>('cards-sealed', { channel })
+    const { count } = await this.daemon.request('cards-sealed', { channel })
     if (count > 0)
       this.show(
         `${count} earlier card${count === 1 ? '' : 's'} sealed before this device joined (it never had their keys): not shown, and not open for it`,
@@ -382,7 +383,7 @@ class ChatSession {
     // here: this chat says it once, below, in its own words (one line for one answer).
     this.answering.add(card.id)
     try {
-      const sent = await this.daemon.request<{ event: { id: string } }>('decide', {
+      const sent = await this.daemon.request('decide', {
         request: card.id,
         option: option.optionId,
       })
@@ -397,9 +398,7 @@ class ChatSession {
   }
 
   private async send(message: { text: string; interrupt?: boolean }): Promise<void> {
-    const r = await this.daemon.request<{
-      deliveries: { ok: boolean; hub: string; message: string }[]
-    }>('send', { channel: this.channel(), ...message })
+    const r = await this.daemon.request('send', { channel: this.channel(), ...message })
     const d = r.deliveries[0]
     if (d && !d.ok) this.show(`⚠ not delivered: ${d.hub} refused it: ${d.message}`)
     else if (!d) this.show('… queued: no hub answered yet; the node keeps trying')
@@ -413,14 +412,14 @@ class ChatSession {
     } else if (line === '/quit' || line === '/exit') return false
     else if (line === '/help') this.show(chatCommand.help())
     else if (line === '/who') {
-      const { devices } = await this.daemon.request<{ devices?: DeviceStatus[] }>('status')
+      const { devices } = await this.daemon.request('status')
       for (const l of await whoIsIn(this.channel(), devices ?? [])) this.show(l)
     } else if (line === '/cards') await this.listCards()
     else if (line === '/join' || line.startsWith('/join '))
       await this.enter(parseChannel(line.slice(5).trim() || '#general'))
     else if (line === '/cancel' || line.startsWith('/cancel ')) {
       const agent = line.slice(7).trim().replace(/^@/, '')
-      const r = await this.daemon.request<{ prompts: number; warning?: string }>('cancel', {
+      const r = await this.daemon.request('cancel', {
         channel: this.channel(),
         ...(agent ? { agent } : {}),
       })
@@ -509,7 +508,7 @@ class ChatSession {
   private async checkHosts(): Promise<void> {
     const agents = [...new Set([...this.turns.values()].map((t) => t.agentKey))]
     if (agents.length === 0) return
-    const hosts = await this.daemon.request<AgentHost[]>('hosts', { agents })
+    const hosts = await this.daemon.request('hosts', { agents })
     let changed = false
     for (const [key, turn] of this.turns) {
       const h = hosts.find((x) => x.agent === turn.agentKey)
@@ -566,7 +565,7 @@ class ChatSession {
     await this.daemon.request('watch', {})
     if (!again) return this.enter(this.channel())
     // Only what came while the node was away: the rest is on screen already.
-    const history = await this.daemon.request<ChatItem[]>('history', {
+    const history = await this.daemon.request('history', {
       channel: this.channel(),
       limit: 20,
     })
@@ -613,7 +612,7 @@ class ChatSession {
       this.retry = setTimeout(look, reattachMs)
     })
     daemon.on('chat', (p) => {
-      const item = p as ChatItem
+      const item = p
       if (item.channel !== this.channel()) return
       // An answered card: its turn no longer waits for a person.
       if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
@@ -630,7 +629,7 @@ class ChatSession {
       this.showItem(item)
       this.ring(item)
     })
-    daemon.on('frame', (p) => this.frame(p as WatchFrame))
+    daemon.on('frame', (p) => this.frame(p))
   }
 
   async run(): Promise<number> {

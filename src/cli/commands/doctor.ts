@@ -109,7 +109,7 @@ async function runChecks(): Promise<Check[]> {
   let embedded: string | null = null
   if (node !== undefined) {
     try {
-      embedded = (await node.request<{ embeddedHub: string | null }>('status')).embeddedHub
+      embedded = (await node.request('status')).embeddedHub
     } finally {
       node.close()
     }

@@ -39,7 +39,7 @@ async function runningEmbeddedHub(): Promise<string | undefined> {
   const node = await connectNode()
   if (node === undefined) return undefined
   try {
-    return (await node.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined
+    return (await node.request('status')).embeddedHub ?? undefined
   } finally {
     node.close()
   }

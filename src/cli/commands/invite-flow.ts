@@ -206,7 +206,7 @@ async function embeddedHubUrl(): Promise<string | undefined> {
   const daemon = await connectNode()
   if (daemon === undefined) return undefined
   try {
-    return (await daemon.request<{ embeddedHub: string | null }>('status')).embeddedHub ?? undefined
+    return (await daemon.request('status')).embeddedHub ?? undefined
   } finally {
     daemon.close()
   }

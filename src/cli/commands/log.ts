@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/kith-node.js'
+import { chatHistory, unknownChannelNote, type ChatItem } from '../../node/chat-store.js'
 import { parseCount } from '../args.js'
 import { declare } from '../declare.js'
 import { parseSince } from '../duration.js'
@@ -106,7 +106,7 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
   const daemon = await connectNode()
   if (daemon === undefined)
     throw new KithError('io', '--follow needs the node running: start kith up')
-  daemon.on('chat', (p) => print(p as ChatItem))
+  daemon.on('chat', (p) => print(p))
   await daemon.request('subscribe', channel === undefined ? {} : { channel })
   await daemon.untilClosedOrStopped()
   return 0

@@ -55,7 +55,7 @@ export async function runOpen(argv: string[], out: Out): Promise<number> {
   const daemon = await requireNode('the web app is served by the running node: start kith up first')
   let web: string | null
   try {
-    web = (await daemon.request<{ web: string | null }>('status')).web
+    web = (await daemon.request('status')).web
   } finally {
     daemon.close()
   }

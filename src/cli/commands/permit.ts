@@ -82,11 +82,8 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
   const daemon = await requireNode('kith permit needs the node running: start kith up')
   try {
     if (positionals.length === 0) {
-      const cards = await daemon.request<OpenCard[]>(
-        'cards',
-        channel === undefined ? {} : { channel },
-      )
-      const { count: sealed } = await daemon.request<{ count: number }>(
+      const cards = await daemon.request('cards', channel === undefined ? {} : { channel })
+      const { count: sealed } = await daemon.request(
         'cards-sealed',
         channel === undefined ? {} : { channel },
       )
@@ -108,13 +105,7 @@ export async function runPermit(argv: string[], out: Out): Promise<number> {
       return 0
     }
     const option = /^\d+$/.test(positionals[1]!) ? Number(positionals[1]) : positionals[1]!
-    const r = await daemon.request<{
-      event: { id: string }
-      request: string
-      title: string
-      agent: string
-      option: { name: string }
-    }>('decide', {
+    const r = await daemon.request('decide', {
       request: positionals[0]!,
       option,
       ...(channel === undefined ? {} : { channel }),

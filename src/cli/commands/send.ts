@@ -1,7 +1,7 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
 import { didYouMean } from '../../events/did-you-mean.js'
-import { buildChat, unknownChannelNote } from '../../node/kith-node.js'
+import { buildChat, unknownChannelNote } from '../../node/chat-store.js'
 import { E2eKeys } from '../../node/e2e-keys.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
@@ -62,7 +62,7 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
   if (values.new !== true) {
     const known = (
       daemon !== undefined
-        ? await daemon.request<{ name: string }[]>('channels')
+        ? await daemon.request('channels')
         : withLocalNode(({ store }) => store.channels())
     ).map((c) => c.name)
     // A typo would start a channel nobody reads: refused when it is near one that exists.
@@ -76,10 +76,7 @@ export async function runSend(argv: string[], out: Out): Promise<number> {
   }
   if (daemon !== undefined) {
     try {
-      const r = await daemon.request<{
-        event: { id: string }
-        deliveries: { hub: string; ok: boolean; message: string }[]
-      }>('send', {
+      const r = await daemon.request('send', {
         channel,
         text,
         ...(values.reply ? { reply: values.reply } : {}),

@@ -1,5 +1,4 @@
 import { KithError } from '../../errors.js'
-import type { NostrEvent } from '../../events/event.js'
 import type { SessionAction } from '../../events/session-control.js'
 import type { SessionState } from '../../events/session-state.js'
 import { outcomeOf, parseChannel } from '../../events/chat.js'
@@ -75,7 +74,7 @@ async function sessions(): Promise<Named[]> {
   const list =
     node === undefined
       ? withLocalNode(({ store }) => listSessions(store.events))
-      : await node.request<SessionState[]>('sessions').finally(() => node.close())
+      : await node.request('sessions').finally(() => node.close())
   return withLocalNode(({ names }) =>
     list.map((s) => ({
       ...s,
@@ -120,11 +119,11 @@ async function request(
   out: Out,
   json = false,
 ): Promise<number> {
-  const { id } = await daemon.request<{ id: string }>('session-request', { session, request: req })
+  const { id } = await daemon.request('session-request', { session, request: req })
   // The hosting node answers with a notice in the thread; it may be another machine, so wait.
   const deadline = Date.now() + 30_000
   for (;;) {
-    const answer = await daemon.request<NostrEvent | null>('session-answer', { request: id })
+    const answer = await daemon.request('session-answer', { request: id })
     if (answer !== null) {
       // Done unless the notice carries an outcome (refused or failed): the tag, not the text.
       const ok = outcomeOf(answer) === undefined
@@ -167,7 +166,7 @@ async function startSession(
   const channel = parseChannel(values.channel ?? 'ops')
   const daemon = await requireNode('kith session new needs the node running: start kith up')
   try {
-    const sent = await daemon.request<{ event: NostrEvent }>('send', {
+    const sent = await daemon.request('send', {
       channel,
       text: `@${agent.replace(/^@/, '')} ${prompt}`,
       session: {
@@ -181,9 +180,7 @@ async function startSession(
     // Taken when its host reports the session (kind 34150); refused with a reply saying why.
     const deadline = Date.now() + 30_000
     for (;;) {
-      const listed = (await daemon.request<SessionState[]>('sessions')).find(
-        (s) => s.thread === root,
-      )
+      const listed = (await daemon.request('sessions')).find((s) => s.thread === root)
       if (listed !== undefined) {
         out.line(
           `session ${listed.id} started in #${channel}/${root.slice(0, 8)}${listed.worktree === undefined ? (listed.cwd === undefined ? '' : ` in ${listed.cwd}`) : ` in worktree ${listed.worktree.path} (branch ${listed.worktree.branch})`}`,
@@ -193,7 +190,7 @@ async function startSession(
         )
         return 0
       }
-      const answer = await daemon.request<NostrEvent | null>('session-answer', { request: root })
+      const answer = await daemon.request('session-answer', { request: root })
       if (answer !== null && outcomeOf(answer) !== undefined) {
         out.err(answer.content)
         return 1

@@ -1,7 +1,7 @@
 import { readConfig } from '../../identity/config.js'
 import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
-import type { DeviceStatus, LinkStatus } from '../../node/kith-node.js'
+import type { DeviceStatus, LinkStatus } from '../../node/node-status.js'
 import { notifyStatus, type TargetStatus } from '../../node/notifications.js'
 import { withStore } from '../local-node.js'
 import { GrantBook } from '../../node/grant-book.js'
@@ -109,7 +109,7 @@ export async function runStatus(argv: string[], out: Out): Promise<number> {
   const daemon = await connectNode()
   if (daemon !== undefined) {
     try {
-      status = { running: true, ...(await daemon.request<Omit<Status, 'running'>>('status')) }
+      status = { running: true, ...(await daemon.request('status')) }
     } finally {
       daemon.close()
     }

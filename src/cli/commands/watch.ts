@@ -1,4 +1,3 @@
-import type { WatchFrame } from '../../node/kith-node.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { TranscriptLines } from '../transcript.js'
@@ -41,7 +40,7 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
     out.line(width === undefined ? line : wrap(line, width, Math.min(hang, 30)).join('\n'))
   }
   daemon.on('frame', (p) => {
-    const frame = p as WatchFrame
+    const frame = p
     if (values.json) out.line(JSON.stringify(frame))
     else for (const line of transcript.frame(frame, Date.now())) print(line)
   })
