@@ -43,7 +43,7 @@ export class ControlClient {
       let msg: {
         id?: number
         result?: unknown
-        error?: { code: string; message: string }
+        error?: { code: string; message: string; reason?: string }
         method?: string
         params?: unknown
       }
@@ -57,8 +57,16 @@ export class ControlClient {
         const p = this.pending.get(msg.id)
         if (!p) return
         this.pending.delete(msg.id)
-        if (msg.error) p.reject(new KithError(msg.error.code as KithErrorCode, msg.error.message))
-        else p.resolve(msg.result)
+        if (msg.error) {
+          const { code, message, reason } = msg.error
+          p.reject(
+            new KithError(
+              code as KithErrorCode,
+              message,
+              typeof reason === 'string' ? { reason } : undefined,
+            ),
+          )
+        } else p.resolve(msg.result)
       } else if (msg.method !== undefined) {
         for (const fn of this.listeners.get(msg.method) ?? []) fn(msg.params)
       }

@@ -143,6 +143,10 @@ function serve(socket: Socket, handlers: Record<string, Handler>): void {
             error: {
               code: err instanceof KithError ? err.code : 'error',
               message: err instanceof Error ? err.message : String(err),
+              // The sub-code too (a params error's `bad-params`), so a client branches on it.
+              ...(err instanceof KithError && err.reason !== undefined
+                ? { reason: err.reason }
+                : {}),
             },
           }),
       )
