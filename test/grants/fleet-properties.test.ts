@@ -220,7 +220,7 @@ function hubRun(name: string, order: readonly NostrEvent[], now: number): Run {
   }
 }
 
-/** As the node's daemon takes what its links bring (daemon.ts, `intake`). */
+/** As the node takes what its links bring (node/intake/admit.ts). */
 function nodeRun(name: string, batches: readonly NostrEvent[][], now: number): Run {
   const violations: string[] = []
   const store = new EventStore(':memory:')
@@ -245,7 +245,7 @@ function nodeRun(name: string, batches: readonly NostrEvent[][], now: number): R
         e.kind === Kind.ChannelDefinition,
     )
     const keep: NostrEvent[] = []
-    // As the daemon admits (node/daemon.ts): a reader takes what a since-revoked key signed while it stood.
+    // As the node admits (node/intake/admit.ts): a reader takes what a since-revoked key signed while it stood.
     for (const { event, admission } of book.state.admitBatch(fresh, now, {
       keepPending: true,
       history: true,
