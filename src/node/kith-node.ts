@@ -24,13 +24,13 @@ import { ensureOwnDeviceGrant } from './fleet.js'
 import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from '../grants/names.js'
-import { NodePresence, reportedState, type DevicePresence } from './presence.js'
+import { NodePresence, type DevicePresence } from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { sessionStartTags } from '../events/session-start.js'
 import { deviceProfileContent, makeDeviceProfile } from '../events/profile.js'
 import { offlinePresenceWaitMs, sendWaitMs } from './timings.js'
-import type { DeviceStatus, NodeStatus } from './node-status.js'
+import { deviceStatus, type DeviceStatus, type NodeStatus } from './node-status.js'
 import type { IntakeContext } from './intake/context.js'
 import { newBatch } from './intake/batch.js'
 import { runIntake } from './intake/stages.js'
@@ -562,53 +562,9 @@ export class KithNode {
     }
   }
 
-  /**
-   * Every device of the fleet (members now) with its presence as this node knows it, and the
-   * agents each reports hosting with their states; this device first.
-   */
+  /** Every device of the fleet with its presence as this node knows it (node-status.ts). */
   deviceStatus(): DeviceStatus[] {
-    const nowMs = Date.now()
-    const now = this.now()
-    const v = this.book.verifier
-    const devices = [
-      ...new Set(
-        v
-          .allGrants()
-          .filter((g) => g.role === 'device' && v.isMember(g.subject, now).ok)
-          .map((g) => g.subject),
-      ),
-    ]
-    const named = (pubkey: string, state: string) => ({
-      name: this.names.who(pubkey).name,
-      pubkey,
-      state,
-    })
-    const rows = devices.map((pubkey): DeviceStatus => {
-      const who = this.names.who(pubkey)
-      const base = {
-        name: who.name,
-        pubkey,
-        person: who.mine ? null : (who.person ?? null),
-        self: pubkey === this.id.devicePubkey,
-      }
-      if (base.self)
-        return {
-          ...base,
-          presence: 'online',
-          lastSeenSeconds: 0,
-          agents: [...this.agents.values()].map((a) =>
-            named(a.record.pubkey, reportedState(a.host.state)),
-          ),
-        }
-      const p = this.presence.book.get(pubkey, nowMs)
-      return {
-        ...base,
-        presence: p?.status ?? 'unknown',
-        lastSeenSeconds: p === undefined ? null : Math.round((nowMs - p.heardAt) / 1000),
-        agents: (p?.agents ?? []).map((a) => named(a.pubkey, a.state)),
-      }
-    })
-    return rows.sort((a, b) => Number(b.self) - Number(a.self) || a.name.localeCompare(b.name))
+    return deviceStatus(this)
   }
 
   /**

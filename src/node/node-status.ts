@@ -1,8 +1,13 @@
+import type { Identity } from '../identity/keys.js'
+import type { Names } from '../grants/names.js'
+import type { GrantBook } from './grant-book.js'
+import type { HostedAgent } from './node-context.js'
 import type { TargetStatus } from './notifications.js'
+import { reportedState, type NodePresence } from './presence.js'
 
 /**
  * What the node reports of itself over the control socket (`status`, `hosts`): the shapes `kith
- * status`, `kith chat` and `kith agent list` read.
+ * status`, `kith chat` and `kith agent list` read, and the fleet's devices as this node sees them.
  */
 
 /** A device of the fleet as `kith status` shows it. */
@@ -73,4 +78,62 @@ export interface NodeStatus {
   devices: DeviceStatus[]
   refused: { event: string; hub: string; message: string }[]
   notify: TargetStatus[]
+}
+
+/** What `deviceStatus` reads of the node. */
+export interface StatusSource {
+  readonly id: Identity
+  readonly book: GrantBook
+  readonly names: Names
+  readonly agents: ReadonlyMap<string, HostedAgent>
+  readonly presence: NodePresence
+}
+
+/**
+ * Every device of the fleet (members now) with its presence as this node knows it, and the
+ * agents each reports hosting with their states; this device first.
+ */
+export function deviceStatus(node: StatusSource): DeviceStatus[] {
+  const nowMs = Date.now()
+  const now = Math.floor(nowMs / 1000)
+  const v = node.book.verifier
+  const devices = [
+    ...new Set(
+      v
+        .allGrants()
+        .filter((g) => g.role === 'device' && v.isMember(g.subject, now).ok)
+        .map((g) => g.subject),
+    ),
+  ]
+  const named = (pubkey: string, state: string) => ({
+    name: node.names.who(pubkey).name,
+    pubkey,
+    state,
+  })
+  const rows = devices.map((pubkey): DeviceStatus => {
+    const who = node.names.who(pubkey)
+    const base = {
+      name: who.name,
+      pubkey,
+      person: who.mine ? null : (who.person ?? null),
+      self: pubkey === node.id.devicePubkey,
+    }
+    if (base.self)
+      return {
+        ...base,
+        presence: 'online',
+        lastSeenSeconds: 0,
+        agents: [...node.agents.values()].map((a) =>
+          named(a.record.pubkey, reportedState(a.host.state)),
+        ),
+      }
+    const p = node.presence.book.get(pubkey, nowMs)
+    return {
+      ...base,
+      presence: p?.status ?? 'unknown',
+      lastSeenSeconds: p === undefined ? null : Math.round((nowMs - p.heardAt) / 1000),
+      agents: (p?.agents ?? []).map((a) => named(a.pubkey, a.state)),
+    }
+  })
+  return rows.sort((a, b) => Number(b.self) - Number(a.self) || a.name.localeCompare(b.name))
 }
