@@ -2,9 +2,8 @@ import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/agent-permissions.js'
-import type { ChatItem } from '../../node/chat-store.js'
+import { unknownChannelNote, type ChatItem } from '../../node/chat-store.js'
 import type { WatchFrame } from '../../node/observer-frames.js'
-import { unknownChannelNote } from '../../node/chat-store.js'
 import type { ControlClient } from '../control-client.js'
 import { declare } from '../declare.js'
 import { MessageDraft, pasteEnd, pasteStart } from '../chat-input.js'
@@ -611,8 +610,7 @@ class ChatSession {
       }
       this.retry = setTimeout(look, reattachMs)
     })
-    daemon.on('chat', (p) => {
-      const item = p
+    daemon.on('chat', (item) => {
       if (item.channel !== this.channel()) return
       // An answered card: its turn no longer waits for a person.
       if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
@@ -629,7 +627,7 @@ class ChatSession {
       this.showItem(item)
       this.ring(item)
     })
-    daemon.on('frame', (p) => this.frame(p))
+    daemon.on('frame', (frame) => this.frame(frame))
   }
 
   async run(): Promise<number> {

@@ -106,7 +106,7 @@ export async function runLog(argv: string[], out: Out): Promise<number> {
   const daemon = await connectNode()
   if (daemon === undefined)
     throw new KithError('io', '--follow needs the node running: start kith up')
-  daemon.on('chat', (p) => print(p))
+  daemon.on('chat', print)
   await daemon.request('subscribe', channel === undefined ? {} : { channel })
   await daemon.untilClosedOrStopped()
   return 0

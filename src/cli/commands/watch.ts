@@ -39,8 +39,7 @@ export async function runWatch(argv: string[], out: Out): Promise<number> {
     const hang = line.indexOf(': ') + 2
     out.line(width === undefined ? line : wrap(line, width, Math.min(hang, 30)).join('\n'))
   }
-  daemon.on('frame', (p) => {
-    const frame = p
+  daemon.on('frame', (frame) => {
     if (values.json) out.line(JSON.stringify(frame))
     else for (const line of transcript.frame(frame, Date.now())) print(line)
   })
