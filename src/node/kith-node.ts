@@ -24,7 +24,7 @@ import { ensureOwnDeviceGrant } from './fleet.js'
 import { definitionsFirst } from './channel-sync.js'
 import { GrantBook } from './grant-book.js'
 import { Names } from '../grants/names.js'
-import { NodePresence, type DevicePresence } from './presence.js'
+import { NodePresence } from './presence.js'
 import type { HostedAgent } from './node-context.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { sessionStartTags } from '../events/session-start.js'
@@ -383,11 +383,6 @@ export class KithNode {
     this.e2e.settingChanged()
     this.log('this fleet had no encryption setting: signed "on" (kith fleet encrypt off to undo)')
     for (const link of this.links) this.pump(link)
-  }
-
-  /** Which devices are up, with their agents' states, as this node knows them now. */
-  devicePresence(): DevicePresence[] {
-    return this.presence.all()
   }
 
   private pump(link: HubLink): void {

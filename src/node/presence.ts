@@ -3,7 +3,6 @@ import {
   agentStates,
   makePresence,
   PresenceBook,
-  type DevicePresence,
   type ReportedAgentState,
 } from '../events/presence.js'
 import type { HubLink } from '../link/hub-link.js'
@@ -140,11 +139,6 @@ export class NodePresence {
     const wait = this.answeredAt + presenceAnswerMs - Date.now()
     if (wait <= 0) send()
     else this.answerTimer ??= setTimeout(send, wait)
-  }
-
-  /** Which devices are up, with their agents' states, as this node knows them now. */
-  all(): DevicePresence[] {
-    return this.book.all(Date.now())
   }
 
   /** Stops the interval and any send still due (the first thing a stopping node does). */
