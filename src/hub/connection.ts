@@ -620,6 +620,7 @@ export class Connection implements Streaming {
   private slice(job: ReqJob): SliceOutcome {
     const { limits } = this.ctx
     const prefix = `["EVENT",${JSON.stringify(job.subId)},`
+    const startedAt = performance.now()
     let sent = 0
     let done: boolean
     try {
@@ -632,6 +633,7 @@ export class Connection implements Streaming {
         () =>
           !this.ended &&
           sent < limits.reqSliceBytes &&
+          performance.now() - startedAt < limits.reqSliceMs &&
           this.ws.bufferedAmount < limits.reqHighWaterBytes,
         () => this.flush(),
       )

@@ -224,7 +224,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     eventLimits: new EventLimits(limits, grants, store),
     admission,
-    reqs: new ReqScheduler<Connection>(),
+    reqs: new ReqScheduler<Connection>(limits.reqSliceMs),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     perPerson: { connections: new Map(), negSessions: new Map() },
     negTurns: new TurnQueue(),

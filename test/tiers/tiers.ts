@@ -30,6 +30,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/held-history.test.ts',
     'test/grants/web-presence.test.ts',
     'test/hub/turn-queue.test.ts',
+    'test/hub/turn-bounds.test.ts',
     'test/grants/hub-role.test.ts',
     'test/grants/history-admission.test.ts',
     'test/grants/issuer.test.ts',
