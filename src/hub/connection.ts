@@ -536,8 +536,20 @@ export class Connection implements Streaming {
     )
     this.jobs.push(new ReqJob(subId, stream))
     // The common small REQ is answered in this turn; a large one, or one queued behind another
-    // of this connection, goes on in slices.
-    if (this.jobs.length === 1 && this.runSlice() === 'more') this.ctx.reqs.add(this)
+    // of this connection, goes on in slices on later turns. What is sent in the turn frames are
+    // read has one allowance a turn, hub-wide: REQ frames read together (one client's burst)
+    // must not each take a full slice while everyone else's frames wait.
+    if (this.jobs.length !== 1) return
+    const { reqs } = this.ctx
+    const left = reqs.inlineLeft()
+    if (left <= 0) {
+      reqs.add(this)
+      return
+    }
+    const startedAt = performance.now()
+    const outcome = this.runSlice(left)
+    reqs.spentInline(performance.now() - startedAt)
+    if (outcome === 'more') reqs.add(this)
   }
 
   /** NIP-77 NEG-OPEN: members only, over what they may read (the REQ's rules). */
@@ -590,7 +602,7 @@ export class Connection implements Streaming {
   }
 
   /** Sends a slice of the oldest streaming REQ (see ReqScheduler). */
-  runSlice(): SliceOutcome {
+  runSlice(sliceMs = this.ctx.limits.reqSliceMs): SliceOutcome {
     const job = this.jobs[0]
     if (job === undefined || this.ended) return 'idle'
     if (this.budgetWait !== undefined || this.drainWait !== undefined) return 'blocked'
@@ -611,13 +623,13 @@ export class Connection implements Streaming {
       return 'blocked'
     }
     try {
-      return this.slice(job)
+      return this.slice(job, sliceMs)
     } finally {
       reqWork.charge(payer, performance.now() - startedAt, Date.now())
     }
   }
 
-  private slice(job: ReqJob): SliceOutcome {
+  private slice(job: ReqJob, sliceMs: number): SliceOutcome {
     const { limits } = this.ctx
     const prefix = `["EVENT",${JSON.stringify(job.subId)},`
     const startedAt = performance.now()
@@ -633,7 +645,7 @@ export class Connection implements Streaming {
         () =>
           !this.ended &&
           sent < limits.reqSliceBytes &&
-          performance.now() - startedAt < limits.reqSliceMs &&
+          performance.now() - startedAt < sliceMs &&
           this.ws.bufferedAmount < limits.reqHighWaterBytes,
         () => this.flush(),
       )

@@ -52,7 +52,30 @@ export class ReqScheduler<C extends Streaming> {
   private readonly waiting = new Set<C>()
   private scheduled = false
 
+  /** Time REQs answered in their frame's turn took this turn (see `inlineLeft`). */
+  private inlineSpent = 0
+  private inlineResets = false
+
   constructor(private readonly turnMs = 2) {}
+
+  /**
+   * Main-thread time left in this turn for REQs answered in the turn their frame is read: one
+   * `turnMs` a turn for all connections, so a burst of REQ frames read at once costs the frames
+   * behind it at most that; a REQ past it waits its turn here.
+   */
+  inlineLeft(): number {
+    return this.turnMs - this.inlineSpent
+  }
+
+  spentInline(ms: number): void {
+    this.inlineSpent += ms
+    if (this.inlineResets) return
+    this.inlineResets = true
+    setImmediate(() => {
+      this.inlineSpent = 0
+      this.inlineResets = false
+    })
+  }
 
   add(conn: C): void {
     this.waiting.add(conn)

@@ -60,6 +60,20 @@ describe('the REQ scheduler', () => {
   })
 })
 
+describe('REQs answered in the turn their frame is read', () => {
+  it('share one allowance a turn: a burst of REQ frames read together waits its turn', async () => {
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2)
+    expect(scheduler.inlineLeft()).toBe(2)
+    scheduler.spentInline(1.5)
+    expect(scheduler.inlineLeft()).toBe(0.5)
+    scheduler.spentInline(1)
+    expect(scheduler.inlineLeft()).toBeLessThanOrEqual(0)
+    // The next turn has its own.
+    await turn()
+    expect(scheduler.inlineLeft()).toBe(2)
+  })
+})
+
 describe('NIP-77 reconciliations', () => {
   function setUp() {
     const store = new EventStore(join(tempDir(), 'events.db'))
