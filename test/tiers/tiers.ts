@@ -52,6 +52,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/cli/terminal-text.test.ts',
     'test/cli/transcript.test.ts',
     'test/acp/auth-required.test.ts',
+    'test/acp/host-in-memory.test.ts',
     'test/acp/edge-mapping.test.ts',
     'test/acp/policy.test.ts',
     'test/acp/reply-text.test.ts',
