@@ -47,7 +47,10 @@ export function inProcessAgent(): InProcessAgent {
         const say = (chunk: string) =>
           client.notify(acp.methods.client.session.update, {
             sessionId: params.sessionId,
-            update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: chunk } },
+            update: {
+              sessionUpdate: 'agent_message_chunk',
+              content: { type: 'text', text: chunk },
+            },
           })
         const echo = /^echo (.*)$/s.exec(text)
         if (echo) {
@@ -62,14 +65,15 @@ export function inProcessAgent(): InProcessAgent {
             kind: 'execute' as const,
             rawInput: { command: permission[1]! },
           }
-          const answer = await client.request(acp.methods.client.session.requestPermission, {
+          const asked: acp.RequestPermissionRequest = {
             sessionId: params.sessionId,
             toolCall,
             options: [
               { optionId: 'allow', name: 'Allow once', kind: 'allow_once' },
               { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
             ],
-          })
+          }
+          const answer = await client.request(acp.methods.client.session.requestPermission, asked)
           await say(
             answer.outcome.outcome === 'selected'
               ? `outcome: ${answer.outcome.optionId}`
