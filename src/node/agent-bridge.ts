@@ -2,6 +2,7 @@ import type { NostrEvent } from '../events/event.js'
 import { TurnCancels } from './agent-cancels.js'
 import type { AgentBridgeOptions } from './agent-options.js'
 import { PermissionRequests } from './agent-permissions.js'
+import { PermissionCards } from './permission-cards.js'
 import { AgentPolicies } from './agent-policies.js'
 import { PromptRouter } from './agent-prompts.js'
 import { AgentRoster } from './agent-roster.js'
@@ -23,12 +24,23 @@ export type { AgentBridgeOptions, ReplyOptions } from './agent-options.js'
  *   agent-cancels.ts          cancels (4144) and interrupts
  *   agent-session-control.ts  session requests (/mode, /model, 4150, kith session)
  *   agent-voice.ts            what the agents say: replies and notices
- *   agent-permissions.ts      the host's permission requests (4142 out, 4143 in)
+ *   agent-permissions.ts      the hosted agents' permission requests (4142 out, 4143 in)
+ *   permission-cards.ts       this device's cards: what is open to its person, its answers
  */
 export class AgentBridge {
   readonly roster: AgentRoster
   readonly metrics = new TurnMetrics()
-  readonly permissions: PermissionRequests
+  /** The hosted agents' permission requests, open until decided (agent-permissions.ts). */
+  readonly requests: PermissionRequests
+  /** This device's cards: what is open to its person, and its answers (permission-cards.ts). */
+  readonly cards: PermissionCards
+  /** What the node's intake and control call of both. */
+  readonly permissions: {
+    applyDecision: PermissionRequests['applyDecision']
+    openCards: PermissionCards['openCards']
+    sealedCards: PermissionCards['sealedCards']
+    decide: PermissionCards['decide']
+  }
   /** The hosted agents' policies as published (kind 34151): the cards name the one in force. */
   readonly policies: AgentPolicies
   readonly frames: ObserverFrames
@@ -50,30 +62,37 @@ export class AgentBridge {
     this.roster = new AgentRoster(node, opts, {
       publishPolicy: (record) => this.policies.publish(record),
       cancelPending: (agent, channel, prompt) =>
-        this.permissions.cancelPending(agent, channel, prompt),
+        this.requests.cancelPending(agent, channel, prompt),
       noticeAs: (agent, channel, text) => this.voice.noticeAs(agent, channel, text),
       noticeAsDevice: (job, text) => this.voice.noticeAsDevice(job, text),
       onSessionOpened: (agent, place, id, report) => this.sessions.opened(agent, place, id, report),
       onSessionInfo: (agent, place, update) => this.sessions.info(agent, place, update),
     })
     this.voice = new AgentVoice(node, (pubkey) => this.roster.agents.get(pubkey))
-    this.permissions = new PermissionRequests(node, opts.permissionTimeoutMs, {
+    this.requests = new PermissionRequests(node, opts.permissionTimeoutMs, {
       policy: (agent) => this.policies.current(agent),
       agent: (pubkey) => this.roster.agents.get(pubkey),
       mayAct: (agent, key, action) => this.roster.mayAct(agent, key, action),
       replyAs: (agent, question, text, o) => this.voice.replyAs(agent, question, text, o),
     })
+    this.cards = new PermissionCards(node, this.requests)
+    this.permissions = {
+      applyDecision: (decision) => this.requests.applyDecision(decision),
+      openCards: (params) => this.cards.openCards(params),
+      sealedCards: (params) => this.cards.sealedCards(params),
+      decide: (params) => this.cards.decide(params),
+    }
     this.frames = new ObserverFrames(
       node,
       (pubkey) => this.roster.personOf(pubkey),
       () => this.roster.hostPerson,
     )
     this.sessionControl = new AgentSessionControl(node, this.roster, this.sessions, this.voice)
-    this.cancels = new TurnCancels(node, opts, this.roster, this.permissions, this.voice)
+    this.cancels = new TurnCancels(node, opts, this.roster, this.requests, this.voice)
     this.prompts = new PromptRouter(node, {
       roster: this.roster,
       voice: this.voice,
-      permissions: this.permissions,
+      requests: this.requests,
       sessions: this.sessions,
       frames: this.frames,
       metrics: this.metrics,
@@ -144,7 +163,7 @@ export class AgentBridge {
     const agents = [...this.roster.agents.values()]
     // Nothing is signed for them from here on: their keys are wiped below.
     for (const a of agents) a.retired = 'this node is stopping'
-    this.permissions.cancelAll()
+    this.requests.cancelAll()
     await Promise.all(agents.map((a) => a.host.stop()))
     for (const a of agents) a.secret.fill(0)
   }

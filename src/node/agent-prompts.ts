@@ -44,7 +44,7 @@ export function withoutMention(content: string, name: string): string {
 export interface PromptPeers {
   roster: AgentRoster
   voice: AgentVoice
-  permissions: PermissionRequests
+  requests: PermissionRequests
   sessions: SessionReports
   frames: ObserverFrames
   metrics: TurnMetrics
@@ -308,10 +308,10 @@ export class PromptRouter {
   /** One of the turn's tool calls put to people (agent-permissions.ts); a rejection is noted. */
   private permission(turn: Turn, ask: PermissionAsk): Promise<PermissionAnswer> {
     const { agent, event, route } = turn
-    const { sessions, permissions } = this.peers
+    const { sessions, requests } = this.peers
     const pubkey = agent.record.pubkey
     sessions.status(pubkey, route.place, 'awaiting-permission')
-    return permissions
+    return requests
       .ask(agent, event, ask)
       .then((answer) => {
         const kind = ask.options.find(
