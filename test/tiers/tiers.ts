@@ -59,6 +59,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/acp/secret-paths.test.ts',
     'test/hub/negentropy-set.test.ts',
     'test/node/agent-bridge.test.ts',
+    'test/node/agent-bridge-in-process.test.ts',
     'test/node/names.test.ts',
     'test/node/nip44-native.test.ts',
     'test/node/presence.test.ts',
