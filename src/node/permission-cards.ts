@@ -50,8 +50,8 @@ export interface OpenCard {
 
 /**
  * This device's card desk: the permission requests (kind 4142) of any agent of the fleet as this
- * node knows them, which are still open to its person (`kith permit`, `/cards`, the web app's
- * list), and its person's answers (4143), signed by this device. Where this node hosts the agent,
+ * node knows them, which are still open to its person (`kith permit`, `/cards` in `kith chat`),
+ * and its person's answers (4143), signed by this device. Where this node hosts the agent,
  * the request's life is agent-permissions.ts's, and an answer made here is applied there at once.
  */
 export class PermissionCards {
