@@ -10,7 +10,7 @@ import { makePermissionRequest } from '../../src/events/permission-request.js'
 import { signGrant } from '../../src/grants/grant.js'
 import { homeFiles } from '../../src/identity/home.js'
 import { initIdentity } from '../../src/identity/keys.js'
-import type { OpenCard } from '../../src/node/agent-permissions.js'
+import type { OpenCard } from '../../src/node/permission-cards.js'
 import { tempDir } from '../helpers/tmp.js'
 import { startInProcessNode } from '../helpers/in-process-node.js'
 

@@ -1,7 +1,7 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
-import type { OpenCard } from '../../node/agent-permissions.js'
+import type { OpenCard } from '../../node/permission-cards.js'
 import type { AgentHost, ChatItem, DeviceStatus, WatchFrame } from '../../node/daemon.js'
 import { unknownChannelNote } from '../../node/daemon.js'
 import type { ControlClient } from '../control-client.js'
