@@ -57,6 +57,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/acp/reply-text.test.ts',
     'test/acp/secret-paths.test.ts',
     'test/hub/negentropy-set.test.ts',
+    'test/hub/policy.test.ts',
     'test/node/agent-bridge.test.ts',
     'test/node/names.test.ts',
     'test/node/nip44-native.test.ts',
