@@ -34,6 +34,8 @@ import { filterLimitsOf, type HubLimits } from './limits.js'
  *   `rejectLaneSubscription`; `rejectReq`.
  * - NEG-OPEN: `rejectSubscriptionId`, `rejectNegOpen`, then negentropy.ts's own caps (sessions per
  *   connection and per person, the set's size). NEG-MSG: `rejectNegMessage`.
+ * - An accepted event, to each live subscription it matches: `preventDelivery` (skipped in
+ *   silence; a REQ's stored part hides the same private channels in its query).
  */
 
 /** A refusal as the client sees it: `<prefix>: <why>`. */
@@ -457,3 +459,45 @@ export const rejectNegOpen: readonly Check<NegOpenArrival>[] = [
 
 /** NIP-77 NEG-MSG: answered NEG-ERR with the refusal. */
 export const rejectNegMessage: readonly Check<{ member: boolean }>[] = [notAMember]
+
+// Delivery of live events (khatru's PreventBroadcast): a refused delivery is skipped in silence;
+// its refusal says why, for readers and tests.
+
+export interface Delivery {
+  event: NostrEvent
+  /** An observer frame's recipients (its `p` keys); undefined for every other kind. */
+  onlyTo: ReadonlySet<string> | undefined
+  /** The fleet has private channels (else no channel check is needed). */
+  scoped: boolean
+  /** The receiving connection: the keys it proved, and what it may read (channel-gate.ts). */
+  to: { readonly authed: ReadonlySet<string>; mayReceive(event: NostrEvent): boolean }
+}
+
+/** The keys an event is for when only they may receive it (observer frames); else undefined. */
+export function deliveredOnlyTo(event: NostrEvent): ReadonlySet<string> | undefined {
+  if (event.kind !== Kind.ObserverFrame) return undefined
+  return new Set(event.tags.filter((t) => t[0] === 'p').map((t) => t[1]!))
+}
+
+/** Observer frames are for their recipient only: the connection must have proven that key. */
+export function observerFrameForOthers(d: Delivery): Refusal | undefined {
+  if (d.onlyTo === undefined) return undefined
+  for (const key of d.to.authed) if (d.onlyTo.has(key)) return undefined
+  return 'restricted: an observer frame goes to its recipient only'
+}
+
+/**
+ * A private channel's events go to its members only (kith-channels). A REQ's stored part leaves
+ * out the same channels inside its query (channel-gate.ts `hidden`).
+ */
+export function privateChannelOutsider(d: Delivery): Refusal | undefined {
+  return d.scoped && !d.to.mayReceive(d.event)
+    ? 'restricted: a private channel goes to its members only'
+    : undefined
+}
+
+/** Each live subscription an accepted event matches (server.ts fanOut). */
+export const preventDelivery: readonly Check<Delivery>[] = [
+  observerFrameForOthers,
+  privateChannelOutsider,
+]

@@ -19,7 +19,10 @@ import {
   rejectPairingEvent,
   rejectReq,
   rejectSubscriptionId,
+  deliveredOnlyTo,
+  preventDelivery,
   type AuthArrival,
+  type Delivery,
   type Check,
   type EventArrival,
   type EventBeforeStore,
@@ -453,5 +456,39 @@ describe('policy lists', () => {
         { input: () => ({ member: true }), refusal: undefined },
       ],
     )
+  })
+
+  it('delivery of a live event: observer frames to their recipient, private channels to members', () => {
+    const recipient = hex('1')
+    const frame = event({ kind: 24142, tags: [['p', recipient]] })
+    const delivery = (over: Partial<Delivery>): Delivery => ({
+      event: frame,
+      onlyTo: deliveredOnlyTo(frame),
+      scoped: true,
+      to: { authed: new Set([hex('2')]), mayReceive: () => false },
+      ...over,
+    })
+    holdsOrder(
+      preventDelivery,
+      ['observerFrameForOthers', 'privateChannelOutsider'],
+      [
+        {
+          input: () => delivery({}),
+          refusal: 'restricted: an observer frame goes to its recipient only',
+        },
+        {
+          input: () => delivery({ to: { authed: new Set([recipient]), mayReceive: () => false } }),
+          refusal: 'restricted: a private channel goes to its members only',
+        },
+        {
+          input: () => delivery({ to: { authed: new Set([recipient]), mayReceive: () => true } }),
+          refusal: undefined,
+        },
+      ],
+    )
+    // Other kinds go to anyone subscribed; a fleet without private channels asks no gate.
+    expect(deliveredOnlyTo(event())).toBeUndefined()
+    const open = delivery({ event: event(), onlyTo: undefined, scoped: false })
+    expect(firstRefusal(preventDelivery, open)).toBeUndefined()
   })
 })
