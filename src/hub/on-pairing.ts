@@ -27,8 +27,9 @@ export function onPairingEvent(conn: Connection, event: NostrEvent, frameBytes: 
     verifying: conn.verifying,
     limits,
   })
+  // (noPairingId refuses an event without a pairing id: `pid` is one past this point.)
   if (refused !== undefined || pid === undefined) {
-    conn.ok(event.id, false, refused ?? '')
+    conn.ok(event.id, false, refused ?? 'invalid: no pairing id')
     return
   }
   const raw = JSON.stringify(event)
