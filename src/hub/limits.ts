@@ -1,3 +1,5 @@
+import type { FilterLimits } from '../events/filter.js'
+
 /** The hub's explicit limits; every one is published in the NIP-11 document. */
 export interface HubLimits {
   /** Largest frame answered with a NIP-01 refusal; larger frames get invalid: "frame too large". */
@@ -11,6 +13,10 @@ export interface HubLimits {
   maxFilters: number
   /** Most values one filter array may hold; more is an over-wide filter. */
   maxFilterValues: number
+  /** Most tag conditions (`#e`, `#p`, …) one filter may hold; more is an over-wide filter. */
+  maxFilterTagConditions: number
+  /** Longest value (characters) a filter's tag condition may hold. */
+  maxFilterTagValueLength: number
   defaultLimit: number
   maxLimit: number
   maxSubIdLength: number
@@ -138,6 +144,8 @@ export const defaultHubLimits: HubLimits = {
   maxSubscriptions: 20,
   maxFilters: 10,
   maxFilterValues: 1000,
+  maxFilterTagConditions: 8,
+  maxFilterTagValueLength: 1024,
   defaultLimit: 500,
   maxLimit: 5000,
   maxSubIdLength: 64,
@@ -172,6 +180,17 @@ export const defaultHubLimits: HubLimits = {
   connectionBurstPerAddress: 20,
   connectionRateAddresses: 16_384,
   maxPairingRoomsPerAddress: 64,
+}
+
+/** What a REQ's or a NEG-OPEN's filters are parsed with (events/filter.ts). */
+export function filterLimitsOf(
+  limits: Pick<HubLimits, 'maxFilterValues' | 'maxFilterTagConditions' | 'maxFilterTagValueLength'>,
+): FilterLimits {
+  return {
+    maxValues: limits.maxFilterValues,
+    maxTagConditions: limits.maxFilterTagConditions,
+    maxTagValueLength: limits.maxFilterTagValueLength,
+  }
 }
 
 // Timings of the hub that are not published limits (NIP-11 lists only the ones above).

@@ -40,6 +40,8 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       quota_exempt_kinds: [...quotaExemptKinds],
       held_revocation_targets_per_signer: heldTargetsPerSigner,
       max_filter_values: limits.maxFilterValues,
+      max_filter_tag_conditions: limits.maxFilterTagConditions,
+      max_filter_tag_value_length: limits.maxFilterTagValueLength,
       max_tag_item_length: limits.maxTagItemLength,
       hard_frame_bytes: limits.hardFrameBytes,
       max_unread_bytes: limits.maxUnreadBytes,
