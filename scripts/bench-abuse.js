@@ -4,8 +4,10 @@
 // first quiet and then during each abuse in turn:
 //   auth-flood   strangers send forged AUTH frames naming the founder's key (they pass every
 //                cheap check; only the signature fails), ~1.6 MB/s, reconnecting when closed;
-//   req-flood    a member re-sends REQ with 10 filters × limit 5000 under one id, reading;
-//   never-reads  a member sends that REQ and stops reading its socket;
+//   req-flood    another member (the plain one, a person apart from the honest member, as
+//                every member abuse here) re-sends REQ with 10 filters × limit 5000 under one
+//                id, reading;
+//   never-reads  that member sends that REQ and stops reading its socket;
 //   idle-strangers  400 connections that never authenticate, from 20 other loopback addresses;
 //   lane-squatters  strangers holding pairing-room connections from 8 addresses and the member's
 //                own, re-opened as closed, as fast as the hub lets them (every 10 ms after a 429):
@@ -13,7 +15,7 @@
 //                exists, while the member, carrying a connect ticket, is never charged
 //                (issue 30, item 5);
 //   held-revocations  a plain member publishing revocations naming 999 keys, 50/s (item 1);
-//   neg-flood    a member re-opening NIP-77 reconciliations over every stored event on 4
+//   neg-flood    that member re-opening NIP-77 reconciliations over every stored event on 4
 //                connections (item 4).
 // (Items 2 and 3, a node's pending set and a peer bridge, have no hub-side row: their bounds are
 // counted, not timed; see test/grants/verifier.test.ts and test/link/peer-sync.test.ts.)
@@ -240,7 +242,7 @@ const abuses = {
     }
   },
   'req-flood': async () => {
-    const ws = await open()
+    const ws = await open({ sk: plainSk })
     const filters = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
     let stop = false
     let sent = 0
@@ -260,7 +262,7 @@ const abuses = {
     }
   },
   'never-reads': async () => {
-    const ws = await open()
+    const ws = await open({ sk: plainSk })
     ws._socket.pause()
     const filters = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
     for (let i = 0; i < 50; i++) ws.send(JSON.stringify(['REQ', 'same', ...filters]))
@@ -375,7 +377,7 @@ Object.assign(abuses, {
     }
   },
   'neg-flood': async () => {
-    const conns = await Promise.all(Array.from({ length: 4 }, () => open()))
+    const conns = await Promise.all(Array.from({ length: 4 }, () => open({ sk: plainSk })))
     let stop = false
     const answers = {}
     const loops = conns.map(async (ws, n) => {

@@ -1,11 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { createWriteStream, existsSync, type WriteStream } from 'node:fs'
-import { Readable, Transform, Writable } from 'node:stream'
 import type * as Acp from '@agentclientprotocol/sdk'
 import { KithError } from '../errors.js'
-import { removePidFile, signalGroup, writePidFile } from './process-group.js'
+import { spawnAgent } from './agent-spawn.js'
+import type { AgentSpec, AgentTransport, AgentTransportFactory } from './agent-transport.js'
 import { ReplyText } from './reply-text.js'
-import { crashSettleMs, killGraceMs, loadQuietMaxMs, loadQuietMs } from './timings.js'
+import { crashSettleMs, loadQuietMaxMs, loadQuietMs } from './timings.js'
+
+export { envAllowlist } from './agent-spawn.js'
+export type { AgentSpec, AgentTransport, AgentTransportFactory } from './agent-transport.js'
 
 /**
  * The ACP SDK (with the schemas under it, ~10 MB resident) is loaded when the first agent starts,
@@ -23,30 +24,6 @@ function loadAcp(): Promise<typeof Acp> {
 function sdk(): typeof Acp {
   if (acp === undefined) throw new KithError('error', 'the ACP SDK is not loaded yet')
   return acp
-}
-
-/** Environment variables an agent inherits; nothing else (no Kith secret is ever in env). */
-export const envAllowlist = [
-  'PATH',
-  'HOME',
-  'LANG',
-  'LC_ALL',
-  'TERM',
-  'USER',
-  'SHELL',
-  'TMPDIR',
-  'NODE_PATH',
-]
-
-export interface AgentSpec {
-  argv: string[]
-  cwd: string
-  /** stderr and non-protocol stdout lines go here. */
-  logPath: string
-  /** Extra environment variable names to pass through. */
-  env?: string[]
-  /** Where the running agent's pid is kept (see process-group.ts). */
-  pidPath?: string
 }
 
 /** What the host needs to ask a person about a tool call. */
@@ -139,14 +116,13 @@ export function authRequired(err: Acp.RequestError, hint: string): string {
 }
 
 /**
- * One spawned ACP agent process and its SDK client connection. Every request races the child's
- * death: the SDK rejects in-flight requests with a bare error when the stream ends, which is
- * turned into KithError('error', 'agent crashed …').
+ * One running ACP agent (a spawned process unless another transport is given) and its SDK client
+ * connection. Every request races the agent's end: the SDK rejects in-flight requests with a
+ * bare error when the stream ends, which is turned into KithError('error', 'agent crashed …').
  */
 export class AgentProcess {
-  private child: ChildProcess | undefined
+  private transport: AgentTransport | undefined
   private conn: Acp.ClientConnection | undefined
-  private log: WriteStream | undefined
   agentInfo: { name?: string; version?: string } = {}
   canLoadSession = false
   /** The agent advertised session/close (initialize sessionCapabilities.close). */
@@ -154,7 +130,9 @@ export class AgentProcess {
   /** The adapter advertised steering (initialize `_meta.steering.supported === true`). */
   canSteer = false
   /** Why the agent's log file stopped taking writes, if it did. */
-  logError: string | undefined
+  get logError(): string | undefined {
+    return this.transport?.logError
+  }
   /** Methods the agent answered -32601 (absent) to: not called again. */
   readonly absent = new Set<string>()
   /** How the agent says it can be authenticated (its initialize authMethods), for a notice. */
@@ -182,99 +160,16 @@ export class AgentProcess {
      * whenever they come: they describe the session (`kith session show`).
      */
     private readonly onSessionInfo: (sessionId: string, update: unknown) => void = () => undefined,
+    /** How the agent is reached: by default its command, spawned (agent-spawn.ts). */
+    private readonly connect: AgentTransportFactory = spawnAgent,
   ) {}
 
   async start(): Promise<void> {
-    const [command, ...args] = this.spec.argv
-    if (command === undefined) throw new KithError('usage', 'an agent needs a command')
     await loadAcp()
     const acp = sdk()
-    const logFile = createWriteStream(this.spec.logPath, { flags: 'a', mode: 0o600 })
-    this.log = logFile
-    // The log is open before the agent starts (a failure to open it is the caller's error);
-    // a later write error (disk full, file removed) is kept, not fatal: the agent runs on.
-    await new Promise<void>((resolve, reject) => {
-      logFile.once('open', () => resolve())
-      logFile.once('error', (err) =>
-        reject(new KithError('io', `cannot open ${this.spec.logPath}: ${err.message}`)),
-      )
-    })
-    logFile.on('error', (err) => (this.logError = err.message))
-    // spawn says ENOENT for a missing cwd as for a missing command: tell them apart.
-    if (!existsSync(this.spec.cwd)) {
-      const why = `its working directory ${this.spec.cwd} does not exist (kith agent add --cwd)`
-      logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-      throw new KithError('error', `cannot start ${command}: ${why}`, {
-        reason: 'cannot-start',
-      })
-    }
-    const env: NodeJS.ProcessEnv = {}
-    for (const name of [...envAllowlist, ...(this.spec.env ?? [])]) {
-      if (process.env[name] !== undefined) env[name] = process.env[name]
-    }
-    // Its own process group (detached), so stopping it stops what it started.
-    const child = spawn(command, args, {
-      cwd: this.spec.cwd,
-      env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
-    })
-    this.child = child
-    const pidPath = this.spec.pidPath
-    this.exited = new Promise((resolve) =>
-      child.once('exit', (code) => {
-        if (pidPath !== undefined) removePidFile(pidPath)
-        // What it started (tools, MCP servers) goes with it, however it ended.
-        if (child.pid !== undefined) {
-          try {
-            signalGroup(child.pid, 'SIGKILL')
-          } catch (err) {
-            if (this.log?.writable)
-              this.log.write(`[kith] could not stop its process group: ${String(err)}\n`)
-          }
-        }
-        resolve(code)
-      }),
-    )
-    if (pidPath !== undefined && child.pid !== undefined) writePidFile(pidPath, child.pid)
-    const spawned = new Promise<void>((resolve, reject) => {
-      child.once('spawn', () => resolve())
-      child.once('error', (err: NodeJS.ErrnoException) => {
-        // Said in its log too (kith agent logs NAME), where a person looks when it will not run.
-        const why =
-          err.code === 'ENOENT'
-            ? `${command} was not found (is it installed, and on the PATH kith up runs with?)`
-            : err.code === 'EACCES'
-              ? `${command} is not executable`
-              : err.message
-        logFile.write(`[kith] ${new Date().toISOString()} cannot start ${command}: ${why}\n`)
-        reject(
-          new KithError('error', `cannot start ${command}: ${why}`, { reason: 'cannot-start' }),
-        )
-      })
-    })
-    child.stderr.pipe(this.log, { end: false })
-    // stdout is the protocol; a line that is not JSON (an adapter printing a banner or ANSI) is
-    // logged and skipped instead of breaking the stream.
-    const log = this.log
-    let pending = ''
-    const onlyJson = new Transform({
-      transform: (chunk: Buffer, _enc, done) => {
-        this.lastOutputAt = Date.now()
-        pending += chunk.toString('utf8')
-        let out = ''
-        let i
-        while ((i = pending.indexOf('\n')) >= 0) {
-          const line = pending.slice(0, i + 1)
-          pending = pending.slice(i + 1)
-          if (line.trimStart().startsWith('{')) out += line
-          else if (line.trim() !== '') log.write(`[non-JSON stdout] ${line}`)
-        }
-        done(null, out)
-      },
-    })
-    child.stdout.pipe(onlyJson)
-    await spawned
+    const transport = await this.connect(this.spec, () => (this.lastOutputAt = Date.now()))
+    this.transport = transport
+    this.exited = transport.exited
     this.conn = acp
       .client({ name: 'kith' })
       .onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -313,12 +208,7 @@ export class AgentProcess {
           ? { outcome: { outcome: 'cancelled' as const } }
           : { outcome: { outcome: 'selected' as const, optionId: answer.optionId } }
       })
-      .connect(
-        acp.ndJsonStream(
-          Writable.toWeb(child.stdin) as WritableStream<Uint8Array>,
-          Readable.toWeb(onlyJson) as ReadableStream<Uint8Array>,
-        ),
-      )
+      .connect(acp.ndJsonStream(transport.output, transport.input))
     const init = await this.call(() =>
       this.conn!.agent.request(acp.methods.agent.initialize, {
         protocolVersion: acp.PROTOCOL_VERSION,
@@ -356,7 +246,7 @@ export class AgentProcess {
       if (err instanceof sdk().RequestError && err.code === -32000) {
         throw new KithError('error', authRequired(err, this.authHint), { cause: err })
       }
-      if (this.child?.exitCode !== null || this.conn?.signal.aborted) {
+      if (this.transport?.running !== true || this.conn?.signal.aborted) {
         // The stream can end before the exit event: wait for it (briefly) so that whoever
         // watches the process has counted the crash before the caller hears of it.
         await Promise.race([this.exited, new Promise((r) => setTimeout(r, crashSettleMs).unref())])
@@ -469,23 +359,11 @@ export class AgentProcess {
   }
 
   get running(): boolean {
-    return (
-      this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
-    )
+    return this.transport?.running === true
   }
 
   async stop(): Promise<void> {
     this.conn?.close()
-    if (this.running) {
-      const pid = this.child?.pid
-      const kill = (signal: NodeJS.Signals) => {
-        if (pid === undefined || !signalGroup(pid, signal)) this.child?.kill(signal)
-      }
-      kill('SIGTERM')
-      const timer = setTimeout(() => kill('SIGKILL'), killGraceMs)
-      await this.exited
-      clearTimeout(timer)
-    }
-    this.log?.end()
+    await this.transport?.stop()
   }
 }

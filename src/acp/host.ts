@@ -2,6 +2,7 @@ import { KithError } from '../errors.js'
 import {
   AgentProcess,
   type AgentSpec,
+  type AgentTransportFactory,
   type SessionReport,
   type PermissionAnswer,
   type PermissionAsk,
@@ -35,6 +36,11 @@ export type AgentState =
 
 export interface HostOptions {
   sessions?: SessionStore
+  /**
+   * How the agent is reached each time it starts: by default its command is spawned
+   * (agent-spawn.ts); a test passes an in-process ACP agent over in-memory streams.
+   */
+  transport?: AgentTransportFactory
   /** Which tool calls the host allows without asking a person (default `ask`: none). */
   permissions?: PermissionsMode
   /** Tool kinds whose calls need N people (kith agent add --quorum): never allowed on its own. */
@@ -390,6 +396,7 @@ export class AgentHost {
           if (early.length < earlyInfoMax) early.push(update)
           this.early.set(sessionId, early)
         },
+        this.opts.transport,
       )
       try {
         await proc.start()

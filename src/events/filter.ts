@@ -95,7 +95,13 @@ export function parseFilter(value: unknown, limits: FilterLimits = defaultFilter
             `filter too wide: more than ${limits.maxTagConditions} tag conditions`,
           )
         }
-        const values = parseList(key, v, limits, isTagValue, 'strings (max 1024 chars)')
+        const values = parseList(
+          key,
+          v,
+          limits,
+          isTagValue,
+          `strings (max ${limits.maxTagValueLength} chars)`,
+        )
         ;(filter.tags ??= {})[key.slice(1)] = values
       }
     }

@@ -6,7 +6,7 @@ import type { GrantVerifier } from '../grants/verifier.js'
 import type { EventStore, Usage } from '../store/event-store.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 import type { HubLimits } from './limits.js'
-import { RateLimiter } from './policy.js'
+import { RateLimiter } from './rate-limiter.js'
 
 /** A stored event on its way to the store, counted against its person's quota until it lands. */
 export interface Reservation {

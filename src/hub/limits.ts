@@ -1,3 +1,5 @@
+import type { FilterLimits } from '../events/filter.js'
+
 /** The hub's explicit limits; every one is published in the NIP-11 document. */
 export interface HubLimits {
   /** Largest frame answered with a NIP-01 refusal; larger frames get invalid: "frame too large". */
@@ -11,6 +13,10 @@ export interface HubLimits {
   maxFilters: number
   /** Most values one filter array may hold; more is an over-wide filter. */
   maxFilterValues: number
+  /** Most tag conditions (`#e`, `#p`, …) one filter may hold; more is an over-wide filter. */
+  maxFilterTagConditions: number
+  /** Longest value (characters) a filter's tag condition may hold. */
+  maxFilterTagValueLength: number
   defaultLimit: number
   maxLimit: number
   maxSubIdLength: number
@@ -48,6 +54,12 @@ export interface HubLimits {
    * unread and resumes as it reads.
    */
   reqSliceBytes: number
+  /**
+   * Main-thread time one slice of a REQ's stored part may take (`reqSliceBytes` sent or this
+   * spent, whichever comes first), and what the REQ scheduler spends in one turn of the event
+   * loop: what another connection's frame may wait behind other people's REQs.
+   */
+  reqSliceMs: number
   reqHighWaterBytes: number
   /** A REQ paused this long on a client that does not read closes the connection. */
   slowReaderMs: number
@@ -88,11 +100,16 @@ export interface HubLimits {
    */
   negMaxItems: number
   /**
-   * NIP-77: items of a reconciliation's set read in one turn of the event loop. A large set is
-   * built over many turns (each charged to the person's work budget), so other connections'
-   * EVENTs and REQs are answered between them.
+   * NIP-77: items of a reconciliation's set read in one store query (a page). A large set is
+   * built over many turns (each charged to the person's work budget, each at most `negSliceMs`
+   * long), so other connections' EVENTs and REQs are answered between them.
    */
   negSliceItems: number
+  /**
+   * NIP-77: main-thread time one turn of reading a set may take (pages of `negSliceItems` are
+   * read until it is spent): what another connection's frame may wait behind a reconciliation.
+   */
+  negSliceMs: number
   /** NIP-77 reconciliations open at once on one connection. */
   negMaxSessions: number
   /** NIP-77 reconciliations open at once for one person, all their connections together. */
@@ -127,6 +144,8 @@ export const defaultHubLimits: HubLimits = {
   maxSubscriptions: 20,
   maxFilters: 10,
   maxFilterValues: 1000,
+  maxFilterTagConditions: 8,
+  maxFilterTagValueLength: 1024,
   defaultLimit: 500,
   maxLimit: 5000,
   maxSubIdLength: 64,
@@ -140,6 +159,7 @@ export const defaultHubLimits: HubLimits = {
   heartbeatMs: 30_000,
   maxUnreadBytes: 8 * 1024 * 1024,
   reqSliceBytes: 256 * 1024,
+  reqSliceMs: 2,
   reqHighWaterBytes: 1024 * 1024,
   slowReaderMs: 30_000,
   reqWorkMsPerSecond: 200,
@@ -150,7 +170,8 @@ export const defaultHubLimits: HubLimits = {
   maxUnauthenticatedPerAddress: 32,
   maxUnauthenticated: 256,
   negMaxItems: 500_000,
-  negSliceItems: 1000,
+  negSliceItems: 256,
+  negSliceMs: 2,
   negMaxSessions: 2,
   negMaxSessionsPerPerson: 8,
   maxConnectionsPerPerson: 64,
@@ -159,6 +180,17 @@ export const defaultHubLimits: HubLimits = {
   connectionBurstPerAddress: 20,
   connectionRateAddresses: 16_384,
   maxPairingRoomsPerAddress: 64,
+}
+
+/** What a REQ's or a NEG-OPEN's filters are parsed with (events/filter.ts). */
+export function filterLimitsOf(
+  limits: Pick<HubLimits, 'maxFilterValues' | 'maxFilterTagConditions' | 'maxFilterTagValueLength'>,
+): FilterLimits {
+  return {
+    maxValues: limits.maxFilterValues,
+    maxTagConditions: limits.maxFilterTagConditions,
+    maxTagValueLength: limits.maxFilterTagValueLength,
+  }
 }
 
 // Timings of the hub that are not published limits (NIP-11 lists only the ones above).

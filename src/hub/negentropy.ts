@@ -1,8 +1,7 @@
 import { nip77 } from 'nostr-tools'
 import type { Filter } from '../events/filter.js'
-import { hexToBytes } from '@noble/hashes/utils.js'
 import type { EventStore, HideRule, QueryCursor } from '../store/event-store.js'
-import { NegentropySet, toNegentropyOrder, type NegItem } from './negentropy-set.js'
+import { SetReader, type SetSealer } from './negentropy-set.js'
 import type { HubLimits } from './limits.js'
 import type { WorkBudget } from './req-scheduler.js'
 import type { TurnQueue } from './turn-queue.js'
@@ -90,12 +89,17 @@ export function asResponderQuery(hex: string): string {
 /** A set still being read from the store, a slice per turn, resumed after the last row read. */
 interface Building {
   /** Rows read so far, in NIP-01 order (newest first). */
-  items: NegItem[]
+  read: SetReader
   filter: Filter
   after: QueryCursor | undefined
   /** The client's first message, answered once the set is built. */
   message: string
+  /** Once every row is read: the set being put in NIP-77 order and summed. */
+  sealer?: SetSealer | undefined
 }
+
+/** Items sealed between two looks at the clock. */
+const sealStep = 8192
 
 interface Session {
   /** Undefined while the set is being built (`building`). */
@@ -151,16 +155,17 @@ export class NegSessions {
     delete unlimited.limit
     const session: Session = {
       neg: undefined,
-      building: { items: [], filter: unlimited, after: undefined, message },
+      building: { read: new SetReader(), filter: unlimited, after: undefined, message },
       timer: this.idleTimer(subId),
       payer,
     }
     this.sessions.set(subId, session)
     open.set(payer, (open.get(payer) ?? 0) + 1)
-    // A person out of work budget waits for it, as their REQs do (the caps above bound how
-    // many wait); the set is read only when its slices are paid for.
-    if (this.budget.work.wait(payer, Date.now()) === 0) this.build(subId, session)
-    else this.whenBudget(subId, session, () => this.build(subId, session))
+    // Never read in the frame's own turn: a client sending NEG-OPENs faster than they are read
+    // would have each one read a slice while the frames of every other connection wait behind
+    // them. Each slice takes its turn in the hub-wide queue, once the person has work budget
+    // (the caps above bound how many wait).
+    this.whenBudget(subId, session, () => this.build(subId, session))
   }
 
   /**
@@ -175,29 +180,37 @@ export class NegSessions {
     session.timer.refresh()
     const startedAt = performance.now()
     const max = this.limits.negMaxItems
-    const want = Math.min(this.limits.negSliceItems, max + 1 - b.items.length)
-    let read = 0
-    for (const row of this.store.openCursor(b.filter, want, this.peer.hidden(), b.after)) {
-      read++
-      b.items.push({ timestamp: row.created_at, id: hexToBytes(row.id) })
-      b.after = { created_at: row.created_at, id: row.id }
+    const sliceMs = this.limits.negSliceMs
+    // Pages until the slice's time is up: what a slice costs is bounded in time, not rows, so
+    // another connection's frame waits at most about `negSliceMs` behind it, however slow the
+    // rows (hidden channels, a cold page cache) are to read.
+    while (b.sealer === undefined) {
+      const want = Math.min(this.limits.negSliceItems, max + 1 - b.read.length)
+      const rows = this.store.readKeys(b.filter, want, this.peer.hidden(), b.after)
+      for (const [, createdAt, id] of rows) b.read.add(createdAt, id)
+      const last = rows.at(-1)
+      if (last !== undefined) b.after = { created_at: last[1], id: last[2] }
+      if (b.read.length > max) {
+        this.charge(session, startedAt)
+        this.close(subId)
+        this.error(
+          subId,
+          `blocked: the filter matches more than ${max} events; narrow it (since/until)`,
+        )
+        return
+      }
+      if (rows.length < want) b.sealer = b.read.seal()
+      else if (performance.now() - startedAt >= sliceMs) break
     }
-    const done = read < want
-    if (b.items.length > max) {
-      this.charge(session, startedAt)
-      this.close(subId)
-      this.error(
-        subId,
-        `blocked: the filter matches more than ${max} events; narrow it (since/until)`,
-      )
-      return
-    }
-    if (done) {
-      session.building = undefined
-      session.neg = new nip77.Negentropy(
-        new NegentropySet(toNegentropyOrder(b.items)),
-        this.limits.maxFrameBytes - 1024,
-      )
+    // Then the set is sealed, in steps on the same clock.
+    let done = false
+    if (b.sealer !== undefined) {
+      do done = b.sealer.step(sealStep)
+      while (!done && performance.now() - startedAt < sliceMs)
+      if (done) {
+        session.building = undefined
+        session.neg = new nip77.Negentropy(b.sealer.set, this.limits.maxFrameBytes - 1024)
+      }
     }
     this.charge(session, startedAt)
     if (done) this.whenBudget(subId, session, () => this.answer(subId, session, b.message))
@@ -239,11 +252,8 @@ export class NegSessions {
       this.error(subId, 'invalid: NEG-MSG sent before the previous one was answered')
       return
     }
-    if (this.budget.work.wait(session.payer, Date.now()) === 0) {
-      this.answer(subId, session, message)
-      return
-    }
-    // Out of budget: the answer waits (as a REQ's next slice does); the session stays open.
+    // The answer takes its turn (and waits for the person's budget, as a REQ's next slice
+    // does); the session stays open meanwhile.
     this.whenBudget(subId, session, () => this.answer(subId, session, message))
   }
 

@@ -41,13 +41,41 @@ export class ReqJob {
 }
 
 /**
- * Runs the stored parts of REQs one slice per connection per turn, round robin: a connection
- * that asks for 50,000 events gets a slice, then every other waiting connection gets one, so one
- * member's large or repeated REQs cannot stall the rest.
+ * Runs the stored parts of REQs a slice at a time, round robin: a connection that asks for
+ * 50,000 events gets a slice, then every other waiting connection gets one, so one member's large
+ * or repeated REQs cannot stall the rest. A turn of the event loop runs slices until `turnMs` is
+ * spent (each waiting connection at most once), then yields: the frames of connections with
+ * nothing to stream (an EVENT, a small REQ) wait behind one turn's slices, not behind every
+ * waiting connection's.
  */
 export class ReqScheduler<C extends Streaming> {
   private readonly waiting = new Set<C>()
   private scheduled = false
+
+  /** Time REQs answered in their frame's turn took this turn (see `inlineLeft`). */
+  private inlineSpent = 0
+  private inlineResets = false
+
+  constructor(private readonly turnMs = 2) {}
+
+  /**
+   * Main-thread time left in this turn for REQs answered in the turn their frame is read: one
+   * `turnMs` a turn for all connections, so a burst of REQ frames read at once costs the frames
+   * behind it at most that; a REQ past it waits its turn here.
+   */
+  inlineLeft(): number {
+    return this.turnMs - this.inlineSpent
+  }
+
+  spentInline(ms: number): void {
+    this.inlineSpent += ms
+    if (this.inlineResets) return
+    this.inlineResets = true
+    setImmediate(() => {
+      this.inlineSpent = 0
+      this.inlineResets = false
+    })
+  }
 
   add(conn: C): void {
     this.waiting.add(conn)
@@ -62,11 +90,14 @@ export class ReqScheduler<C extends Streaming> {
 
   private turn(): void {
     this.scheduled = false
-    const round = [...this.waiting]
-    this.waiting.clear()
-    for (const conn of round) {
+    const startedAt = performance.now()
+    // Those waiting at the turn's start, oldest first; one that has more goes to the back.
+    for (const conn of [...this.waiting]) {
+      if (!this.waiting.has(conn)) continue
+      this.waiting.delete(conn)
       // A connection that is 'blocked' re-adds itself when its client has read.
       if (conn.runSlice() === 'more') this.waiting.add(conn)
+      if (performance.now() - startedAt >= this.turnMs) break
     }
     if (this.waiting.size > 0 && !this.scheduled) {
       this.scheduled = true

@@ -16,6 +16,7 @@ import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
 import { defaultHubLimits, stopCloseWaitMs, wsCloseTimeoutMs, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
+import { deliveredOnlyTo, firstRefusal, preventDelivery } from './policy.js'
 import { Admission } from './admission.js'
 import { EventLimits } from './event-limits.js'
 import { ReqScheduler, WorkBudget } from './req-scheduler.js'
@@ -224,7 +225,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     eventLimits: new EventLimits(limits, grants, store),
     admission,
-    reqs: new ReqScheduler<Connection>(),
+    reqs: new ReqScheduler<Connection>(limits.reqSliceMs),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     perPerson: { connections: new Map(), negSessions: new Map() },
     negTurns: new TurnQueue(),
@@ -236,16 +237,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       maxRoomsPerAddress: limits.maxPairingRoomsPerAddress,
     }),
     fanOut: (raw: string, event: NostrEvent) => {
-      // Observer frames are for their recipient only: a connection must have proven that key.
-      const onlyTo =
-        event.kind === Kind.ObserverFrame
-          ? new Set(event.tags.filter((t) => t[0] === 'p').map((t) => t[1]))
-          : undefined
-      // A private channel's events go to its members only (kith-channels).
+      // Who may receive it: policy.ts preventDelivery (observer frames, private channels).
+      const onlyTo = deliveredOnlyTo(event)
       const scoped = channels.hasPrivate
       subs.fanOut(event, (conn, subId) => {
-        if (onlyTo !== undefined && ![...conn.authed].some((k) => onlyTo.has(k))) return
-        if (scoped && !conn.mayReceive(event)) return
+        if (firstRefusal(preventDelivery, { event, onlyTo, scoped, to: conn }) !== undefined) return
         conn.deliver(subId, event.id, `["EVENT",${JSON.stringify(subId)},${raw}]`)
       })
     },

@@ -11,6 +11,13 @@ export type { OkAnswer } from './relay-client.js'
 const maxSessionFrameBytes = 4 * 1024 * 1024
 
 /**
+ * Half the relay client's `defaultRelayTimeoutMs`, on purpose: a one-off session has a person
+ * (or a node's sync, which retries) waiting on each answer, where a node's long-lived link rides
+ * out a hub under load.
+ */
+export const sessionTimeoutMs = 5000
+
+/**
  * One short-lived connection to a hub for one-off work (publish, authenticate, query): CLI
  * commands, and the node's grant and definition syncs (node/fleet.ts, node/channel-sync.ts),
  * over the shared relay client: every request has a timeout, and a closed connection rejects every
@@ -28,7 +35,7 @@ export class HubSession {
 
   /** `target` may carry a connect ticket (withConnectTicket); AUTH and messages name the bare URL. */
   static async open(target: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
-    const timeoutMs = opts.timeoutMs ?? 5000
+    const timeoutMs = opts.timeoutMs ?? sessionTimeoutMs
     const url = withoutConnectTicket(target)
     const ws = new WebSocket(target, {
       handshakeTimeout: timeoutMs,

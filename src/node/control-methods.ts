@@ -3,7 +3,7 @@ import type { NostrEvent } from '../events/event.js'
 import { sessionActionOf, type SessionAction } from '../events/session-control.js'
 import { sessionStartOf, type SessionStart } from '../events/session-start.js'
 import type { SessionState } from '../events/session-state.js'
-import type { OpenCard } from './agent-permissions.js'
+import type { OpenCard } from './permission-cards.js'
 import type { ChatItem } from './chat-store.js'
 import type { WatchFrame } from './observer-frames.js'
 import type { Delivery } from './outbox-pump.js'
@@ -204,7 +204,7 @@ function fields(method: string, raw: unknown) {
     strings: (k: string): string[] => {
       const v = o[k]
       return Array.isArray(v) && v.every((x) => typeof x === 'string')
-        ? (v)
+        ? v
         : want(k, v, 'a list of strings')
     },
     object: (k: string): Record<string, unknown> => {

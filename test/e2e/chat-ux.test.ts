@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import type { OpenCard } from '../../src/node/agent-permissions.js'
+import type { OpenCard } from '../../src/node/permission-cards.js'
 import { runKith, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, history, threadedUnder } from '../helpers/node-chat.js'
 import { init } from '../helpers/pair-up.js'

@@ -188,7 +188,8 @@ describe('storage quota by person', () => {
       max_unauthenticated_per_address: 32,
       max_unauthenticated: 256,
       negentropy_max_items: 500_000,
-      negentropy_slice_items: 1000,
+      negentropy_slice_items: 256,
+      negentropy_slice_ms: 2,
     })
   })
 })

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest'
 import { nip77 } from 'nostr-tools'
 import { randomBytes } from 'node:crypto'
 import { asResponderQuery } from '../../src/hub/negentropy.js'
-import { NegentropySet, toNegentropyOrder, type NegItem } from '../../src/hub/negentropy-set.js'
+import {
+  SetReader,
+  sealNewestFirst,
+  type NegentropySet,
+  type NegItem,
+} from '../../src/hub/negentropy-set.js'
 
 /** Items with many equal created_at (ties ordered by id), as a busy channel stores them. */
 function items(n: number): NegItem[] {
@@ -15,11 +20,30 @@ function items(n: number): NegItem[] {
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex')
 
 /** NIP-01 order, as the store reads rows: created_at descending, then id ascending. */
-function newestFirst(xs: NegItem[]): NegItem[] {
-  return [...xs].sort((a, b) =>
-    a.timestamp !== b.timestamp ? b.timestamp - a.timestamp : hex(a.id) < hex(b.id) ? -1 : 1,
-  )
+function newestFirst(xs: NegItem[]): { timestamp: number; id: string }[] {
+  return [...xs]
+    .sort((a, b) =>
+      a.timestamp !== b.timestamp ? b.timestamp - a.timestamp : hex(a.id) < hex(b.id) ? -1 : 1,
+    )
+    .map((x) => ({ timestamp: x.timestamp, id: hex(x.id) }))
 }
+
+/** Seals rows read in NIP-01 order `step` items at a time, as the hub does over turns. */
+function sealInSteps(xs: NegItem[], step: number): NegentropySet {
+  const reader = new SetReader()
+  for (const x of newestFirst(xs)) reader.add(x.timestamp, x.id)
+  const sealer = reader.seal()
+  let steps = 0
+  while (!sealer.step(step)) steps++
+  expect(steps).toBeGreaterThan(0)
+  return sealer.set
+}
+
+const itemsOf = (s: nip77.NegentropyStorageVector) =>
+  Array.from({ length: s.size() }, (_, i) => {
+    const x = s.getItem(i)
+    return `${x.timestamp}:${hex(x.id)}`
+  })
 
 function reference(xs: NegItem[]): nip77.NegentropyStorageVector {
   const s = new nip77.NegentropyStorageVector()
@@ -31,15 +55,14 @@ function reference(xs: NegItem[]): nip77.NegentropyStorageVector {
 describe('a reconciliation set built from rows in NIP-01 order', () => {
   it('puts rows read newest first into NIP-77 order without sorting', () => {
     const xs = items(3000)
-    const ordered = toNegentropyOrder(newestFirst(xs))
-    expect(ordered.map((x) => `${x.timestamp}:${hex(x.id)}`)).toEqual(
-      reference(xs).items.map((x) => `${x.timestamp}:${hex(x.id)}`),
-    )
+    expect(itemsOf(sealNewestFirst(newestFirst(xs)))).toEqual(itemsOf(reference(xs)))
+    // Sealed a few items at a time (whole runs of one created_at each step), the same order.
+    expect(itemsOf(sealInSteps(xs, 50))).toEqual(itemsOf(reference(xs)))
   })
 
   it('gives NIP-77’s fingerprint of every range, byte for byte', () => {
     const xs = items(5000)
-    const ours = new NegentropySet(toNegentropyOrder(newestFirst(xs)))
+    const ours = sealInSteps(xs, 700)
     const theirs = reference(xs)
     const ranges: [number, number][] = [
       [0, 0],
@@ -57,11 +80,17 @@ describe('a reconciliation set built from rows in NIP-01 order', () => {
     }
     for (const [a, b] of ranges)
       expect(hex(ours.fingerprint(a, b))).toBe(hex(theirs.fingerprint(a, b)))
+    // And every lower bound a message can name, including short (prefix) ids.
+    for (let i = 0; i < 200; i++) {
+      const x = xs[Math.floor(Math.random() * xs.length)]!
+      const bound = { timestamp: x.timestamp, id: x.id.subarray(0, i % 33) }
+      expect(ours.findLowerBound(0, 5000, bound)).toBe(theirs.findLowerBound(0, 5000, bound))
+    }
   })
 
   it('reconciles with a nostr-tools initiator, as the hub answers to exactly the differences', () => {
     const xs = items(4000)
-    const hub = new nip77.Negentropy(new NegentropySet(toNegentropyOrder(newestFirst(xs))))
+    const hub = new nip77.Negentropy(sealNewestFirst(newestFirst(xs)))
     const mine = xs.filter((_, i) => i % 500 !== 7)
     const extra = items(3)
     const client = new nip77.Negentropy(reference([...mine, ...extra]))

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { replyText, withoutMention } from '../../src/node/agent-bridge.js'
+import { replyText } from '../../src/node/agent-voice.js'
+import { withoutMention } from '../../src/node/agent-prompts.js'
 
 // The bridge's pure parts, directly: how a turn's outcome is worded as the agent's reply (by its
 // failure code, not by matching the message), and how a prompt loses its @mention.

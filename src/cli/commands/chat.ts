@@ -1,7 +1,7 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
-import type { OpenCard } from '../../node/agent-permissions.js'
+import type { OpenCard } from '../../node/permission-cards.js'
 import { unknownChannelNote, type ChatItem } from '../../node/chat-store.js'
 import type { WatchFrame } from '../../node/observer-frames.js'
 import type { ControlClient } from '../control-client.js'

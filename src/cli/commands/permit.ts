@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { parseChannel } from '../../events/chat.js'
-import type { OpenCard } from '../../node/agent-permissions.js'
+import type { OpenCard } from '../../node/permission-cards.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { requireNode } from '../control-client.js'

@@ -1,0 +1,126 @@
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { generateSecretKey } from 'nostr-tools/pure'
+import { signEvent } from '../../src/events/event.js'
+import { defaultHubLimits } from '../../src/hub/limits.js'
+import { NegSessions, type NegPeer } from '../../src/hub/negentropy.js'
+import { ReqScheduler, WorkBudget, type SliceOutcome } from '../../src/hub/req-scheduler.js'
+import { TurnQueue } from '../../src/hub/turn-queue.js'
+import { EventStore } from '../../src/store/event-store.js'
+import { tempDir } from '../helpers/tmp.js'
+
+// Issue 30: what another person's frame waits behind is one turn's bounded work, not every
+// waiting connection's slice (REQs) or a slice per NEG-OPEN frame read (NIP-77).
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+/** Holds the main thread for `ms`, as a slice over many rows does. */
+function busy(ms: number): void {
+  const until = performance.now() + ms
+  while (performance.now() < until);
+}
+
+describe('the REQ scheduler', () => {
+  it('runs slices for one turn’s time, then yields to I/O before the next waiting connection', async () => {
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2)
+    const ran: string[] = []
+    const conn = (name: string) => ({
+      runSlice(): SliceOutcome {
+        ran.push(name)
+        busy(3)
+        return 'idle'
+      },
+    })
+    for (const name of ['a', 'b', 'c']) scheduler.add(conn(name))
+    // Each slice outlasts the turn's 2 ms: one slice a turn. (Before, all three ran in one.)
+    await turn()
+    expect(ran).toEqual(['a'])
+    await turn()
+    expect(ran).toEqual(['a', 'b'])
+    await turn()
+    expect(ran).toEqual(['a', 'b', 'c'])
+  })
+
+  it('gives every waiting connection a slice in one turn when slices are short', async () => {
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2)
+    const ran: string[] = []
+    let left = 2
+    scheduler.add({
+      runSlice: () => {
+        ran.push('big')
+        return --left > 0 ? 'more' : 'idle'
+      },
+    })
+    scheduler.add({ runSlice: () => (ran.push('small'), 'idle') })
+    await turn()
+    // Round robin: the big REQ's second slice waits behind the small one's first.
+    expect(ran).toEqual(['big', 'small'])
+    await turn()
+    expect(ran).toEqual(['big', 'small', 'big'])
+  })
+})
+
+describe('REQs answered in the turn their frame is read', () => {
+  it('share one allowance a turn: a burst of REQ frames read together waits its turn', async () => {
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2)
+    expect(scheduler.inlineLeft()).toBe(2)
+    scheduler.spentInline(1.5)
+    expect(scheduler.inlineLeft()).toBe(0.5)
+    scheduler.spentInline(1)
+    expect(scheduler.inlineLeft()).toBeLessThanOrEqual(0)
+    // The next turn has its own.
+    await turn()
+    expect(scheduler.inlineLeft()).toBe(2)
+  })
+})
+
+describe('NIP-77 reconciliations', () => {
+  function setUp() {
+    const store = new EventStore(join(tempDir(), 'events.db'))
+    const sk = generateSecretKey()
+    store.insertBatch(
+      Array.from({ length: 120 }, (_, i) =>
+        signEvent({ kind: 9, created_at: 1000 + (i % 50), tags: [], content: `m${i}` }, sk),
+      ),
+    )
+    const sent: unknown[][] = []
+    let reads = 0
+    const peer: NegPeer = {
+      send: (frame) => sent.push(frame),
+      hidden: () => {
+        reads++
+        return []
+      },
+      payer: () => 'someone',
+    }
+    const neg = new NegSessions(store, { ...defaultHubLimits, negSliceItems: 50 }, peer, {
+      work: new WorkBudget(0, 0),
+      open: new Map(),
+      maxOpenPerPerson: 8,
+      turns: new TurnQueue(),
+    })
+    return { store, neg, sent, reads: () => reads }
+  }
+
+  it('reads nothing in the turn a NEG-OPEN frame arrives: the set is read on later turns', async () => {
+    const { store, neg, sent, reads } = setUp()
+    const empty = '61' // NIP-77 v1 with no ranges: the client holds nothing
+    neg.open('a', {}, empty)
+    neg.open('b', {}, empty)
+    // Before, each NEG-OPEN read a slice of the store right away, in the frame's turn: a client
+    // sending them faster than they were read held every other connection's frames behind them.
+    expect(reads()).toBe(0)
+    // Re-opened before its turn came: the first 'a' is dropped without a row read for it.
+    neg.open('a', {}, empty)
+    expect(reads()).toBe(0)
+    for (let i = 0; i < 20 && sent.length < 2; i++) await turn()
+    expect(sent.map((f) => [f[0], f[1]]).sort()).toEqual([
+      ['NEG-MSG', 'a'],
+      ['NEG-MSG', 'b'],
+    ])
+    // Each set was read once: pages of 50 rows (the last short), every page asking what the member may not see.
+    expect(reads()).toBe(2 * 3)
+    neg.closeAll()
+    store.close()
+  })
+})
