@@ -5,7 +5,6 @@ import { KithError } from '../errors.js'
 import {
   controlParams,
   type ControlMethod,
-  type ControlMethods,
   type ControlNotifications,
   type ControlParams,
   type ControlResult,
@@ -14,8 +13,9 @@ import {
 /**
  * The local control socket (KITH_HOME/node.sock, 0600 inside the 0700 home) through which CLI
  * commands talk to the running daemon: newline-delimited JSON, one request per line,
- * `{id, method, params}` → `{id, result}` or `{id, error: {code, message}}`; notifications
- * (`{method, params}` without id) stream to clients that subscribed.
+ * `{id, method, params}` → `{id, result}` or `{id, error: {code, message, reason?}}`; notifications
+ * (`{method, params}` without id) stream to clients that subscribed. The methods, their params
+ * and results are `ControlMethods` (control-methods.ts).
  */
 export type Handler = (params: Record<string, unknown>, client: ControlClientHandle) => unknown
 
@@ -51,8 +51,6 @@ function checked<M extends ControlMethod>(handlers: ControlHandlers, method: M):
     ((p: ControlParams<M>, c: ControlClientHandle) => unknown)
   return (raw, client) => handle(read(raw), client)
 }
-
-export type { ControlMethods }
 
 /** The daemon's side of the control socket. */
 export interface ControlServer {
