@@ -84,7 +84,9 @@ describe('kith audit of a sealed fleet (real hub, nodes and agent)', { timeout: 
       expect(turn, JSON.stringify(r.notes)).toBeDefined()
       expect(turn!.cards.map((c) => c.id)).toEqual([card!.event.id])
       expect(turn!.cards[0]!.title).toBe('rm -rf build')
-      expect(turn!.cards[0]!.decisions).toMatchObject([{ optionKind: 'allow_once', approver: true }])
+      expect(turn!.cards[0]!.decisions).toMatchObject([
+        { optionKind: 'allow_once', approver: true },
+      ])
       expect(turn!.cards[0]!.tally.state).toBe('allowed')
       expect(turn!.outcome).toBe('answered')
     }
