@@ -101,6 +101,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/e2e/acp-edge.test.ts',
     'test/e2e/audit-cli.test.ts',
     'test/e2e/audit-sealed.test.ts',
+    'test/e2e/chat-quorum.test.ts',
     'test/e2e/authority-cells.test.ts',
     'test/e2e/sentinel-check.test.ts',
     'test/layers.test.ts',

@@ -294,6 +294,11 @@ class ChatSession {
       this.show(
         `[card ${n}] ${card.agent}: ${card.title} (${card.toolKind})${card.sensitive === null ? '' : `  ⚠ ${card.sensitive}`}  ${card.options.map((o, i) => `[${i + 1}] ${o.name}`).join('  ')}`,
       )
+      // The tally, as kith permit shows it: a card that waits for other people says so.
+      if (card.quorum !== null)
+        this.show(
+          `  👥 needs ${card.quorum.n} people: ${card.quorum.text}${card.quorum.allowedBy.length === 0 ? '' : ` (allowed by ${card.quorum.allowedBy.join(', ')}${card.quorum.mine ? ': you' : ''})`}`,
+        )
       for (const l of previewLines(card.preview, { indent: 2 })) this.show(l)
     }
     this.show('answer with /allow N [OPTION], /always N or /reject N')
