@@ -122,6 +122,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/node/stop.test.ts',
     'test/node/worktree-filters.test.ts',
     'test/notify/*.test.ts',
+    'test/notify/notify-quorum.test.ts',
     'test/pairing/relay-lane.test.ts',
     'test/web/serve.test.ts',
   ],
