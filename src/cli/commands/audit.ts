@@ -10,7 +10,7 @@ import { loadIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
 import { parseSince } from '../duration.js'
 import type { Out } from '../io.js'
-import { withLocalNode, withStore } from '../local-node.js'
+import { openLocalFleet, withLocalNode, withStore } from '../local-node.js'
 import { auditHtml } from '../audit-report.js'
 import { auditText } from '../../grants/audit-text.js'
 import { epochLine, parseExportLine } from '../../grants/audit-export.js'
@@ -71,8 +71,8 @@ this device's keys (a hub keeps only each policy's newest version). --file audit
 (every signature checked; sealed events are opened with the epoch keys the export discloses;
 those no key opens are counted and said, and the grants, revocations and policies are still
 checked). In a sealed fleet, export writes each sealed event as the hub carries it (from --hub,
-else the configured hubs) with the key of its epoch: whoever holds the file can read the
-sealed events of those epochs. See nips/kith-agents.md, "Audit".`,
+else the configured hubs or the running kith up's own) with the key of its epoch: whoever
+holds the file can read the sealed events of those epochs. See nips/kith-agents.md, "Audit".`,
 })
 
 /** The kinds an audit reads: authority, policies, prompts and answers, cards and decisions. */
@@ -191,7 +191,12 @@ async function runExport(
     // Opened here from sealed ones: their signature is the sealed form's, which the hubs keep.
     const opened = all.filter((e) => !verifyEventSignature(e)).map((e) => e.id)
     const missing = new Set(opened)
-    for (const url of id.config.hubs) {
+    // The configured hubs, else the hub embedded in this machine's running kith up.
+    const embedded =
+      missing.size > 0 && id.config.hubs.length === 0
+        ? await openLocalFleet(id).embeddedHub?.()
+        : undefined
+    for (const url of embedded === undefined ? id.config.hubs : [embedded]) {
       if (missing.size === 0) break
       try {
         for (const e of await hubEventsById(id, url, [...missing]))
