@@ -169,8 +169,8 @@ async function fromHub<T>(url: string, out: Out, read: () => Promise<T>): Promis
 
 /**
  * kith audit export: this node's events that carry their own signature; for those it opened
- * from sealed ones, the sealed forms as a hub carries them (--hub, else the configured hubs),
- * and the keys of their epochs.
+ * from sealed ones, the sealed forms as a hub carries them (the configured hubs, else the
+ * running kith up's), and the keys of their epochs; with --hub, that hub's events as it holds them.
  */
 async function runExport(
   id: Identity,
@@ -186,11 +186,12 @@ async function runExport(
     if (typeof got === 'number') return got
     events = got.filter(verifyEventSignature)
   } else {
-    const all = nodeEvents(id.home, since)
-    events = all.filter(verifyEventSignature)
+    events = []
     // Opened here from sealed ones: their signature is the sealed form's, which the hubs keep.
-    const opened = all.filter((e) => !verifyEventSignature(e)).map((e) => e.id)
-    const missing = new Set(opened)
+    const missing = new Set<string>()
+    for (const e of nodeEvents(id.home, since))
+      if (verifyEventSignature(e)) events.push(e)
+      else missing.add(e.id)
     // The configured hubs, else the hub embedded in this machine's running kith up.
     const embedded =
       missing.size > 0 && id.config.hubs.length === 0
