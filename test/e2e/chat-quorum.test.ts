@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
 import { setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { init } from '../helpers/pair-up.js'
+import { startEndpoint } from '../helpers/push-service.js'
 import { tempDir } from '../helpers/tmp.js'
 
 // kith chat and a quorum card (issue 33), through a real `kith chat` process: the card says how
@@ -31,6 +32,12 @@ describe('kith chat shows a quorum card and its tally', { timeout: 150_000 }, ()
       { home },
     )
     expect(add.code, add.stderr).toBe(0)
+    // A webhook for cards: the node's notification of a quorum card says its tally too.
+    const hook = await startEndpoint({ answer: () => 200 })
+    const notify = await setupKith(['notify', 'add', 'webhook', `${hook.url}/h`, '--on', 'cards'], {
+      home,
+    })
+    expect(notify.code, notify.stderr).toBe(0)
     await startNodeProcess(home, ['--port', '0'])
     const chat = spawnKith(['chat', '#ops'], home)
     await chat.waitFor(/── #ops ──/)
@@ -38,6 +45,9 @@ describe('kith chat shows a quorum card and its tally', { timeout: 150_000 }, ()
     await chat.waitFor(/\[card 1\] deploy asks to run: deploy prod \(execute\)/)
     await chat.waitFor(
       /👥 needs 2 people to allow it \(two devices of one person count once\); the tally follows/,
+    )
+    expect((await hook.nth(0, 30_000)).body.toString()).toContain(
+      '👥 0 of 2 — waiting for 2 more approvers',
     )
     chat.write('/allow 1\n')
     await chat.waitFor(/answered card 1 \(deploy: deploy prod\) with Allow/)
