@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it } from 'vitest'
-import { setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
+import { laptopAndDevbox, setupKith, spawnKith, startNodeProcess } from '../helpers/cli.js'
 import { init } from '../helpers/pair-up.js'
 import { startEndpoint } from '../helpers/push-service.js'
 import { tempDir } from '../helpers/tmp.js'
@@ -65,6 +65,44 @@ describe('kith chat shows a quorum card and its tally', { timeout: 150_000 }, ()
       /⚠ card 1 not answered: [^\n]*you already allowed it \(1 of 2 — waiting for another approver\)/,
     )
     expect(chat.output()).not.toMatch(/permission: selected/)
+    chat.write('/quit\n')
+    expect(await chat.exit).toBe(0)
+  })
+})
+
+describe('a quorum card’s tally does not end its turn in kith chat', { timeout: 150_000 }, () => {
+  it('after "1 of 2" the turn still waits: its host going offline is said', async () => {
+    const dir = tempDir()
+    const { laptop, devbox } = await laptopAndDevbox(dir)
+    const add = await setupKith(
+      [
+        'agent',
+        'add',
+        'deploy',
+        '--quorum',
+        '2',
+        '--for',
+        'execute',
+        '--',
+        process.execPath,
+        fakeAgent,
+      ],
+      { home: devbox },
+    )
+    expect(add.code, add.stderr).toBe(0)
+    const nd = await startNodeProcess(devbox)
+    const nl = await startNodeProcess(laptop)
+    await nd.waitFor(/linked to/)
+    await nl.waitFor(/linked to/)
+    const chat = spawnKith(['chat', '#ops'], laptop)
+    await chat.waitFor(/── #ops ──/)
+    chat.write('@deploy permission-execute deploy prod\n')
+    await chat.waitFor(/\[card 1\] deploy asks to run: deploy prod/, 40_000)
+    chat.write('/allow 1\n')
+    await chat.waitFor(/1 of 2 — waiting for another approver/, 40_000)
+    // The agent still waits for a second person: its host stopping is news to this chat.
+    await nd.stop()
+    await chat.waitFor(/⚠ deploy's host \S+ went offline: its turn cannot finish/, 60_000)
     chat.write('/quit\n')
     expect(await chat.exit).toBe(0)
   })
