@@ -4,7 +4,7 @@ import { Kind } from './kinds.js'
 /**
  * Pairing lane events (kind 24140, kith-pair/1): one kith-pair/1 message (its JSON, read by
  * pairing/protocol's parsePairMessage) in room `pid` (one `d` tag), signed by a throwaway key.
- * The CLI's lane (pairing/channel.ts) and the browser's (pairing/relay-lane.ts) both make and
+ * The CLI's lane (pairing/cli-lane.ts) and the browser's (pairing/relay-lane.ts) both make and
  * subscribe with these.
  */
 export function makePairingEvent(pid: string, message: object, createdAt: number): EventTemplate {

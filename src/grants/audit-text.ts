@@ -60,7 +60,7 @@ export function auditText(r: AuditReport): string[] {
   for (const n of r.notes) out.push(`note: ${n}`)
   const c = r.counts
   out.push(
-    `${c.turns} turn${c.turns === 1 ? '' : 's'}, ${c.cards} card${c.cards === 1 ? '' : 's'}, ${c.decisions} decision${c.decisions === 1 ? '' : 's'}, ${c.policies} polic${c.policies === 1 ? 'y' : 'ies'} checked from ${c.events} events${c.vouched > 0 ? ` (${c.vouched} opened here, checked as they arrived)` : ''}: ${r.flags.length === 0 ? 'nothing flagged' : `${r.flags.length} flagged`}`,
+    `${c.turns} turn${c.turns === 1 ? '' : 's'}, ${c.cards} card${c.cards === 1 ? '' : 's'}, ${c.decisions} decision${c.decisions === 1 ? '' : 's'}, ${c.policies} polic${c.policies === 1 ? 'y' : 'ies'} checked from ${c.events} events${c.vouched > 0 ? ` (${c.vouched} opened here, checked as they arrived)` : ''}${c.opened > 0 ? ` (${c.opened} sealed, opened after their signatures checked)` : ''}: ${r.flags.length === 0 ? 'nothing flagged' : `${r.flags.length} flagged`}`,
   )
   return out
 }

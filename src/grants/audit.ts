@@ -1,5 +1,6 @@
 import { KithError } from '../errors.js'
 import type { AgentPolicyEvent, Quorum } from '../events/agent-policy.js'
+import type { Epoch } from '../events/e2e-epoch.js'
 import { quorumApplies } from '../events/agent-policy.js'
 import { channelOf } from '../events/chat.js'
 import { isSealed } from '../events/e2e-seal.js'
@@ -10,6 +11,7 @@ import { parsePermissionRequest, type PermissionRequest } from '../events/permis
 import { parseSessionStart, type SessionStart } from '../events/session-start.js'
 import { workOf, type WorkTool } from '../events/turn-work.js'
 import { policyAt, policyRefusal } from './agent-policy-standing.js'
+import { openedWith } from './audit-export.js'
 import {
   agentActorClasses,
   decisionAction,
@@ -156,6 +158,8 @@ export interface AuditReport {
     sealed: number
     /** Events taken as their source vouched (opened sealed events of a node's store). */
     vouched: number
+    /** Sealed events whose signature checked and that a key given (`keyOf`) opened. */
+    opened: number
   }
   turns: AuditTurn[]
   flags: AuditFlag[]
@@ -172,6 +176,11 @@ export interface AuditSource {
    * node keeps a sealed event opened under its sealed form's id and signature.
    */
   vouched?: (event: NostrEvent) => boolean
+  /**
+   * Epoch keys that open sealed events (kith-e2e/1): a device's own, or those an export
+   * discloses (audit-export.ts). Each sealed event is opened only after its signature checked.
+   */
+  keyOf?: (epochId: string) => Epoch | undefined
   /** Checks a signature (events/event.ts verifyEventSignature, or a native verifier). */
   verifySignature: (event: NostrEvent) => boolean
   /** Display names as the reader knows them (profiles); else the grants' names. */
@@ -188,13 +197,18 @@ export function audit(source: AuditSource): AuditReport {
   const notes: string[] = []
   let badSignatures = 0
   let vouched = 0
+  let opened = 0
   const events: NostrEvent[] = []
   const seen = new Set<string>()
   for (const e of source.events) {
     if (seen.has(e.id)) continue
     seen.add(e.id)
-    if (source.verifySignature(e)) events.push(e)
-    else if (source.vouched?.(e) === true) {
+    if (source.verifySignature(e)) {
+      // Opened after its signature checked: the signature is over the sealed form.
+      const o = openedWith(e, source.keyOf)
+      if (o !== e) opened++
+      events.push(o)
+    } else if (source.vouched?.(e) === true) {
       vouched++
       events.push(e)
     } else {
@@ -417,6 +431,7 @@ export function audit(source: AuditSource): AuditReport {
       badSignatures,
       sealed,
       vouched,
+      opened,
     },
     turns,
     flags,

@@ -1,6 +1,7 @@
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makePushSender, pushD } from '../events/push.js'
+import { policyAt } from '../grants/agent-policy-standing.js'
 import { mayActOnAgent } from '../grants/authority.js'
 import { mayPushThrough } from '../grants/event-authority.js'
 import { personOf } from '../grants/members.js'
@@ -48,18 +49,36 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     seals: deps.seals,
     // Admission refused any other (push.subscription); asked again as the node's grants are now.
     mayPushThrough: (device, sender, at) => mayPushThrough(book.verifier, device, sender, at),
+    // A quorum card's tally is counted over the decisions this node holds on it.
+    decisionsOf: (request) =>
+      store.events
+        .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request] }, limit: 500 }], {
+          defaultLimit: 500,
+          maxLimit: 500,
+        })
+        .map((r) => JSON.parse(r.raw) as NostrEvent),
     // As the hosting node decides (agent-bridge.ts): its real approvers where this node hosts
-    // the agent; for another node's agent, whose policies are not on the wire, its person only.
+    // the agent; for another node's agent, the policy it publishes (else its person only).
     mayDecide: (author, agent, action) => {
       const now = deps.now()
       const hosted = listAgentRecords(id.home).find((r) => r.pubkey === agent)
+      // Another node's agent: its policy on the wire (kind 34151) in force now, when one counts.
+      const wire =
+        hosted === undefined
+          ? policyAt(
+              [...store.events.allVersionsOfKind(Kind.AgentPolicy)],
+              agent,
+              now,
+              book.verifier,
+            )
+          : undefined
       const standing =
         hosted === undefined
           ? {
               key: agent,
               owner: personOf(book.verifier, agent, now),
-              allow: undefined,
-              approvers: undefined,
+              allow: wire?.allow,
+              approvers: wire?.approvers,
             }
           : { key: agent, owner: id.ownerPubkey, allow: hosted.allow, approvers: hosted.approvers }
       return mayActOnAgent(book.verifier, author, now, standing, action)

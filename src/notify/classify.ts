@@ -3,10 +3,10 @@ import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { optionFor } from '../events/permission-options.js'
-import { parsePermissionDecision } from '../events/permission-decision.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import { mayAct, type Action } from '../grants/authority.js'
-import { decisionStanding } from '../grants/decision-standing.js'
+import { cardTally, decisionStanding } from '../grants/decision-standing.js'
+import { tallyText, type Tally } from '../grants/quorum.js'
 import type { NotifyClass, PushPayload } from '../events/push.js'
 
 /** What the classifier needs to know of the fleet, from the node that runs it. */
@@ -37,6 +37,8 @@ export interface ClassifyContext {
    * as admission asked it (event-authority.ts mayPushThrough). Absent: the same person now.
    */
   mayPushThrough?(device: string, sender: string, at: number): boolean
+  /** The decisions (4143) known here on the card `request`: a quorum card's tally is theirs. */
+  decisionsOf?(request: string): NostrEvent[]
 }
 
 /** One thing worth a person's attention, before it is addressed to any target. */
@@ -105,6 +107,9 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
     const allow = optionFor(card.options, 'allow')
     const reject = optionFor(card.options, 'reject')
     const agent = ctx.nameOf(card.agent)
+    // A quorum card says how many people it needs and how many allowed, as every surface does.
+    const count = cardTally(event, ctx.decisionsOf?.(event.id) ?? [], ctx)
+    const needs = count === undefined ? '' : ` · 👥 ${tallyText(count)}`
     return {
       eventId: event.id,
       class: 'cards',
@@ -114,7 +119,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
         class: 'cards',
         tag: event.id,
         title: `${agent} asks: ${oneLine(card.title)}`,
-        body: `#${card.channel} · ${card.toolKind}${card.sensitive === undefined ? '' : ` · ${card.sensitive}`}`,
+        body: `#${card.channel} · ${card.toolKind}${card.sensitive === undefined ? '' : ` · ${card.sensitive}`}${needs}`,
         open: openPath(card.channel, card.prompt),
         card: {
           id: event.id,
@@ -125,7 +130,7 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
           ...(reject === undefined ? {} : { reject: reject.optionId }),
           ...(ctx.seals?.() === true ? { sealed: true } : {}),
         },
-        ...briefIf(ctx, `${agent} asks for permission`, `#${card.channel}`),
+        ...briefIf(ctx, `${agent} asks for permission`, `#${card.channel}${needs}`),
       },
     }
   }
@@ -207,7 +212,9 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
  * card as the host binds it (events/permission-decision.ts: its fleet, h, p, dated within the
  * card's life, one of its options) and signed by someone who may approve for the agent (the
  * authority table). Anything else (a non-approver's answer, a stray one) leaves the card up for
- * the person who can answer it.
+ * the person who can answer it. A quorum card (kith-agents, "Quorum") is withdrawn only once its
+ * tally, over every decision known here and this one, is allowed (N distinct people, two devices
+ * of one person counting once) or rejected; while it waits, `waitingTally` says how it stands.
  */
 export function withdrawRefusal(
   decision: NostrEvent,
@@ -216,12 +223,41 @@ export function withdrawRefusal(
 ): string | undefined {
   const refusal = decisionStanding(decision, request, ctx)
   if (refusal !== undefined) return refusal
-  // A quorum card waits for other people after one allows it: theirs stay up (kith-agents).
-  // Both read: decisionStanding parsed them.
-  const card = parsePermissionRequest(request)
-  const chosen = parsePermissionDecision(decision).optionId
-  const kind = card.options.find((o) => o.optionId === chosen)?.kind
-  if (card.quorum !== undefined && kind?.startsWith('allow') === true)
-    return 'a quorum card waits for more people after one allows it'
+  const count = quorumTally(decision, request, ctx)
+  if (count?.state === 'waiting') return `a quorum card waits for more people (${tallyText(count)})`
   return undefined
+}
+
+/**
+ * The tally of a quorum card that `decision` (one that stands) leaves waiting for more people,
+ * for the notification that replaces the card's with it; undefined otherwise.
+ */
+export function waitingTally(
+  decision: NostrEvent,
+  request: NostrEvent,
+  ctx: ClassifyContext,
+): Tally | undefined {
+  if (decisionStanding(decision, request, ctx) !== undefined) return undefined
+  const count = quorumTally(decision, request, ctx)
+  return count?.state === 'waiting' ? count : undefined
+}
+
+/** `ctx` with `decision` among the card's known decisions (it may not be stored yet). */
+export function withDecision(ctx: ClassifyContext, decision: NostrEvent): ClassifyContext {
+  return {
+    ...ctx,
+    decisionsOf: (request) => {
+      const known = ctx.decisionsOf?.(request) ?? []
+      const mine = decision.tags.some((t) => t[0] === 'e' && t[1] === request)
+      return mine && !known.some((d) => d.id === decision.id) ? [...known, decision] : known
+    },
+  }
+}
+
+function quorumTally(
+  decision: NostrEvent,
+  request: NostrEvent,
+  ctx: ClassifyContext,
+): Tally | undefined {
+  return cardTally(request, withDecision(ctx, decision).decisionsOf!(request.id), ctx)
 }

@@ -1,4 +1,5 @@
 import type { NostrEvent } from '../events/event.js'
+import { quorumMax } from '../events/agent-policy.js'
 import { Kind } from '../events/kinds.js'
 import {
   boundPayload,
@@ -7,7 +8,14 @@ import {
   type PushPayload,
 } from '../events/push.js'
 import type { NotifyDelivery, NotifyStore, NotifyTarget } from '../store/notify-store.js'
-import { classify, withdrawRefusal, type ClassifyContext, type Notice } from './classify.js'
+import {
+  classify,
+  waitingTally,
+  withDecision,
+  withdrawRefusal,
+  type ClassifyContext,
+  type Notice,
+} from './classify.js'
 import { sendTo, type SendContext, type SendResult } from './senders.js'
 import { backoffMs } from '../link/backoff.js'
 
@@ -32,6 +40,9 @@ export const coalesceAbove = 3
 /** Attempts before a notification is given up (about 10 minutes of backoff). */
 export const maxAttempts = 9
 const firstRetryMs = 1_000
+/** The delivery id of a quorum card's notification once `allowed` people allowed it. */
+const tallyId = (card: string, allowed: number) => `tally:${card}:${allowed}`
+
 /** A withdrawal is worth sending for as long as a card's notification may stay up. */
 const withdrawWorthMs = 24 * 3600_000
 const maxRetryMs = 5 * 60_000
@@ -192,7 +203,9 @@ export class Notifier {
 
   /**
    * A decision the card's host would act on answers it: nothing more about it goes out, and web
-   * devices close it. Any other decision (withdrawRefusal) changes nothing here.
+   * devices close it. A quorum card is answered once enough people allowed it (or an approver
+   * rejected it); an allow that leaves it waiting replaces its notification with the tally.
+   * Any other decision (withdrawRefusal) changes nothing here.
    */
   private withdraw(decision: NostrEvent): void {
     const card = decision.tags.find((t) => t[0] === 'e')?.[1]
@@ -201,17 +214,23 @@ export class Notifier {
     if (request === undefined || request.kind !== Kind.PermissionRequest) return
     const refusal = withdrawRefusal(decision, request, this.opts.ctx)
     if (refusal !== undefined) {
-      if (this.opts.store.deliveriesOf(card).length > 0)
+      if (this.cardDeliveries(card).length > 0) {
         this.opts.log(
           `notify: a decision ${decision.id.slice(0, 12)}… on card ${card.slice(0, 12)}… withdraws nothing: ${refusal}`,
         )
+        if (waitingTally(decision, request, this.opts.ctx) !== undefined)
+          this.retally(decision, request)
+      }
       return
     }
     const nowMs = Date.now()
     let added = false
-    for (const d of this.opts.store.deliveriesOf(card)) {
-      if (d.state === 'pending') this.opts.store.setState(card, d.target, 'withdrawn', nowMs)
+    const told = new Set<string>()
+    for (const d of this.cardDeliveries(card)) {
+      if (d.state === 'pending') this.opts.store.setState(d.eventId, d.target, 'withdrawn', nowMs)
       else if (d.state === 'sent' || d.state === 'coalesced') {
+        if (told.has(d.target)) continue
+        told.add(d.target)
         const t = this.opts.store.target(d.target)
         // The device that answered has closed its own notification already.
         if (t?.type !== 'webpush' || t.gone || t.device === decision.pubkey) continue
@@ -228,6 +247,46 @@ export class Notifier {
       }
     }
     if (added) this.schedule(nowMs)
+  }
+
+  /**
+   * A card's deliveries: its own, and those of the tallies that replaced it (`retally`), which
+   * carry the card's id as their tag.
+   */
+  private cardDeliveries(card: string): NotifyDelivery[] {
+    const out = [...this.opts.store.deliveriesOf(card)]
+    for (let k = 1; k <= quorumMax; k++) out.push(...this.opts.store.deliveriesOf(tallyId(card, k)))
+    return out
+  }
+
+  /**
+   * A quorum card one more person allowed, still waiting: its notification is replaced by one
+   * with the tally (the same tag, so a web device shows it in place of the first). One not sent
+   * yet goes with the tally instead; a webhook or ntfy message already sent is left as it was.
+   */
+  private retally(decision: NostrEvent, request: NostrEvent): void {
+    const notice = classify(request, withDecision(this.opts.ctx, decision))
+    if (notice === undefined) return
+    const count = waitingTally(decision, request, this.opts.ctx)!
+    const eventId = tallyId(request.id, count.allowedBy.length)
+    const payload = JSON.stringify(boundPayload(notice.payload))
+    const nowMs = Date.now()
+    let added = false
+    const targets = new Set<string>()
+    for (const d of this.cardDeliveries(request.id)) {
+      if (d.eventId === eventId) continue
+      if (d.state === 'pending') {
+        this.opts.store.setState(d.eventId, d.target, 'withdrawn', nowMs)
+        targets.add(d.target)
+      } else if (d.state === 'sent' || d.state === 'coalesced') {
+        const t = this.opts.store.target(d.target)
+        if (t?.type === 'webpush' && !t.gone) targets.add(d.target)
+      }
+    }
+    for (const target of targets)
+      added =
+        this.opts.store.add(eventId, target, 'cards', payload, nowMs, notice.until * 1000) || added
+    if (added) this.gatherBurst(nowMs)
   }
 
   private schedule(atMs: number): void {

@@ -6,6 +6,7 @@ import { makeAgentPolicy, type AgentPolicyContent } from '../../src/events/agent
 import {
   publicKeyOf,
   signEvent,
+  type EventTemplate,
   verifyEventSignature,
   type NostrEvent,
 } from '../../src/events/event.js'
@@ -13,7 +14,10 @@ import { Kind } from '../../src/events/kinds.js'
 import { makePermissionDecision } from '../../src/events/permission-decision.js'
 import { makePermissionRequest } from '../../src/events/permission-request.js'
 import { workTags, type WorkTool } from '../../src/events/turn-work.js'
+import { newEpoch, type Epoch } from '../../src/events/e2e-epoch.js'
+import { sealedKinds, sealTemplate } from '../../src/events/e2e-seal.js'
 import { audit, type AuditFlagCode } from '../../src/grants/audit.js'
+import { epochLine, parseExportLine } from '../../src/grants/audit-export.js'
 import { signGrant, type Role } from '../../src/grants/grant.js'
 
 // kith audit over histories a test builds: an honest one passes with no flag; each forged or
@@ -75,6 +79,15 @@ const options = [
   { optionId: 'reject', name: 'Reject', kind: 'reject_once' },
 ]
 
+/** The epoch the helpers below seal under (kith-e2e/1), while a test sets one. */
+let sealingUnder: Epoch | undefined
+
+/** Signs as `signEvent`, sealed under `sealingUnder` for a sealed kind while one is set. */
+function sign(template: EventTemplate, sk: Uint8Array): NostrEvent {
+  if (sealingUnder === undefined || !sealedKinds.has(template.kind)) return signEvent(template, sk)
+  return signEvent(sealTemplate(template, publicKeyOf(sk), sealingUnder), sk)
+}
+
 function policy(f: Fleet, at: number, content: Partial<AgentPolicyContent> = {}): NostrEvent {
   const e = signEvent(
     makeAgentPolicy(
@@ -95,7 +108,7 @@ function policy(f: Fleet, at: number, content: Partial<AgentPolicyContent> = {})
 }
 
 function prompt(f: Fleet, from: { sk: Uint8Array }, at: number, tags: string[][] = []): NostrEvent {
-  const e = signEvent(
+  const e = sign(
     {
       kind: Kind.ChatMessage,
       created_at: at,
@@ -133,13 +146,13 @@ function card(
     },
     at,
   )
-  const e = signEvent(template, f.k.agent.sk)
+  const e = sign(template, f.k.agent.sk)
   f.events.push(e)
   return e
 }
 
 function decide(f: Fleet, c: NostrEvent, by: { sk: Uint8Array }, optionId: string, at: number) {
-  const e = signEvent(
+  const e = sign(
     makePermissionDecision(
       { request: { id: c.id, channel: 'ops', agent: f.k.agent.pk }, fleet: f.k.fay.pk, optionId },
       at,
@@ -151,7 +164,7 @@ function decide(f: Fleet, c: NostrEvent, by: { sk: Uint8Array }, optionId: strin
 }
 
 function answer(f: Fleet, q: NostrEvent, at: number, tools: WorkTool[]): NostrEvent {
-  const e = signEvent(
+  const e = sign(
     {
       kind: Kind.ChatMessage,
       created_at: at,
@@ -410,6 +423,85 @@ function scenarios(): { name: string; fleet: string; events: NostrEvent[] }[] {
   }
   return out
 }
+
+/** `build`'s history with every event of a sealed kind sealed under `epoch` as it is signed. */
+function sealedHistory<T>(epoch: Epoch, build: () => T): T {
+  sealingUnder = epoch
+  try {
+    return build()
+  } finally {
+    sealingUnder = undefined
+  }
+}
+
+describe('kith audit of a sealed history (an export with its epoch keys)', () => {
+  const random = (n: number) => crypto.getRandomValues(new Uint8Array(n))
+
+  it('opens each sealed event with a disclosed key after its signature checks, and judges it as any other', () => {
+    const epoch = newEpoch('ops', 0, random)
+    const { f, q } = sealedHistory(epoch, honest)
+    expect(f.events.filter((e) => e.tags.some((t) => t[0] === 'e2e'))).toHaveLength(4)
+    // The key as an export line, read back: its id is computed, not taken.
+    const line = parseExportLine(JSON.parse(epochLine(epoch)))
+    expect('epoch' in line && line.epoch.id).toBe(epoch.id)
+    const keys = new Map([[epoch.id, epoch]])
+    const r = audit({
+      fleet: f.k.fay.pk,
+      events: f.events,
+      verifySignature: verifyEventSignature,
+      keyOf: (id) => keys.get(id),
+    })
+    expect(r.flags).toEqual([])
+    expect(r.counts).toMatchObject({ turns: 1, cards: 1, decisions: 1, opened: 4, sealed: 0 })
+    expect(r.turns[0]!.id).toBe(q.id)
+    expect(r.turns[0]!.cards[0]!.decisions[0]!.approver).toBe(true)
+    // No key, or a key of another epoch: nothing is read, and the report says so.
+    for (const keyOf of [undefined, () => newEpoch('ops', 0, random)]) {
+      const blind = audit({
+        fleet: f.k.fay.pk,
+        events: f.events,
+        verifySignature: verifyEventSignature,
+        ...(keyOf === undefined ? {} : { keyOf }),
+      })
+      expect(blind.counts).toMatchObject({ turns: 0, opened: 0, sealed: 4 })
+      expect(blind.notes.join('\n')).toMatch(/4 sealed events could not be read here/)
+    }
+  })
+
+  it("a forged decision sealed under the fleet's key is still judged: sealing hides nothing from the audit", () => {
+    const epoch = newEpoch('ops', 0, random)
+    const keyOf = (id: string) => (id === epoch.id ? epoch : undefined)
+    const f = sealedHistory(epoch, () => {
+      const { f, c } = honest()
+      // carol (a member, not an approver) allows it, sealed like any other; bob's allow removed.
+      f.events.splice(
+        f.events.findIndex((e) => e.kind === Kind.PermissionDecision),
+        1,
+      )
+      decide(f, c, f.k.carolLaptop, 'allow', t0 + 30)
+      return f
+    })
+    const r = audit({
+      fleet: f.k.fay.pk,
+      events: f.events,
+      verifySignature: verifyEventSignature,
+      keyOf,
+    })
+    expect(r.flags.map((x) => x.code)).toEqual(['non-approver-decision'])
+    // An opened form presented under the sealed form's signature (what a node's store keeps) is
+    // a bad signature, not a decision.
+    const at = f.events.findIndex((e) => e.kind === Kind.PermissionDecision)
+    const opened = [...f.events]
+    opened[at] = { ...opened[at]!, content: '{"optionId":"allow"}', tags: [['h', 'ops']] }
+    const forged = audit({
+      fleet: f.k.fay.pk,
+      events: opened,
+      verifySignature: verifyEventSignature,
+      keyOf,
+    })
+    expect(forged.flags.map((x) => x.code)).toContain('bad-signature')
+  })
+})
 
 describe('kith audit vectors (test/vectors/audit.json)', () => {
   if (process.env.KITH_WRITE_VECTORS === 'audit') {

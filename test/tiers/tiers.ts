@@ -108,6 +108,8 @@ export const tiers: Record<Tier, string[]> = {
   processes: [
     'test/e2e/acp-edge.test.ts',
     'test/e2e/audit-cli.test.ts',
+    'test/e2e/audit-sealed.test.ts',
+    'test/e2e/chat-quorum.test.ts',
     'test/e2e/authority-cells.test.ts',
     'test/e2e/sentinel-check.test.ts',
     'test/layers.test.ts',
@@ -128,6 +130,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/node/stop.test.ts',
     'test/node/worktree-filters.test.ts',
     'test/notify/*.test.ts',
+    'test/notify/notify-quorum.test.ts',
     'test/pairing/relay-lane.test.ts',
     'test/web/serve.test.ts',
   ],

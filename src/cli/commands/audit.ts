@@ -1,7 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs'
-import { KithError } from '../../errors.js'
-import { sealedKinds } from '../../events/e2e-seal.js'
-import { parseEvent, verifyEventSignature, type NostrEvent } from '../../events/event.js'
+import { isKithError, KithError } from '../../errors.js'
+import type { Epoch } from '../../events/e2e-epoch.js'
+import { isSealed, sealedEpochId, sealedKinds } from '../../events/e2e-seal.js'
+import { verifyEventSignature, type NostrEvent } from '../../events/event.js'
 import { Kind } from '../../events/kinds.js'
 import { audit, type AuditReport } from '../../grants/audit.js'
 import { resolveKithHome } from '../../identity/home.js'
@@ -9,17 +10,21 @@ import { loadIdentity } from '../../identity/keys.js'
 import { declare } from '../declare.js'
 import { parseSince } from '../duration.js'
 import type { Out } from '../io.js'
-import { withLocalNode, withStore } from '../local-node.js'
+import { openLocalFleet, withLocalNode, withStore } from '../local-node.js'
 import { auditHtml } from '../audit-report.js'
 import { auditText } from '../../grants/audit-text.js'
+import { epochLine, parseExportLine } from '../../grants/audit-export.js'
+import type { Identity } from '../../identity/keys.js'
+import { hubAuditEvents, hubEventsById } from '../audit-hub.js'
 
 export const auditCommand = declare({
   name: 'audit',
   summary: 'check who prompted, approved and ran what, against the rules then (--json, --html)',
   usage: [
-    'kith audit [--since T] [--agent NAME] [--file F] [--json] [--html FILE]',
-    'kith audit export [--since T] > fleet.audit.jsonl',
-    '    the signed events an audit reads, one JSON event per line',
+    'kith audit [--since T] [--agent NAME] [--file F | --hub URL] [--json] [--html FILE]',
+    'kith audit export [--since T] [--hub URL] > fleet.audit.jsonl',
+    '    the signed events an audit reads, one JSON event per line (and, in a sealed fleet,',
+    '    the sealed events with the keys of their epochs, so a verifier opens them)',
   ],
   words: ['export'],
   arity: { min: 0, max: 1, error: 'kith audit takes no argument but export' },
@@ -34,6 +39,12 @@ export const auditCommand = declare({
       type: 'string',
       value: 'F',
       description: 'audit the events in F (from kith audit export; - for stdin), not this node',
+    },
+    hub: {
+      type: 'string',
+      value: 'URL',
+      description:
+        "read the hub's events, as this device (sealed ones opened with its keys), not node.db",
     },
     json: { type: 'boolean', description: 'the report as one JSON object' },
     html: {
@@ -51,11 +62,17 @@ non-approver that counted, a quorum card that ran short, a tool that changes thi
 card while the policy said ask, a session started with a mode by someone not an approver, a card
 answered after its policy changed, a forged policy, a bad signature.
 Exit status: 0 nothing flagged, 1 something flagged (each flag has a stable code in --json),
-2 a bad option or a --file that is not an export, 5 no such --file or --agent.
+2 a bad option, a bad --hub URL or a --file that is not an export, 5 no such --file or
+--agent, 6 the --hub could not be reached or refused this device.
 By default it reads this node's store (node.db; kith up need not run): sealed events this node
-opened are read as they were checked on arrival. --file audits an export instead (every
-signature checked; sealed events no key here opens are counted and said, and the grants,
-revocations and policies are still checked). See nips/kith-agents.md, "Audit".`,
+opened are read as they were checked on arrival. --hub URL reads the hub's copy instead,
+authenticated as this device: every signature is checked, and sealed events are opened with
+this device's keys (a hub keeps only each policy's newest version). --file audits an export
+(every signature checked; sealed events are opened with the epoch keys the export discloses;
+those no key opens are counted and said, and the grants, revocations and policies are still
+checked). In a sealed fleet, export writes each sealed event as the hub carries it (from --hub,
+else the configured hubs or the running kith up's own) with the key of its epoch: whoever
+holds the file can read the sealed events of those epochs. See nips/kith-agents.md, "Audit".`,
 })
 
 /** The kinds an audit reads: authority, policies, prompts and answers, cards and decisions. */
@@ -92,7 +109,8 @@ function why(e: NodeJS.ErrnoException): string {
   return e.message
 }
 
-function fileEvents(path: string): NostrEvent[] {
+/** An export's events and the epoch keys it discloses. */
+function fileEvents(path: string): { events: NostrEvent[]; epochs: Epoch[] } {
   let text: string
   try {
     text = readFileSync(path === '-' ? 0 : path, 'utf8')
@@ -104,23 +122,114 @@ function fileEvents(path: string): NostrEvent[] {
       `--file ${path}: cannot read it (${why(e)})`,
     )
   }
-  const out: NostrEvent[] = []
+  const events: NostrEvent[] = []
+  const epochs: Epoch[] = []
   text.split('\n').forEach((line, i) => {
     if (line.trim() === '') return
     try {
-      out.push(parseEvent(JSON.parse(line)))
+      const parsed = parseExportLine(JSON.parse(line))
+      if ('epoch' in parsed) epochs.push(parsed.epoch)
+      else events.push(parsed.event)
     } catch (err) {
       if (!(err instanceof KithError) && !(err instanceof SyntaxError)) throw err
       throw new KithError(
         'usage',
-        `--file ${path}, line ${i + 1}: not a signed Nostr event (${err.message}); kith audit export writes one a line`,
+        `--file ${path}, line ${i + 1}: not a signed Nostr event nor an epoch key (${err.message}); kith audit export writes one a line`,
       )
     }
   })
-  return out
+  return { events, epochs }
 }
 
-export function runAudit(argv: string[], out: Out): number {
+/** This node's keys of the epochs `events` were sealed under. */
+function keysOf(home: string, events: readonly NostrEvent[]): Map<string, Epoch> {
+  const ids = new Set(events.filter(isSealed).map((e) => sealedEpochId(e)!))
+  return withStore(home, (store) => {
+    const out = new Map<string, Epoch>()
+    for (const id of ids) {
+      const epoch = store.e2e.epoch(id)
+      if (epoch !== undefined) out.set(id, epoch)
+    }
+    return out
+  })
+}
+
+/** The hub's events, or exit status 6 with why when it cannot be read. */
+async function fromHub<T>(url: string, out: Out, read: () => Promise<T>): Promise<T | number> {
+  try {
+    return await read()
+  } catch (err) {
+    // bad-url stays a usage error (2); a hub not reached, or refusing this device, is 6 (not 1,
+    // which says "flagged").
+    if (!isKithError(err) || err.code === 'bad-url' || err.code === 'usage') throw err
+    out.err(`kith: --hub ${url}: ${err.message}`)
+    return 6
+  }
+}
+
+/**
+ * kith audit export: this node's events that carry their own signature; for those it opened
+ * from sealed ones, the sealed forms as a hub carries them (the configured hubs, else the
+ * running kith up's), and the keys of their epochs; with --hub, that hub's events as it holds them.
+ */
+async function runExport(
+  id: Identity,
+  hub: string | undefined,
+  since: number | undefined,
+  out: Out,
+): Promise<number> {
+  let events: NostrEvent[]
+  const sealedForms: NostrEvent[] = []
+  let left = 0
+  if (hub !== undefined) {
+    const got = await fromHub(hub, out, () => hubAuditEvents(id, hub, since))
+    if (typeof got === 'number') return got
+    events = got.filter(verifyEventSignature)
+  } else {
+    events = []
+    // Opened here from sealed ones: their signature is the sealed form's, which the hubs keep.
+    const missing = new Set<string>()
+    for (const e of nodeEvents(id.home, since))
+      if (verifyEventSignature(e)) events.push(e)
+      else missing.add(e.id)
+    // The configured hubs, else the hub embedded in this machine's running kith up.
+    const embedded =
+      missing.size > 0 && id.config.hubs.length === 0
+        ? await openLocalFleet(id).embeddedHub?.()
+        : undefined
+    for (const url of embedded === undefined ? id.config.hubs : [embedded]) {
+      if (missing.size === 0) break
+      try {
+        for (const e of await hubEventsById(id, url, [...missing]))
+          if (missing.has(e.id) && isSealed(e) && verifyEventSignature(e)) {
+            sealedForms.push(e)
+            missing.delete(e.id)
+          }
+      } catch (err) {
+        if (!isKithError(err)) throw err
+        out.err(`${url}: not reached (${err.message})`)
+      }
+    }
+    left = missing.size
+  }
+  const written = [...events, ...sealedForms]
+  const keys = keysOf(id.home, written)
+  for (const e of written) out.line(JSON.stringify(e))
+  for (const epoch of keys.values()) out.line(epochLine(epoch))
+  const sealed = written.filter(isSealed).length
+  out.err(
+    `exported ${written.length} signed events` +
+      (sealed > 0
+        ? `, ${sealed} of them sealed, with the keys of ${keys.size} epoch${keys.size === 1 ? '' : 's'} (whoever holds the file reads the sealed events of those epochs)`
+        : '') +
+      (left > 0
+        ? `; ${left} opened here from sealed ones are not: no hub gave their sealed form (try --hub URL), audit those on this node with kith audit`
+        : ''),
+  )
+  return 0
+}
+
+export async function runAudit(argv: string[], out: Out): Promise<number> {
   const parsed = auditCommand.parse(argv, out)
   if (typeof parsed === 'number') return parsed
   const { values, positionals } = parsed
@@ -131,24 +240,30 @@ export function runAudit(argv: string[], out: Out): number {
   const id = loadIdentity(resolveKithHome())
   const fleet = id.config.fleet
   if (fleet === undefined) throw new KithError('not-initialized', 'this machine is in no fleet yet')
+  if (values.file !== undefined && values.hub !== undefined)
+    throw new KithError('usage', 'kith audit reads --file or --hub, not both')
   if (sub === 'export') {
     if (values.file !== undefined)
       throw new KithError('usage', 'kith audit export reads this node, not --file')
-    const events = nodeEvents(id.home, since)
-    // Only what still carries its own signature: an event this node opened is not exported as
-    // if it were signed so (its signature is the sealed form's).
-    let left = 0
-    for (const e of events) {
-      if (verifyEventSignature(e)) out.line(JSON.stringify(e))
-      else left++
-    }
-    out.err(
-      `exported ${events.length - left} signed events${left > 0 ? `; ${left} opened here from sealed ones are not (their signature is the sealed form's): audit those on this node, with kith audit` : ''}`,
-    )
-    return 0
+    return runExport(id, values.hub, since, out)
   }
   const fromFile = values.file !== undefined
-  let events = fromFile ? fileEvents(values.file!) : nodeEvents(id.home, since)
+  let events: NostrEvent[]
+  let keyOf: ((epochId: string) => Epoch | undefined) | undefined
+  if (fromFile) {
+    const file = fileEvents(values.file!)
+    events = file.events
+    const disclosed = new Map(file.epochs.map((e) => [e.id, e]))
+    keyOf = (epochId) => disclosed.get(epochId)
+  } else if (values.hub !== undefined) {
+    const hub = values.hub
+    const got = await fromHub(hub, out, () => hubAuditEvents(id, hub, since))
+    if (typeof got === 'number') return got
+    events = got
+    const held = keysOf(id.home, events)
+    keyOf = (epochId) => held.get(epochId)
+    out.err(`reading ${hub} as this device (${events.length} events)…`)
+  } else events = nodeEvents(id.home, since)
   if (fromFile && since !== undefined)
     events = events.filter(
       (e) =>
@@ -157,7 +272,8 @@ export function runAudit(argv: string[], out: Out): number {
         e.kind === Kind.AgentPolicy ||
         e.created_at >= since,
     )
-  if (!fromFile) out.err(`reading this node's store (${events.length} events)…`)
+  if (!fromFile && values.hub === undefined)
+    out.err(`reading this node's store (${events.length} events)…`)
   const nameOf = withLocalNode(({ names }) => {
     const known = new Map<string, string>()
     const keys = new Set<string>([fleet])
@@ -174,9 +290,12 @@ export function runAudit(argv: string[], out: Out): number {
     fleet,
     events,
     verifySignature: verifyEventSignature,
+    ...(keyOf === undefined ? {} : { keyOf }),
     // node.db keeps a sealed event opened under the sealed form's id and signature; the node
-    // checked that signature when it arrived. An export carries no such event.
-    ...(fromFile ? {} : { vouched: (e: NostrEvent) => sealedKinds.has(e.kind) }),
+    // checked that signature when it arrived. An export or a hub carries no such event.
+    ...(fromFile || values.hub !== undefined
+      ? {}
+      : { vouched: (e: NostrEvent) => sealedKinds.has(e.kind) }),
   })
   if (values.agent !== undefined) {
     const a = values.agent

@@ -1,4 +1,5 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
+import { isNotice } from '../../events/agent-binding.js'
 import { parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/permission-cards.js'
@@ -294,6 +295,11 @@ class ChatSession {
       this.show(
         `[card ${n}] ${card.agent}: ${card.title} (${card.toolKind})${card.sensitive === null ? '' : `  ⚠ ${card.sensitive}`}  ${card.options.map((o, i) => `[${i + 1}] ${o.name}`).join('  ')}`,
       )
+      // The tally, as kith permit shows it: a card that waits for other people says so.
+      if (card.quorum !== null)
+        this.show(
+          `  👥 needs ${card.quorum.n} people: ${card.quorum.text}${card.quorum.allowedBy.length === 0 ? '' : ` (allowed by ${card.quorum.allowedBy.join(', ')}${card.quorum.mine ? ': you' : ''})`}`,
+        )
       for (const l of previewLines(card.preview, { indent: 2 })) this.show(l)
     }
     this.show('answer with /allow N [OPTION], /always N or /reject N')
@@ -614,8 +620,12 @@ class ChatSession {
       if (item.channel !== this.channel()) return
       // An answered card: its turn no longer waits for a person.
       if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
-      // A turn that answered is over, whatever frames were lost.
-      if (item.event.kind === 9) {
+      // A turn that answered is over, whatever frames were lost; a notice answers nothing (a
+      // quorum card's "1 of 2" tally: the turn still waits) unless it says how the turn ended.
+      if (
+        item.event.kind === 9 &&
+        (!isNotice(item.event) || item.event.tags.some((t) => t[0] === 'outcome'))
+      ) {
         const answered = threadOf(item.event).parent
         if (answered !== undefined && this.turns.has(answered)) {
           this.turns.delete(answered)

@@ -6,7 +6,7 @@ import { resolveKithHome } from '../../identity/home.js'
 import { loadIdentity } from '../../identity/keys.js'
 import { describeReports, syncHubs, type FleetNode } from '../../node/fleet.js'
 import { defaultEmbeddedPort } from '../../node/kith-node.js'
-import { PairingChannel } from '../../pairing/channel.js'
+import { CliPairingLane } from '../../pairing/cli-lane.js'
 import { isLocked, rearm, recordFailure } from '../../pairing/lockout.js'
 import { PairingRun, pending } from '../../pairing/run.js'
 import { encodePairingCode, type PairRole } from '../../pairing/protocol/code.js'
@@ -76,7 +76,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   }
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
   const node = openLocalFleet(id)
-  let channel: PairingChannel | undefined
+  let channel: CliPairingLane | undefined
   let session: InviterSession | undefined
   const run = new PairingRun()
   try {
@@ -95,7 +95,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
     )
     session = s
     try {
-      channel = await PairingChannel.open(connectUrl, s.code.pid)
+      channel = await CliPairingLane.open(connectUrl, s.code.pid)
     } catch (err) {
       throw new KithError(
         'io',

@@ -1,6 +1,6 @@
 import { KithError } from '../../errors.js'
 import { normalizeRelayUrl } from '../../events/nip42.js'
-import { PairingChannel } from '../../pairing/channel.js'
+import { CliPairingLane } from '../../pairing/cli-lane.js'
 import { decodePairingCode, type PairingCode, type PairRole } from '../../pairing/protocol/code.js'
 import { PairError } from '../../pairing/protocol/errors.js'
 import { PairingRun, pending } from '../../pairing/run.js'
@@ -35,7 +35,7 @@ export async function runJoinExchange(
   out: Out,
 ): Promise<{ code: PairingCode; hubs: string[]; enrollment: Enrollment }> {
   const now = () => Math.floor(Date.now() / 1000)
-  let channel: PairingChannel | undefined
+  let channel: CliPairingLane | undefined
   let session: JoinerSession | undefined
   const run = new PairingRun()
   try {
@@ -59,7 +59,7 @@ export async function runJoinExchange(
       `via the hub ${hub}, as a ${code.role === 'owner' ? 'member (owner)' : 'device'}? (contacting the hub for the 6 digits)`,
     )
     const key = spec.key()
-    const ch = await PairingChannel.open(hub, code.pid)
+    const ch = await CliPairingLane.open(hub, code.pid)
     channel = ch
     const sasReady = pending()
     const enrolled = pending<{ enrollment: Enrollment; ack: PairMessage }>()

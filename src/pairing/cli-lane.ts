@@ -19,7 +19,7 @@ const maxLaneFrameBytes = 64 * 1024
  * the other party go to the listener in order (those that came before it was set are queued); a
  * refusal, a burn or a disconnect goes, once, to the failure listener.
  */
-export class PairingChannel {
+export class CliPairingLane {
   private readonly key = generateSecretKey()
   private readonly queued: PairMessage[] = []
   private onMessage: ((m: PairMessage) => void) | undefined
@@ -38,7 +38,7 @@ export class PairingChannel {
     url: string,
     pid: string,
     timeoutMs = defaultRelayTimeoutMs,
-  ): Promise<PairingChannel> {
+  ): Promise<CliPairingLane> {
     const ws = new WebSocket(url, { handshakeTimeout: timeoutMs, maxPayload: maxLaneFrameBytes })
     let client: RelayClient
     try {
@@ -50,7 +50,7 @@ export class PairingChannel {
         `cannot reach the hub ${url}: ${err instanceof Error ? err.message : String(err)}`,
       )
     }
-    const opened = new PairingChannel(client, pid)
+    const opened = new CliPairingLane(client, pid)
     try {
       await new Promise<void>((resolve, reject) => {
         let subscribed = false
