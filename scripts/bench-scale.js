@@ -1,6 +1,6 @@
 // npm run bench:scale [-- --max N --only size|devices|catchup --queries Q --devices D
 //                        --strfry PATH | --against ws://HOST:PORT [--against-pid PID]
-//                        [--against-db DIR] --svg FILE]
+//                        [--against-db DIR] --svg FILE | --plot REPORT.json]
 // How the cost grows with the work, for a kith hub and (with --strfry or --against) another
 // relay in the same run, with the same client (scripts/bench-relay.js). Prints JSON and draws
 // docs/bench-scale.svg.
@@ -23,7 +23,7 @@
 // dir), so every row is measured for it; --against URL measures a relay started apart, and the
 // rows that need to restart it (start-up, cold queries) are left out for it.
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -61,7 +61,11 @@ const { values } = parseArgs({
     against: { type: 'string' },
     'against-pid': { type: 'string' },
     'against-db': { type: 'string' },
-    svg: { type: 'string', default: fileURLToPath(new URL('../docs/bench-scale.svg', import.meta.url)) },
+    plot: { type: 'string' },
+    svg: {
+      type: 'string',
+      default: fileURLToPath(new URL('../docs/bench-scale.svg', import.meta.url)),
+    },
   },
 })
 const MAX = Number(values.max)
@@ -105,16 +109,15 @@ function diskBytes(path) {
 /** A kith hub on its own db directory; start() resolves with its start-up ms. */
 function kithRelay(name, founder) {
   const db = join(dir, name)
-  rmSync(db, { recursive: true, force: true })
+  mkdirSync(db, { recursive: true })
   const relay = {
     name: 'kith',
     restartable: true,
     async start() {
       const t0 = performance.now()
-      const hub = await spawnHub(
-        ['--db', join(db, 'hub.db'), '--owner', founder, '--rate', '0'],
-        { env: { KITH_HOME: join(dir, `${name}-home`) } },
-      )
+      const hub = await spawnHub(['--db', join(db, 'hub.db'), '--owner', founder, '--rate', '0'], {
+        env: { KITH_HOME: join(dir, `${name}-home`) },
+      })
       relay.hub = hub
       relay.url = hub.url
       relay.pid = hub.child.pid
@@ -173,7 +176,6 @@ function strfryRelay(name, bin) {
     restartable: true,
     async start() {
       const port = await freePort()
-      const { mkdirSync } = await import('node:fs')
       mkdirSync(db, { recursive: true })
       const conf = join(dir, `${name}.conf`)
       writeFileSync(conf, strfryConf(db, port))
@@ -291,8 +293,9 @@ function makeFleet(people, devicesPer, agentsPer) {
   return { grants, authors }
 }
 
-const channels = ['general', 'ops', 'random', 'release', 'incidents', 'design']
-  .concat(Array.from({ length: 6 }, (_, i) => `proj-${i}`))
+const channels = ['general', 'ops', 'random', 'release', 'incidents', 'design'].concat(
+  Array.from({ length: 6 }, (_, i) => `proj-${i}`),
+)
 // One event every 30 s: a million is about a year of the fleet's history.
 const SPACING = 30
 const base = Math.floor(Date.now() / 1000) - SPACING * MAX - 3600
@@ -317,14 +320,23 @@ function makeHistory(fleet, from, to, recent) {
     if (x < 0.2 && parent) {
       ev = {
         kind: 7,
-        tags: [['e', parent.id], ['p', parent.pubkey], ['k', '9'], ['h', parent.ch]],
+        tags: [
+          ['e', parent.id],
+          ['p', parent.pubkey],
+          ['k', '9'],
+          ['h', parent.ch],
+        ],
         content: ['+', '👍', '🎉', '👀'][(r() * 4) | 0],
       }
     } else {
       const tags = [['h', ch]]
       if (parent && r() < 0.33) tags.push(['e', parent.id, '', 'reply'], ['p', parent.pubkey])
       const len = agent ? (x > 0.92 ? 1500 + r() * 2500 : 200 + r() * 800) : 10 + r() * 190
-      ev = { kind: 9, tags, content: `m${i} ${'lorem ipsum '.repeat(Math.ceil(len / 12))}`.slice(0, len) }
+      ev = {
+        kind: 9,
+        tags,
+        content: `m${i} ${'lorem ipsum '.repeat(Math.ceil(len / 12))}`.slice(0, len),
+      }
     }
     const signed = finalizeEvent({ ...ev, created_at: base + SPACING * i }, author.sk)
     out.push(signed)
@@ -378,7 +390,8 @@ async function sizeRun(relays, fleet, measure) {
       for (const relay of relays) {
         const s = state.get(relay)
         const run = await pump(s.conns, events, INFLIGHT)
-        if (run.refused > 0) throw new Error(`${relay.name}: ${run.refused} refused: ${run.firstRefusal}`)
+        if (run.refused > 0)
+          throw new Error(`${relay.name}: ${run.refused} refused: ${run.firstRefusal}`)
         lastSlice.set(relay, { ...run, n: events.length, load: load() })
       }
       done = to
@@ -440,6 +453,7 @@ async function catchUp(relay, fleet, ids) {
   })
   for (const g of fleet.grants) mine.push({ id: g.id, created_at: g.created_at })
   const socket = ws._socket
+  const cpu0 = relay.pid ? threadCpu(relay.pid) : {}
   const r0 = socket.bytesRead
   const w0 = socket.bytesWritten
   const t0 = performance.now()
@@ -454,10 +468,15 @@ async function catchUp(relay, fleet, ids) {
   const r1 = socket.bytesRead
   const w1 = socket.bytesWritten
   let got = 0
-  await fetchIds(client, result.need, (events) => {
-    got += events.length
-    return Promise.resolve()
-  }, 120_000)
+  await fetchIds(
+    client,
+    result.need,
+    (events) => {
+      got += events.length
+      return Promise.resolve()
+    },
+    120_000,
+  )
   const t2 = performance.now()
   const row = {
     relay: relay.name,
@@ -465,13 +484,15 @@ async function catchUp(relay, fleet, ids) {
     held_by_node: mine.length,
     missing: missing.size,
     found: result.need.length,
-    found_exactly_the_missing: result.need.length === missing.size && result.need.every((id) => missing.has(id)),
+    found_exactly_the_missing:
+      result.need.length === missing.size && result.need.every((id) => missing.has(id)),
     fetched: got,
     rounds: result.rounds,
     reconcile_s: round((t1 - t0) / 1000, 2),
     fetch_s: round((t2 - t1) / 1000, 2),
     total_s: round((t2 - t0) / 1000, 2),
     reconcile_bytes: { down: r1 - r0, up: w1 - w0 },
+    relay_cpu_s: relay.pid ? cpuSpent(cpu0, threadCpu(relay.pid)) : [],
     total_bytes: { down: socket.bytesRead - r0, up: socket.bytesWritten - w0 },
     load_average: load(),
   }
@@ -486,7 +507,12 @@ async function postSeries(ws, author, ch, n, tag) {
   const samples = []
   for (let i = 0; i < n; i++) {
     const e = finalizeEvent(
-      { kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [['h', ch]], content: `${tag} ${i}` },
+      {
+        kind: 9,
+        created_at: Math.floor(Date.now() / 1000),
+        tags: [['h', ch]],
+        content: `${tag} ${i}`,
+      },
       author.sk,
     )
     const t = performance.now()
@@ -525,7 +551,10 @@ async function devicesRun(relay) {
         if (msg[0] === 'EOSE') resolve()
         else if (msg[0] === 'EVENT') {
           const sent = delivered.get(msg[2].id)
-          if (sent) sent.at.push(performance.now() - sent.t)
+          if (sent) {
+            sent.at.push(performance.now() - sent.t)
+            if (sent.at.length === subscribers.length) sent.all()
+          }
         }
       })
       ws.send(JSON.stringify(['REQ', 'busy', { kinds: [9], '#h': ['busy'], limit: 0 }]))
@@ -539,15 +568,24 @@ async function devicesRun(relay) {
   let complete = 0
   for (let i = 0; i < 50; i++) {
     const e = finalizeEvent(
-      { kind: 9, created_at: Math.floor(Date.now() / 1000), tags: [['h', 'busy']], content: `busy ${i}` },
+      {
+        kind: 9,
+        created_at: Math.floor(Date.now() / 1000),
+        tags: [['h', 'busy']],
+        content: `busy ${i}`,
+      },
       poster.authors[0].sk,
     )
+    let timer
     const entry = { t: performance.now(), at: [] }
+    const all = new Promise((resolve) => {
+      entry.all = resolve
+      timer = setTimeout(resolve, 30_000)
+    })
     delivered.set(e.id, entry)
     await publishOne(member, e)
-    const deadline = performance.now() + 30_000
-    while (entry.at.length < subscribers.length && performance.now() < deadline)
-      await new Promise((resolve) => setImmediate(resolve))
+    await all
+    clearTimeout(timer)
     if (entry.at.length === subscribers.length) complete++
     deliver.push(...entry.at)
   }
@@ -555,11 +593,15 @@ async function devicesRun(relay) {
     relay: relay.name,
     connections: held.length,
     subscribers: subscribers.length,
-    authenticated: relay.name === 'kith' ? 'every connection (NIP-42, a device key each)' : 'none asked',
+    authenticated:
+      relay.name === 'kith' ? 'every connection (NIP-42, a device key each)' : 'none asked',
     rss_before_mb: before,
     rss_held_mb: after,
     rss_per_connection_kb: round(((after.rss_mb - before.rss_mb) * 1024) / held.length, 1),
-    anon_per_connection_kb: round(((after.rss_anon_mb - before.rss_anon_mb) * 1024) / held.length, 1),
+    anon_per_connection_kb: round(
+      ((after.rss_anon_mb - before.rss_anon_mb) * 1024) / held.length,
+      1,
+    ),
     event_ok_idle_ms: idle,
     event_ok_held_ms: loaded,
     held_over_idle_p99: round(loaded.p99 / idle.p99, 2),
@@ -577,9 +619,9 @@ async function devicesRun(relay) {
 
 /** Three panels by hand (no plotting dependency): warm p50 per shape, RSS and ingest rate. */
 function drawSvg(rows) {
-  const W = 960
+  const W = 1060
   const H = 300
-  const pw = 280
+  const pw = 260
   const ph = 200
   const relays = [...new Set(rows.map((r) => r.relay))]
   const colour = (name) => (name === 'kith' ? '#1f77b4' : '#d62728')
@@ -637,27 +679,38 @@ function drawSvg(rows) {
     true,
   )
   body += panel(
-    370,
+    390,
     'RSS after queries (MB)',
     'log',
     seriesOf(
       [
-        ['anon', (r) => r.memory_after_queries?.rss_anon_mb ?? r.memory_after_ingest?.rss_anon_mb, false],
-        ['file', (r) => r.memory_after_queries?.rss_file_mb ?? r.memory_after_ingest?.rss_file_mb, true],
+        [
+          'anon',
+          (r) => r.memory_after_queries?.rss_anon_mb ?? r.memory_after_ingest?.rss_anon_mb,
+          false,
+        ],
+        [
+          'file',
+          (r) => r.memory_after_queries?.rss_file_mb ?? r.memory_after_ingest?.rss_file_mb,
+          true,
+        ],
       ],
       short,
     ),
     false,
   )
   body += panel(
-    690,
+    730,
     'ingest, last slice (events/s)',
     'log',
     seriesOf([['', (r) => r.ingest_last_slice.events_per_s, false]], short),
     false,
   )
   const legend = relays
-    .map((rel, i) => `<text x="${50 + i * 200}" y="${H - 5}" font-size="11" fill="${colour(rel)}">${rel === 'kith' ? 'kith hub' : rel} (${short(rel)})</text>`)
+    .map(
+      (rel, i) =>
+        `<text x="${50 + i * 200}" y="${H - 5}" font-size="11" fill="${colour(rel)}">${rel === 'kith' ? 'kith hub' : rel} (${short(rel)})</text>`,
+    )
     .join('')
   return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif">
 <rect width="${W}" height="${H}" fill="white"/>
@@ -668,6 +721,14 @@ ${legend}
 }
 
 // ---- run --------------------------------------------------------------------------------------
+
+// --plot REPORT.json only draws the SVG again from a saved report.
+if (values.plot !== undefined) {
+  const { readFileSync } = await import('node:fs')
+  writeFileSync(values.svg, drawSvg(JSON.parse(readFileSync(values.plot, 'utf8')).size))
+  rmSync(dir, { recursive: true, force: true })
+  process.exit(0)
+}
 
 const report = {
   bench: 'scale',
