@@ -10,19 +10,28 @@
 // --verify sets the hub's KITH_VERIFY. --against runs the owner load (same events, connections,
 // in-flight and queries) against another relay instead of a kith hub, e.g. strfry, so the two
 // compare in one command; --against-pid names its process for the peak RSS.
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import WebSocket from 'ws'
 import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm, finalizeEvent, verifyEvent } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { hexToBytes } from '@noble/hashes/utils.js'
-import { signAuthEvent } from '../dist/events/nip42.js'
 import { signGrant } from '../dist/grants/grant.js'
 import { loadNativeVerifier } from '../dist/verify/native.js'
 import { spawnHub } from './hub-process.js'
+import {
+  connect as connectRelay,
+  cpuSpent,
+  memoryOf,
+  publishOne,
+  pump,
+  round,
+  summary,
+  threadCpu,
+  timeShapes,
+} from './bench-relay.js'
 
 const { values } = parseArgs({
   options: {
@@ -50,14 +59,6 @@ const Q = Number(values.queries)
 
 setNostrWasm(await initNostrWasm())
 const progress = (s) => process.stderr.write(`bench:hub ${s}\n`)
-const pct = (sorted, p) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-const round = (x, d = 3) => Math.round(x * 10 ** d) / 10 ** d
-const summary = (samples) => {
-  const s = [...samples].sort((a, b) => a - b)
-  return { p50: round(pct(s, 50)), p95: round(pct(s, 95)), p99: round(pct(s, 99)) }
-}
-
 // Single-core verify rate of nostr-tools/wasm, measured in this run: the yardstick that makes
 // results from different machines comparable.
 function verifyRate(events) {
@@ -76,41 +77,6 @@ function nativeVerifyRate(events) {
   for (const e of sample)
     if (native.verify(e) !== 'ok') throw new Error('self-signed event failed to verify')
   return sample.length / ((performance.now() - t0) / 1000)
-}
-
-// Resident memory of a process at its peak and now, MB (Linux /proc). Now is also split into
-// anonymous pages (the process's own: heaps, caches) and file-backed ones (its binary and
-// libraries, and files it maps: for a kith hub mostly the `node` binary, for strfry its LMDB).
-function memoryOf(pid) {
-  if (pid === undefined) return {}
-  try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-    const mb = (field) =>
-      round(Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) / 1024, 1)
-    return {
-      peak_rss_mb: mb('VmHWM'),
-      rss_mb: mb('VmRSS'),
-      rss_anon_mb: mb('RssAnon'),
-      rss_file_mb: mb('RssFile'),
-    }
-  } catch {
-    // Not Linux, or the process is gone: memory is optional in the report.
-    return {}
-  }
-}
-
-// CPU seconds per hub thread (Linux /proc), to show where ingest time goes.
-function threadCpu(pid) {
-  const ticks = {}
-  try {
-    for (const t of readdirSync(`/proc/${pid}/task`)) {
-      const f = readFileSync(`/proc/${pid}/task/${t}/stat`, 'utf8').split(') ')[1].split(' ')
-      ticks[t] = Number(f[11]) + Number(f[12])
-    }
-  } catch {
-    // Not Linux: the breakdown is optional.
-  }
-  return ticks
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'kith-bench-'))
@@ -159,40 +125,9 @@ function signAll(authorOf) {
   return events
 }
 
-function connect(url, sk) {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url)
-    ws.once('error', reject)
-    // Another relay may not ask for AUTH (strfry does not by default): open and a quiet
-    // quarter second are enough there; one that asks gets the same AUTH as a kith hub.
-    let quiet
-    if (against !== undefined) ws.once('open', () => (quiet = setTimeout(() => resolve(ws), 250)))
-    ws.on('message', function first(data) {
-      const msg = JSON.parse(data.toString())
-      if (msg[0] === 'AUTH') clearTimeout(quiet)
-      if (msg[0] === 'AUTH') ws.send(JSON.stringify(['AUTH', signAuthEvent(url, msg[1], sk)]))
-      else if (msg[0] === 'OK') {
-        ws.off('message', first)
-        if (!msg[2]) reject(new Error(`AUTH refused: ${msg[3]}`))
-        else resolve(ws)
-      }
-    })
-  })
-}
-
-function publishOne(ws, event) {
-  return new Promise((resolve, reject) => {
-    const onMsg = (data) => {
-      const msg = JSON.parse(data.toString())
-      if (msg[0] !== 'OK' || msg[1] !== event.id) return
-      ws.off('message', onMsg)
-      if (msg[2]) resolve()
-      else reject(new Error(`refused: ${msg[3]}`))
-    }
-    ws.on('message', onMsg)
-    ws.send(JSON.stringify(['EVENT', event]))
-  })
-}
+// Another relay may not ask for AUTH (strfry does not by default): open and a quiet quarter
+// second are enough there; one that asks gets the same AUTH as a kith hub.
+const connect = (url, sk) => connectRelay(url, sk, { quietMs: 250 })
 
 async function ingest(label, events) {
   const hubArgs = [
@@ -224,52 +159,14 @@ async function ingest(label, events) {
         }
   const conns = await Promise.all(Array.from({ length: C }, () => connect(hub.url, founderSk)))
   for (const g of [deviceGrant, ...agentGrants]) await publishOne(conns[0], g)
-  const frames = events.map((e) => JSON.stringify(['EVENT', e]))
   progress(`${label}: ingesting ${N} events over ${C} connections, ${F} in flight each`)
   const cpuBefore = hub.child.pid === undefined ? {} : threadCpu(hub.child.pid)
   const selfBefore = process.cpuUsage()
-  const latencies = new Float64Array(N)
-  const sentAt = new Map()
-  let next = 0
-  let acked = 0
-  let refused = 0
-  let firstRefusal = ''
-  const t0 = performance.now()
-  await new Promise((resolve) => {
-    const sendOne = (ws) => {
-      if (next >= N) return
-      const i = next++
-      sentAt.set(events[i].id, [i, performance.now()])
-      ws.send(frames[i])
-    }
-    for (const ws of conns) {
-      ws.on('message', (data) => {
-        const msg = JSON.parse(data.toString())
-        if (msg[0] !== 'OK') return
-        const entry = sentAt.get(msg[1])
-        if (!entry) return
-        sentAt.delete(msg[1])
-        latencies[entry[0]] = performance.now() - entry[1]
-        if (!msg[2]) {
-          refused++
-          firstRefusal ||= msg[3]
-        }
-        if (++acked === N) resolve()
-        else sendOne(ws)
-      })
-      for (let k = 0; k < F; k++) sendOne(ws)
-    }
-  })
-  const seconds = (performance.now() - t0) / 1000
+  const { seconds, latencies, refused, firstRefusal } = await pump(conns, events, F)
   if (refused > 0)
     throw new Error(`${label}: ${refused} events refused during ingest: ${firstRefusal}`)
-  const cpuAfter = hub.child.pid === undefined ? {} : threadCpu(hub.child.pid)
+  const hubCpu = hub.child.pid === undefined ? [] : cpuSpent(cpuBefore, threadCpu(hub.child.pid))
   const selfCpu = process.cpuUsage(selfBefore)
-  const hubCpu = Object.entries(cpuAfter)
-    .map(([t, v]) => round((v - (cpuBefore[t] ?? 0)) / 100, 2))
-    .filter((d) => d > 0.01)
-    .sort((a, b) => b - a)
-  for (const ws of conns) ws.removeAllListeners('message')
   return {
     hub,
     conns,
@@ -287,25 +184,6 @@ async function ingest(label, events) {
 }
 
 async function timeQueries(ws, events) {
-  let subN = 0
-  const timeReq = (filter) =>
-    new Promise((resolve) => {
-      const sub = `q${subN++}`
-      let count = 0
-      const t = performance.now()
-      const onMsg = (data) => {
-        const msg = JSON.parse(data.toString())
-        if (msg[1] !== sub) return
-        if (msg[0] === 'EVENT') count++
-        else if (msg[0] === 'EOSE' || msg[0] === 'CLOSED') {
-          ws.off('message', onMsg)
-          ws.send(JSON.stringify(['CLOSE', sub]))
-          resolve({ ms: performance.now() - t, count })
-        }
-      }
-      ws.on('message', onMsg)
-      ws.send(JSON.stringify(['REQ', sub, filter]))
-    })
   const pick = (i) => events[(i * 7919) % N]
   const shapes = {
     id: (i) => ({ ids: [pick(i).id] }),
@@ -320,21 +198,7 @@ async function timeQueries(ws, events) {
   // Two passes over the shapes, both reported: the first meets code neither process has run yet
   // (a JIT's first runs, on the client too), so its first shape paid for that and the order of the
   // shapes moved its numbers; the second is the steady state a long-running relay serves.
-  const pass = async () => {
-    const queries = {}
-    for (const [name, make] of Object.entries(shapes)) {
-      const samples = []
-      let results = 0
-      for (let i = 0; i < Q; i++) {
-        const r = await timeReq(make(i))
-        samples.push(r.ms)
-        results = r.count
-      }
-      const s = summary(samples)
-      queries[name] = { p50_ms: s.p50, p95_ms: s.p95, results_last: results }
-    }
-    return queries
-  }
+  const pass = () => timeShapes(ws, shapes, Q)
   progress('timing queries: first pass')
   const cold = await pass()
   progress('timing queries: second pass')
