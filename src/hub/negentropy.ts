@@ -42,9 +42,12 @@ const modeIdList = 2
  * Bounds are copied byte for byte; only modes and payloads change. Throws on a malformed message.
  */
 export function asResponderQuery(hex: string): string {
-  const bytes = Uint8Array.from(hex.match(/../g) ?? [], (b) => parseInt(b, 16))
+  const bytes = Buffer.from(hex, 'hex')
+  if (bytes.length * 2 !== hex.length) throw new Error('the message is not hex')
   let at = 0
-  const out: number[] = []
+  // Views of the message (bounds and modes kept) and the stand-in for each IdList payload,
+  // joined once at the end: answers over large sets carry thousands of ranges.
+  const out: Uint8Array[] = []
   const need = (n: number) => {
     if (at + n > bytes.length) throw new Error('the message ends prematurely')
   }
@@ -57,9 +60,9 @@ export function asResponderQuery(hex: string): string {
       if ((byte & 128) === 0) return value
     }
   }
-  const copy = (from: number) => out.push(...bytes.subarray(from, at))
   need(1)
-  out.push(bytes[at++]!)
+  at++
+  out.push(bytes.subarray(0, 1))
   while (at < bytes.length) {
     const boundStart = at
     varint() // the bound's timestamp
@@ -67,24 +70,27 @@ export function asResponderQuery(hex: string): string {
     if (idLength > 32) throw new Error('bound key too long')
     need(idLength)
     at += idLength
-    copy(boundStart)
+    out.push(bytes.subarray(boundStart, at))
     const modeStart = at
     const mode = varint()
     if (mode === modeIdList) {
       const count = varint()
       need(count * 32)
       at += count * 32
-      out.push(modeFingerprint, ...new Uint8Array(16))
+      out.push(unmatchableFingerprint)
     } else {
       if (mode === modeFingerprint) {
         need(16)
         at += 16
       } else if (mode !== 0) throw new Error('unexpected mode')
-      copy(modeStart)
+      out.push(bytes.subarray(modeStart, at))
     }
   }
-  return out.map((b) => b.toString(16).padStart(2, '0')).join('')
+  return Buffer.concat(out).toString('hex')
 }
+
+/** Fingerprint mode and 16 zero bytes: a fingerprint no set has (see `asResponderQuery`). */
+const unmatchableFingerprint = Uint8Array.from([modeFingerprint, ...new Uint8Array(16)])
 
 /** A set still being read from the store, a slice per turn, resumed after the last row read. */
 interface Building {
