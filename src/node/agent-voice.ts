@@ -102,7 +102,12 @@ export class AgentVoice {
       this.node,
       agent,
       makeNotice(
-        { channel, fleet: this.node.book.fleet, text, ...(outcome === undefined ? {} : { outcome }) },
+        {
+          channel,
+          fleet: this.node.book.fleet,
+          text,
+          ...(outcome === undefined ? {} : { outcome }),
+        },
         this.node.now(),
       ),
       'a notice',

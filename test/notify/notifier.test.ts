@@ -121,7 +121,10 @@ describe('what notifies (classify)', () => {
     warnT.tags.push([...noticeTag])
     expect(
       classify(
-        signEvent({ ...warnT, tags: [...warnT.tags, ['outcome', 'refused', 'queued']] }, f.agent.sk),
+        signEvent(
+          { ...warnT, tags: [...warnT.tags, ['outcome', 'refused', 'queued']] },
+          f.agent.sk,
+        ),
         f.ctx,
       ),
     ).toMatchObject({ class: 'errors' })

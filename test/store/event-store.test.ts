@@ -210,7 +210,13 @@ describe('EventStore', () => {
       migrations: hubMigrations,
       usage: { exempt: new Set() },
     })
-    const sealed = ev({ tags: [['h', 'ops'], ['t', 'sealed']], content: 'ciphertext' })
+    const sealed = ev({
+      tags: [
+        ['h', 'ops'],
+        ['t', 'sealed'],
+      ],
+      content: 'ciphertext',
+    })
     const other = ev({ tags: [['t', 'sealed']], content: 'other' })
     store.insertBatch([sealed, other])
     const before = { ...store.usageOf(sealed.pubkey) }
