@@ -1,5 +1,4 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
-import { isNotice } from '../../events/agent-binding.js'
 import { endsTurn, parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/permission-cards.js'
