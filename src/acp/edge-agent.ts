@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream'
 import type * as Acp from '@agentclientprotocol/sdk'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import { outcomeOf, threadOf } from '../events/chat.js'
+import { outcomeOf, saysTurnGoesOn, threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
 import {
@@ -128,7 +128,8 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       void askEditor(event)
       return
     }
-    if (event.kind !== Kind.ChatMessage) return
+    // A notice whose outcome says the turn goes on (an answer to a card not acted on) ends none.
+    if (event.kind !== Kind.ChatMessage || saysTurnGoesOn(event)) return
     const turn = turns.get(threadOf(event).parent ?? '')
     if (turn === undefined) return
     // What the frames did not bring (they are best effort), from the reply itself.

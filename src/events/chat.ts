@@ -1,6 +1,6 @@
 import { KithError } from '../errors.js'
 import { tagValue, type EventTemplate, type NostrEvent } from './event.js'
-import { interruptTags, noticeTag } from './agent-binding.js'
+import { interruptTags, isNotice, noticeTag } from './agent-binding.js'
 import { Kind } from './kinds.js'
 
 const channelPattern = /^[a-z0-9][a-z0-9_.-]{0,63}$/
@@ -147,6 +147,29 @@ export function makeNotice(spec: NoticeSpec, createdAt: number): EventTemplate {
   if (spec.outcome) tags.push(['outcome', ...spec.outcome])
   tags.push(...(spec.extra ?? []).map((t) => [...t]))
   return { kind: Kind.ChatMessage, created_at: createdAt, tags, content: spec.text }
+}
+
+/**
+ * Codes of a notice's `outcome` that refuse something said about a running or queued turn, not
+ * the turn (kith-agents/1, "Outcome"): `queued` (an interrupt refused; the prompt waits its
+ * turn) and `still-open` (an answer to a card not acted on; the card still waits).
+ */
+export const turnGoesOn: readonly string[] = ['queued', 'still-open']
+
+/**
+ * Whether an agent's message under a prompt ends that prompt's turn: a reply that is not a
+ * notice answers it; a notice ends it only with an `outcome` whose code is not one of
+ * `turnGoesOn`. Every reader of turns (kith chat, the ACP edge, the audit) goes by this.
+ */
+export function endsTurn(event: Pick<NostrEvent, 'tags'>): boolean {
+  if (saysTurnGoesOn(event)) return false
+  return outcomeOf(event) !== undefined || !isNotice(event)
+}
+
+/** Whether a notice's `outcome` code is one of `turnGoesOn`: it refused a thing, not the turn. */
+export function saysTurnGoesOn(event: Pick<NostrEvent, 'tags'>): boolean {
+  const outcome = outcomeOf(event)
+  return outcome !== undefined && turnGoesOn.includes(outcome.code)
 }
 
 /**

@@ -2,7 +2,7 @@ import { KithError } from '../errors.js'
 import type { AgentPolicyEvent, Quorum } from '../events/agent-policy.js'
 import type { Epoch } from '../events/e2e-epoch.js'
 import { quorumApplies } from '../events/agent-policy.js'
-import { channelOf } from '../events/chat.js'
+import { channelOf, saysTurnGoesOn } from '../events/chat.js'
 import { isSealed } from '../events/e2e-seal.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -281,6 +281,8 @@ export function audit(source: AuditSource): AuditReport {
       e.tags.find((t) => t[0] === 'e' && t[3] === 'reply')?.[1] ??
       e.tags.find((t) => t[0] === 'e' && t[3] === 'root')?.[1]
     if (replyTo === undefined) continue
+    // A notice that says the turn goes on (an interrupt refused, a card still open) is no answer.
+    if (saysTurnGoesOn(e)) continue
     const key = `${e.pubkey}:${replyTo}`
     const before = answers.get(key)
     // The turn's answer is the agent's first reply to it (later ones are its own notices).

@@ -41,7 +41,8 @@ export class TurnCancels {
         agent,
         event,
         `⚠ you may not interrupt ${agent.record.name}: its approvers are ${describePolicy(agent.record.approvers)}; your prompt is queued`,
-        { notice: true },
+        // The interrupt is refused, not the prompt: its turn goes on (events/chat.ts turnGoesOn).
+        { notice: true, outcome: ['refused', 'queued'] },
       )
       agent.host.enqueue(job)
       return
@@ -54,7 +55,8 @@ export class TurnCancels {
         agent,
         event,
         `⚠ ${agent.record.name} was not interrupted: ${bound.reason}; your prompt is queued`,
-        { notice: true },
+        // The interrupt is refused, not the prompt: its turn goes on (events/chat.ts turnGoesOn).
+        { notice: true, outcome: ['refused', 'queued'] },
       )
       agent.host.enqueue(job)
       return
@@ -138,6 +140,7 @@ export class TurnCancels {
             pubkey,
             channel,
             `⚠ ${agent.record.name} ignored a cancel from ${this.node.names.who(control.pubkey).name}: ${refusal}`,
+            ['refused', 'cancel'],
           )
         continue
       }

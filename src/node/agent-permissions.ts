@@ -225,7 +225,8 @@ export class PermissionRequests {
         agent,
         pending.question,
         `⚠ the answer of ${who} to "${pending.title}" was not acted on: ${refusal}; the request is still open`,
-        { notice: true },
+        // The answer is refused, not the turn: the card still waits (events/chat.ts turnGoesOn).
+        { notice: true, outcome: ['refused', 'still-open'] },
       )
       return
     }
@@ -237,7 +238,8 @@ export class PermissionRequests {
         agent,
         pending.question,
         `⚠ ${who} may not approve ${agent.record.name}'s tool calls: its approvers are ${describePolicy(agent.record.approvers)} (kith agent add --approvers); the request is still open`,
-        { notice: true },
+        // The answer is refused, not the turn: the card still waits (events/chat.ts turnGoesOn).
+        { notice: true, outcome: ['refused', 'still-open'] },
       )
       return
     }
@@ -246,7 +248,8 @@ export class PermissionRequests {
         agent,
         pending.question,
         `⚠ the answer of ${who} to "${pending.title}" names no option of the request; the request is still open`,
-        { notice: true },
+        // The answer is refused, not the turn: the card still waits (events/chat.ts turnGoesOn).
+        { notice: true, outcome: ['refused', 'still-open'] },
       )
       return
     }

@@ -48,7 +48,7 @@ export class AgentSessionControl {
         agent,
         event,
         `⚠ you may not change ${agent.record.name}'s sessions: its approvers are ${describePolicy(agent.record.approvers)}`,
-        { notice: true },
+        { notice: true, outcome: ['refused', 'policy'] },
       )
       return
     }

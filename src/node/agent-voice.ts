@@ -1,4 +1,4 @@
-import { makeNotice, makeReply } from '../events/chat.js'
+import { makeNotice, makeReply, type ReplyOutcome } from '../events/chat.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { workMaxBytes, workTags } from '../events/turn-work.js'
@@ -91,14 +91,25 @@ export class AgentVoice {
     return reply
   }
 
-  /** A channel notice signed by a hosted agent (new session, …), not threaded under anything. */
-  noticeAs(agentPubkey: string, channel: string, text: string): void {
+  /**
+   * A channel notice signed by a hosted agent (new session, …), not threaded under anything;
+   * one that says something was refused or failed carries its `outcome` (readers go by it).
+   */
+  noticeAs(agentPubkey: string, channel: string, text: string, outcome?: ReplyOutcome): void {
     const agent = this.agent(agentPubkey)
     if (agent === undefined || this.node.stopped()) return
     postAsAgent(
       this.node,
       agent,
-      makeNotice({ channel, fleet: this.node.book.fleet, text }, this.node.now()),
+      makeNotice(
+        {
+          channel,
+          fleet: this.node.book.fleet,
+          text,
+          ...(outcome === undefined ? {} : { outcome }),
+        },
+        this.node.now(),
+      ),
       'a notice',
     )
   }

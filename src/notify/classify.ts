@@ -1,4 +1,4 @@
-import { channelOf, threadOf } from '../events/chat.js'
+import { channelOf, outcomeOf, threadOf } from '../events/chat.js'
 import { isNotice } from '../events/agent-binding.js'
 import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
@@ -80,8 +80,9 @@ function openPath(channel: string, thread: string | undefined): string {
  * What an admitted event means for this node's person, if anything. Pure apart from the lookups
  * in `ctx`. The rules (nips/kith-notify.md, "What notifies"):
  * - cards: a 4142 of an agent of this person's, or asked in a turn this person prompted;
- * - errors: a turn that failed or was refused (`outcome` tag), or an agent's `notice` starting
- *   with ⚠, in reply to this person or by this person's agent; a cancelled turn is nothing;
+ * - errors: an agent's reply or notice whose `outcome` tag says failed or refused, in reply to
+ *   this person or by this person's agent (the tag only: a leading ⚠ is text); a cancelled turn,
+ *   and any other notice, is nothing;
  * - finished: an agent's (non-notice) reply to a prompt of this person's;
  * - mentions: a chat message by another person with a `p` of this person's keys.
  */
@@ -144,13 +145,13 @@ export function classify(event: NostrEvent, ctx: ClassifyContext): Notice | unde
   if (ctx.isAgent(event.pubkey)) {
     const prompt = parent === undefined ? undefined : ctx.event(parent)
     const toMe = prompt !== undefined && mine(prompt.pubkey)
-    // A turn that failed (kith-agents/1 `outcome` failed or refused) is an error, whatever its
-    // length; so is a ⚠ notice.
-    const outcome = event.tags.find((t) => t[0] === 'outcome')?.[1]
+    // A turn or a request that failed or was refused (kith-agents/1 `outcome`) is an error,
+    // whatever its length or its text; a notice without one is nothing.
+    const outcome = outcomeOf(event)?.kind
     const failed = outcome === 'failed' || outcome === 'refused'
     if (outcome === 'cancelled') return undefined
-    if (isNotice(event) || failed) {
-      if (!failed && !event.content.startsWith('⚠')) return undefined
+    if (isNotice(event) && !failed) return undefined
+    if (failed) {
       if (!toMe && !mine(event.pubkey)) return undefined
       const title = `${author} in #${channel}`
       return {

@@ -2,6 +2,7 @@ import type { Statement } from 'better-sqlite3'
 import type { Epoch } from '../events/e2e-epoch.js'
 import type { NostrEvent } from '../events/event.js'
 import type { Db, Migration } from './db.js'
+import type { EventStore } from './event-store.js'
 import type { Holders } from '../grants/e2e-keyring.js'
 
 /**
@@ -55,9 +56,6 @@ export const e2eEpochSinceMigration: Migration = (db) => {
   db.prepare('UPDATE e2e_epochs SET since = ?').run(Math.floor(Date.now() / 1000))
 }
 
-/** Tag values longer than this are not indexed (as event-store.ts). */
-const maxTagValueIndexed = 1024
-
 interface EpochRow {
   id: string
   channel: string
@@ -81,13 +79,13 @@ export class E2eStore {
     markSealed: Statement<[string, string]>
     sealedFor: Statement<[string], { event_id: string }>
     unseal: Statement<[string]>
-    seqRaw: Statement<[string], { seq: number; created_at: number }>
-    setRaw: Statement<[string, number]>
-    dropTags: Statement<[number]>
-    addTag: Statement<[number, string, string, number]>
   }
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    /** node.db's events (the same database): an opened event replaces its sealed form there. */
+    private readonly events: EventStore,
+  ) {
     this.s = {
       addEpoch: db.prepare(
         'INSERT OR IGNORE INTO e2e_epochs (id, channel, number, key, since) VALUES (?, ?, ?, ?, ?)',
@@ -110,10 +108,6 @@ export class E2eStore {
       markSealed: db.prepare('INSERT OR IGNORE INTO e2e_sealed (event_id, epoch_id) VALUES (?, ?)'),
       sealedFor: db.prepare('SELECT event_id FROM e2e_sealed WHERE epoch_id = ?'),
       unseal: db.prepare('DELETE FROM e2e_sealed WHERE event_id = ?'),
-      seqRaw: db.prepare('SELECT seq, created_at FROM events WHERE id = ?'),
-      setRaw: db.prepare('UPDATE events SET raw = ? WHERE seq = ?'),
-      dropTags: db.prepare('DELETE FROM tags WHERE seq = ?'),
-      addTag: db.prepare('INSERT INTO tags (seq, name, value, created_at) VALUES (?, ?, ?, ?)'),
     }
   }
 
@@ -184,19 +178,9 @@ export class E2eStore {
    */
   replaceOpened(opened: NostrEvent): void {
     this.db.transaction(() => {
-      const row = this.s.seqRaw.get(opened.id)
       this.s.unseal.run(opened.id)
-      if (row === undefined) return
-      this.s.setRaw.run(JSON.stringify(opened), row.seq)
-      this.s.dropTags.run(row.seq)
-      const seen = new Set<string>()
-      for (const [name, value] of opened.tags) {
-        if (name?.length !== 1 || value === undefined || value.length > maxTagValueIndexed) continue
-        const k = `${name}\u0000${value}`
-        if (seen.has(k)) continue
-        seen.add(k)
-        this.s.addTag.run(row.seq, name, value, row.created_at)
-      }
+      // The tag index's rule is the event store's (EventStore.replaceRaw), not restated here.
+      this.events.replaceRaw(opened)
     })()
   }
 }

@@ -105,6 +105,8 @@ export class EventStore {
   private readonly insertTag: Statement<[number | bigint, string, string, number]>
   private readonly findByRkey: Statement<[string], ExistingRow>
   private readonly hasId: Statement<[string], { one: number }>
+  private readonly rowById: Statement<[string], { seq: number; bytes: number }>
+  private readonly setRaw: Statement<[string, number]>
   private readonly deleteEvent: Statement<[number]>
   private readonly deleteTags: Statement<[number]>
   private readonly keepVersion: Statement<[string, number, number, string]>
@@ -160,6 +162,10 @@ export class EventStore {
       'SELECT seq, id, created_at, length(CAST(raw AS BLOB)) AS bytes FROM events WHERE rkey = ?',
     )
     this.hasId = this.db.prepare('SELECT 1 AS one FROM events WHERE id = ?')
+    this.rowById = this.db.prepare(
+      'SELECT seq, length(CAST(raw AS BLOB)) AS bytes FROM events WHERE id = ?',
+    )
+    this.setRaw = this.db.prepare('UPDATE events SET raw = ? WHERE seq = ?')
     this.rawBySeq = this.db
       .prepare<[number], string>('SELECT raw FROM events WHERE seq = ?')
       .pluck()
@@ -266,7 +272,15 @@ export class EventStore {
     )
     if (info.changes === 0) return 'duplicate'
     if (this.usageExempt !== undefined) this.countUsage(event, 1, Buffer.byteLength(raw, 'utf8'))
-    // One row per (name, value): a repeated tag would make a tag join return the event twice.
+    this.indexTags(info.lastInsertRowid, event)
+    return 'stored'
+  }
+
+  /**
+   * The tag index's one rule: single-letter names, values up to `maxTagValueIndexed`, one row
+   * per (name, value) (a repeated tag would make a tag join return the event twice).
+   */
+  private indexTags(seq: number | bigint, event: NostrEvent): void {
     let indexed: Set<string> | undefined
     for (const tag of event.tags) {
       const [name, value] = tag
@@ -277,10 +291,38 @@ export class EventStore {
           if (indexed.has(key)) continue
           indexed.add(key)
         }
-        this.insertTag.run(info.lastInsertRowid, name, value, event.created_at)
+        this.insertTag.run(seq, name, value, event.created_at)
       }
     }
-    return 'stored'
+  }
+
+  /**
+   * Replaces a stored event's JSON by another form of it with the same id (a sealed event by its
+   * opened form, kith-e2e/1) and re-indexes its tags by the one rule, in one transaction (a
+   * savepoint inside the caller's). False when no event has that id. The id, kind, author and
+   * date are the event's, so only `raw`, its counted bytes and the tags change.
+   */
+  replaceRaw(event: NostrEvent): boolean {
+    const raw = JSON.stringify(event)
+    this.batchUsage = new Map()
+    const replaced = this.db.transaction(() => {
+      const row = this.rowById.get(event.id)
+      if (row === undefined) return false
+      this.setRaw.run(raw, row.seq)
+      this.deleteTags.run(row.seq)
+      this.indexTags(row.seq, event)
+      if (this.usageExempt !== undefined) {
+        this.countUsage(event, 0, Buffer.byteLength(raw, 'utf8') - row.bytes)
+        for (const [pubkey, d] of this.batchUsage) this.addUsage?.run(pubkey, d.events, d.bytes)
+      }
+      return true
+    })()
+    for (const [pubkey, d] of this.batchUsage) {
+      const u = this.usage.get(pubkey)
+      if (u !== undefined) u.bytes += d.bytes
+    }
+    this.batchUsage = new Map()
+    return replaced
   }
 
   /**

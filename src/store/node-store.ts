@@ -55,7 +55,7 @@ export class NodeStore {
     this.prompts = new PromptJournal(this.db)
     this.notify = new NotifyStore(this.db)
     this.sessions = new AgentSessions(this.db)
-    this.e2e = new E2eStore(this.db)
+    this.e2e = new E2eStore(this.db, this.events)
     const db = this.db
     this.stmts = {
       enqueue: db.prepare(

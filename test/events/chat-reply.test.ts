@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { makeNotice, makeReply, threadOf } from '../../src/events/chat.js'
+import { endsTurn, makeNotice, makeReply, threadOf } from '../../src/events/chat.js'
 import { isNotice } from '../../src/events/agent-binding.js'
 
 // An agent's replies and notices are made in events/chat.ts (issue 32): the NIP-10 thread of a
@@ -78,5 +78,19 @@ describe('replies and notices', () => {
       ['e', '4'.repeat(64), '', 'mention'],
       ['notice'],
     ])
+  })
+
+  it('a reply ends its turn; a notice only by an outcome that is not one where the turn goes on', () => {
+    const prompt = { id: '1'.repeat(64), pubkey: author, tags: [['h', 'ops']] }
+    const reply = (spec: Partial<Parameters<typeof makeReply>[0]>) =>
+      makeReply({ question: prompt, fleet, text: '⚠ x', ...spec }, 5)
+    expect(endsTurn(reply({}))).toBe(true)
+    expect(endsTurn(reply({ outcome: ['failed', 'stopped'] }))).toBe(true)
+    // A quorum card's tally, a ✓: said about the turn, not its end.
+    expect(endsTurn(reply({ notice: true }))).toBe(false)
+    expect(endsTurn(reply({ notice: true, outcome: ['refused', 'policy'] }))).toBe(true)
+    // An interrupt refused (the prompt is queued), an answer to a card not acted on: it goes on.
+    expect(endsTurn(reply({ notice: true, outcome: ['refused', 'queued'] }))).toBe(false)
+    expect(endsTurn(reply({ notice: true, outcome: ['refused', 'still-open'] }))).toBe(false)
   })
 })

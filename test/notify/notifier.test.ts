@@ -109,7 +109,7 @@ describe('what notifies (classify)', () => {
       ranSeconds: 300,
       payload: { body: 'done: 3 files' },
     })
-    // A ⚠ notice is an error; an informational notice is nothing.
+    // A refused notice (its outcome tag) is an error; an informational notice is nothing.
     const warnT = makeChatMessage(
       {
         channel: 'ops',
@@ -119,7 +119,15 @@ describe('what notifies (classify)', () => {
       now(),
     )
     warnT.tags.push([...noticeTag])
-    expect(classify(signEvent(warnT, f.agent.sk), f.ctx)).toMatchObject({ class: 'errors' })
+    expect(
+      classify(
+        signEvent(
+          { ...warnT, tags: [...warnT.tags, ['outcome', 'refused', 'queued']] },
+          f.agent.sk,
+        ),
+        f.ctx,
+      ),
+    ).toMatchObject({ class: 'errors' })
     // A failed turn (its outcome tag) is an error whatever its length; a cancelled one is nothing.
     const failedT = makeChatMessage(
       {
@@ -139,6 +147,22 @@ describe('what notifies (classify)', () => {
     expect(classify(signEvent(cancelledT, f.agent.sk), f.ctx)).toBeUndefined()
     const info = signEvent({ ...warnT, content: 'ℹ new session' }, f.agent.sk)
     expect(classify(info, f.ctx)).toBeUndefined()
+    // The outcome tag decides, not the text: a notice that merely starts with ⚠ pages nobody,
+    // and one with a failed or refused outcome pages whatever its text says.
+    expect(classify(signEvent(warnT, f.agent.sk), f.ctx)).toBeUndefined()
+    for (const outcome of [
+      ['outcome', 'failed', 'error'],
+      ['outcome', 'refused', 'still-open'],
+    ])
+      expect(
+        classify(
+          signEvent(
+            { ...warnT, content: 'the answer was not acted on', tags: [...warnT.tags, outcome] },
+            f.agent.sk,
+          ),
+          f.ctx,
+        ),
+      ).toMatchObject({ class: 'errors', payload: { body: 'the answer was not acted on' } })
     // A mention of alice (owner key or device) by bob; not by alice herself; not when stale.
     expect(
       classify(chat(f.bobDevice.sk, 'look', now(), { mentions: [f.aliceDevice.pk] }), f.ctx),

@@ -205,6 +205,64 @@ describe('EventStore', () => {
     store.close()
   })
 
+  it('replaces an event by another form of it (same id), re-indexing its tags by the one rule', () => {
+    const store = new EventStore(join(tempDir(), 'events.db'), {
+      migrations: hubMigrations,
+      usage: { exempt: new Set() },
+    })
+    const sealed = ev({
+      tags: [
+        ['h', 'ops'],
+        ['t', 'sealed'],
+      ],
+      content: 'ciphertext',
+    })
+    const other = ev({ tags: [['t', 'sealed']], content: 'other' })
+    store.insertBatch([sealed, other])
+    const before = { ...store.usageOf(sealed.pubkey) }
+    // The opened form: new tags, one of them repeated, one too long to index.
+    const opened: NostrEvent = {
+      ...sealed,
+      content: 'the opened text',
+      tags: [
+        ['h', 'ops'],
+        ['t', 'opened'],
+        ['t', 'opened'],
+        ['p', publicKeyOf(sk2)],
+        ['t', 'x'.repeat(1025)],
+      ],
+    }
+    expect(store.replaceRaw(opened)).toBe(true)
+    // A tag query finds the new tags, not the old, and the event once.
+    expect(ids(store.query([{ tags: { t: ['sealed'] } }], limits))).toEqual([other.id])
+    expect(ids(store.query([{ tags: { t: ['opened'] } }], limits))).toEqual([sealed.id])
+    expect(ids(store.query([{ tags: { p: [publicKeyOf(sk2)] } }], limits))).toEqual([sealed.id])
+    expect(JSON.parse(store.query([{ ids: [sealed.id] }], limits)[0]!.raw)).toEqual(opened)
+    // One row per (name, value); a value past the index's limit has none.
+    const rows = store.db
+      .prepare(
+        'SELECT name, value FROM tags WHERE seq = (SELECT seq FROM events WHERE id = ?) ORDER BY name, value',
+      )
+      .all(sealed.id)
+    expect(rows).toEqual([
+      { name: 'h', value: 'ops' },
+      { name: 'p', value: publicKeyOf(sk2) },
+      { name: 't', value: 'opened' },
+    ])
+    // Its key's stored bytes follow the new JSON.
+    expect(store.usageOf(sealed.pubkey)).toEqual({
+      events: before.events,
+      bytes:
+        before.bytes -
+        Buffer.byteLength(JSON.stringify(sealed)) +
+        Buffer.byteLength(JSON.stringify(opened)),
+    })
+    // An id it does not hold: nothing is written.
+    expect(store.replaceRaw(ev({ content: 'never stored' }))).toBe(false)
+    expect(store.count()).toBe(2)
+    store.close()
+  })
+
   it('rolls a failed batch back whole', () => {
     const store = openStore()
     const a = ev({ content: 'a' })

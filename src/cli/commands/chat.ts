@@ -1,6 +1,5 @@
 import { createInterface, clearLine, cursorTo, moveCursor, type Interface } from 'node:readline'
-import { isNotice } from '../../events/agent-binding.js'
-import { parseChannel, threadOf } from '../../events/chat.js'
+import { endsTurn, parseChannel, threadOf } from '../../events/chat.js'
 import { optionFor, type AnswerWord } from '../../events/permission-options.js'
 import type { OpenCard } from '../../node/permission-cards.js'
 import { unknownChannelNote, type ChatItem } from '../../node/chat-store.js'
@@ -621,11 +620,9 @@ class ChatSession {
       // An answered card: its turn no longer waits for a person.
       if (item.event.kind === 4143) for (const t of this.turns.values()) t.waiting = false
       // A turn that answered is over, whatever frames were lost; a notice answers nothing (a
-      // quorum card's "1 of 2" tally: the turn still waits) unless it says how the turn ended.
-      if (
-        item.event.kind === 9 &&
-        (!isNotice(item.event) || item.event.tags.some((t) => t[0] === 'outcome'))
-      ) {
+      // quorum card's "1 of 2" tally, a refused answer to a card: the turn still waits) unless
+      // its outcome says how the turn ended (events/chat.ts endsTurn).
+      if (item.event.kind === 9 && endsTurn(item.event)) {
         const answered = threadOf(item.event).parent
         if (answered !== undefined && this.turns.has(answered)) {
           this.turns.delete(answered)
