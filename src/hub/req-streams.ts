@@ -84,7 +84,10 @@ export class ReqStreams {
     }
   }
 
-  /** Sends rows until `reqSliceBytes` are sent or `sliceMs` spent, whichever comes first. */
+  /**
+   * Sends rows until `reqSliceBytes` are sent, or `sliceMs` is spent by the end of a page (see
+   * `StoredStream.step`), whichever comes first.
+   */
   private slice(job: ReqJob, sliceMs: number): SliceOutcome {
     const { conn } = this
     const { limits } = conn.ctx
@@ -101,11 +104,9 @@ export class ReqStreams {
           sent += row.raw.length
         },
         () =>
-          !conn.ended &&
-          sent < limits.reqSliceBytes &&
-          performance.now() - startedAt < sliceMs &&
-          output.buffered < limits.reqHighWaterBytes,
+          !conn.ended && sent < limits.reqSliceBytes && output.buffered < limits.reqHighWaterBytes,
         () => output.flush(),
+        () => performance.now() - startedAt >= sliceMs,
       )
     } catch (err) {
       conn.ctx.log(`query failed: ${String(err)}`)

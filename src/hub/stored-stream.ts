@@ -67,10 +67,17 @@ export class StoredStream {
   }
 
   /**
-   * Emits rows in order while `more()` (asked after each row) says so, or until the stream ends.
-   * Returns true when the stream has ended.
+   * Emits rows in order while `more()` (asked after each row) says so, or until the stream ends,
+   * or, when `timeUp` (asked only where a further page would be read) says so: a slice bounded
+   * in time ends at a page's end, never between a page's read and its rows, so a page is not
+   * read again and again for a few rows each time. Returns true when the stream has ended.
    */
-  step(emit: (row: StoredRow) => void, more: () => boolean, flush?: () => void): boolean {
+  step(
+    emit: (row: StoredRow) => void,
+    more: () => boolean,
+    flush?: () => void,
+    timeUp?: () => boolean,
+  ): boolean {
     const live = this.sources.filter((s) => !s.exhausted)
     if (live.length === 0) return true
     const hide = this.hide()
@@ -94,15 +101,19 @@ export class StoredStream {
         source.remaining--
         source.at++
         if (source.remaining <= 0) source.exhausted = true
-        heads[best] = source.exhausted ? undefined : this.head(source, hide, rows, flush)
-        if (id === this.lastId) continue
-        this.lastId = id
-        const raw = row[3] ?? this.store.rawOf(seq)
-        if (raw === undefined) continue
-        this.sentRows++
-        this.sentChars += raw.length
-        emit({ id, created_at, seq, raw })
-        if (!more()) break
+        const pageDone = !source.exhausted && !source.last && source.at >= source.page.length
+        const stop = pageDone && timeUp?.() === true
+        heads[best] = source.exhausted || stop ? undefined : this.head(source, hide, rows, flush)
+        if (id !== this.lastId) {
+          this.lastId = id
+          const raw = row[3] ?? this.store.rawOf(seq)
+          if (raw !== undefined) {
+            this.sentRows++
+            this.sentChars += raw.length
+            emit({ id, created_at, seq, raw })
+          }
+        }
+        if (stop || !more()) break
       }
     } finally {
       // The next slice reads again from `after`: what the reader may see may have changed.
