@@ -1,4 +1,4 @@
-// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW]
+// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW --attacker-nice N]
 // What strangers and greedy members cost the others: a real `kith hub` subprocess, one honest
 // member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
 // first quiet and then during each abuse in turn:
@@ -28,7 +28,7 @@
 // The `quiet` phase is the honest member alone: the in-run baseline each other row compares to.
 import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { loadavg, tmpdir } from 'node:os'
+import { loadavg, setPriority, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
@@ -48,8 +48,10 @@ const { values } = parseArgs({
     stored: { type: 'string', default: '6000' },
     only: { type: 'string' },
     attacker: { type: 'string' },
+    'attacker-nice': { type: 'string', default: '0' },
   },
 })
+const attackerNice = Number(values['attacker-nice'])
 const seconds = Number(values.seconds)
 const progress = (s) => process.stderr.write(`bench:abuse ${s}\n`)
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
@@ -420,6 +422,9 @@ async function attacker(name) {
   const child = fork(fileURLToPath(import.meta.url), ['--attacker', name], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
+  // --attacker-nice N: the attacker's process at that CPU priority (19: lowest), as an attacker
+  // on another machine would take none of this one's two cores; 0 (the default) shares them.
+  if (attackerNice !== 0) setPriority(child.pid, attackerNice)
   const next = () => new Promise((resolve) => child.once('message', resolve))
   child.send({ url: hub.url, founderSk: hexOf(founderSk), plainSk: hexOf(plainSk) })
   await next()

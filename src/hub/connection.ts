@@ -45,6 +45,9 @@ export class Connection implements Streaming {
   /** This connection's events and AUTHs waiting for their signature check. */
   verifying = 0
   private done = false
+  /** Set while the hub reads nothing from this connection (its person is past their budget). */
+  private readPause: NodeJS.Timeout | undefined
+  private readonly heldFrames: Buffer[] = []
 
   constructor(
     readonly ws: WebSocket,
@@ -109,6 +112,8 @@ export class Connection implements Streaming {
   end(): void {
     if (this.done) return
     this.done = true
+    clearTimeout(this.readPause)
+    this.heldFrames.length = 0
     this.output.ended = true
     this.streams.end()
     this.neg.closeAll()
@@ -184,8 +189,51 @@ export class Connection implements Streaming {
     return true
   }
 
-  /** One frame from the client: checked (policy.ts rejectFrame), parsed, handed to its verb. */
+  /**
+   * One frame from the client, and its main-thread time charged to the person's work budget (a
+   * member's; what a REQ's inline slice cost is charged once, by the slice): past it, the hub
+   * stops reading the connection until it has refilled, so one person's frames (a REQ re-sent
+   * every few milliseconds, each parsed and set up) cost the others no more than the budget.
+   */
   handle(data: Buffer): void {
+    if (this.readPause !== undefined) {
+      // ws hands over every frame of a chunk already read, paused or not: those wait here
+      // (at most that chunk; the socket itself is paused).
+      this.alive = true
+      this.heldFrames.push(data)
+      return
+    }
+    const startedAt = performance.now()
+    const slicesBefore = this.streams.chargedMs
+    this.dispatch(data)
+    if (this.authed.size === 0 || this.done) return
+    const { reqWork } = this.ctx
+    const payer = this.payer()
+    const nowMs = Date.now()
+    reqWork.charge(
+      payer,
+      performance.now() - startedAt - (this.streams.chargedMs - slicesBefore),
+      nowMs,
+    )
+    const wait = reqWork.wait(payer, nowMs)
+    if (wait > 0) this.pauseReading(wait)
+  }
+
+  /** Reads nothing more from the client for `ms` (its frames wait in the socket meanwhile). */
+  private pauseReading(ms: number): void {
+    if (this.readPause !== undefined) return
+    this.ws.pause()
+    this.readPause = setTimeout(() => {
+      this.readPause = undefined
+      while (!this.done && this.readPause === undefined && this.heldFrames.length > 0) {
+        this.handle(this.heldFrames.shift()!)
+      }
+      if (!this.done && this.readPause === undefined) this.ws.resume()
+    }, ms)
+  }
+
+  /** Checked (policy.ts rejectFrame), parsed, handed to its verb. */
+  private dispatch(data: Buffer): void {
     this.alive = true
     if (this.done) return
     const text = data.toString('utf8')

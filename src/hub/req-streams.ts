@@ -16,6 +16,9 @@ export class ReqStreams {
   /** Set while this connection's person has used up their REQ work budget. */
   private budgetWait: NodeJS.Timeout | undefined
 
+  /** Main-thread ms charged for slices so far (the frame that ran one inline is not charged twice). */
+  chargedMs = 0
+
   constructor(private readonly conn: Connection) {}
 
   /**
@@ -80,7 +83,9 @@ export class ReqStreams {
     try {
       return this.slice(job, sliceMs)
     } finally {
-      reqWork.charge(payer, performance.now() - startedAt, Date.now())
+      const spent = performance.now() - startedAt
+      this.chargedMs += spent
+      reqWork.charge(payer, spent, Date.now())
     }
   }
 

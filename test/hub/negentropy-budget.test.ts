@@ -143,3 +143,39 @@ describe('NIP-77 work is bounded per person', () => {
     expect(need.sort()).toEqual(stored.map((e) => e.id).sort())
   })
 })
+
+describe('a person past their work budget', () => {
+  it('is not read until it refills, while another member is answered', async () => {
+    // A budget the first frame outruns: 2 ms a second, next to nothing in hand.
+    const t = await startTestHub({
+      limits: { eventsPerSecond: 0, reqWorkMsPerSecond: 2, reqWorkBurstMs: 0.001 },
+    })
+    const greedy = await t.member()
+    const bobSk = newSecret()
+    const grant = signTestGrant(
+      { subject: publicKeyOf(bobSk), role: 'owner', fleet: t.owner },
+      t.ownerSk,
+      now(),
+    )
+    greedy.send(['EVENT', grant])
+    expect((await greedy.ok(grant.id))[2]).toBe(true)
+    const bob = await t.connect()
+    expect((await bob.auth(t.url, bobSk))[2]).toBe(true)
+
+    // The REQ's frame spends the greedy person's budget; the EVENT sent right behind it waits in
+    // the socket until the budget has refilled (~0.5 s), where it was read and answered at once.
+    const x = t.sign({ kind: 9, content: 'right behind the REQ' })
+    greedy.send(['REQ', 'a', { kinds: [9], limit: 1 }])
+    greedy.send(['EVENT', x])
+    const order: string[] = []
+    const greedyOk = greedy.ok(x.id).then((f) => (order.push('greedy'), f))
+    await greedy.next((f) => f[0] === 'EOSE' && f[1] === 'a')
+    const e = t.sign({ kind: 9, content: 'bob, another person' }, bobSk)
+    bob.send(['EVENT', e])
+    expect((await bob.ok(e.id))[2]).toBe(true)
+    order.push('bob')
+    // Not refused, only read later.
+    expect((await greedyOk)[2]).toBe(true)
+    expect(order).toEqual(['bob', 'greedy'])
+  })
+})
