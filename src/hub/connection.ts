@@ -48,6 +48,8 @@ export class Connection implements Streaming {
   /** Set while the hub reads nothing from this connection (its person is past their budget). */
   private readPause: NodeJS.Timeout | undefined
   private readonly heldFrames: Buffer[] = []
+  /** The verb of the frame being handled, once parsed. */
+  private verb: string | undefined
 
   constructor(
     readonly ws: WebSocket,
@@ -191,7 +193,7 @@ export class Connection implements Streaming {
 
   /**
    * One frame from the client, and its main-thread time charged to the person's work budget (a
-   * member's; what a REQ's inline slice cost is charged once, by the slice): past it, the hub
+   * member's, EVENTs aside; what a REQ's inline slice cost is charged once, by the slice): past it, the hub
    * stops reading the connection until it has refilled, so one person's frames (a REQ re-sent
    * every few milliseconds, each parsed and set up) cost the others no more than the budget.
    */
@@ -205,8 +207,11 @@ export class Connection implements Streaming {
     }
     const startedAt = performance.now()
     const slicesBefore = this.streams.chargedMs
+    this.verb = undefined
     this.dispatch(data)
-    if (this.authed.size === 0 || this.done) return
+    // EVENTs have their own rates and quotas (event-limits.ts); charging them here too would
+    // slow a busy publisher's queries for what its events already paid.
+    if (this.authed.size === 0 || this.done || this.verb === 'EVENT') return
     const { reqWork } = this.ctx
     const payer = this.payer()
     const nowMs = Date.now()
@@ -255,6 +260,7 @@ export class Connection implements Streaming {
       this.notice('invalid: a message is a JSON array whose first item is a verb')
       return
     }
+    this.verb = msg[0]
     switch (msg[0]) {
       case 'EVENT':
         onEvent(this, msg[1], data.length)

