@@ -48,8 +48,6 @@ export class Connection implements Streaming {
   /** Set while the hub reads nothing from this connection (its person is past their budget). */
   private readPause: NodeJS.Timeout | undefined
   private readonly heldFrames: Buffer[] = []
-  /** The verb of the frame being handled, once parsed. */
-  private verb: string | undefined
 
   constructor(
     readonly ws: WebSocket,
@@ -207,11 +205,10 @@ export class Connection implements Streaming {
     }
     const startedAt = performance.now()
     const slicesBefore = this.streams.chargedMs
-    this.verb = undefined
-    this.dispatch(data)
+    const verb = this.dispatch(data)
     // EVENTs have their own rates and quotas (event-limits.ts); charging them here too would
     // slow a busy publisher's queries for what its events already paid.
-    if (this.authed.size === 0 || this.done || this.verb === 'EVENT') return
+    if (this.authed.size === 0 || this.done || verb === 'EVENT') return
     const { reqWork } = this.ctx
     const payer = this.payer()
     const nowMs = Date.now()
@@ -237,8 +234,8 @@ export class Connection implements Streaming {
     }, ms)
   }
 
-  /** Checked (policy.ts rejectFrame), parsed, handed to its verb. */
-  private dispatch(data: Buffer): void {
+  /** Checked (policy.ts rejectFrame), parsed, handed to its verb; returns the verb, once parsed. */
+  private dispatch(data: Buffer): string | undefined {
     this.alive = true
     if (this.done) return
     const text = data.toString('utf8')
@@ -260,10 +257,14 @@ export class Connection implements Streaming {
       this.notice('invalid: a message is a JSON array whose first item is a verb')
       return
     }
-    this.verb = msg[0]
+    this.route(msg, data.length)
+    return msg[0]
+  }
+
+  private route(msg: unknown[], frameBytes: number): void {
     switch (msg[0]) {
       case 'EVENT':
-        onEvent(this, msg[1], data.length)
+        onEvent(this, msg[1], frameBytes)
         return
       case 'REQ':
         onReq(this, msg)
