@@ -102,9 +102,19 @@ describe(
       await box.click()
       await box.pressSequentially('@cl')
       await page.getByRole('option', { name: /@claude/ }).waitFor()
+      // Frames as late as a busy phone's: what is typed right after the completion stays in order.
+      await page.evaluate(() => {
+        const w = window as unknown as { realRaf?: typeof requestAnimationFrame }
+        w.realRaf = window.requestAnimationFrame.bind(window)
+        window.requestAnimationFrame = (cb) => window.setTimeout(() => w.realRaf!(cb), 60)
+      })
       await box.press('Tab')
-      await box.pressSequentially('edit src/greeting.ts')
+      await box.pressSequentially('edit src/greeting.ts', { delay: 25 })
       expect(await box.inputValue()).toBe('@claude edit src/greeting.ts')
+      await page.evaluate(() => {
+        const w = window as unknown as { realRaf: typeof requestAnimationFrame }
+        window.requestAnimationFrame = w.realRaf
+      })
       await box.press('Enter')
       const progress = page.getByRole('region', { name: "claude's progress" })
       await progress.getByText('Edit src/greeting.ts').waitFor({ timeout: 30_000 })

@@ -54,14 +54,19 @@ export function Composer({
     if (mention === undefined) return
     const before = text.value.slice(0, mention.start)
     const after = text.value.slice(caret.value)
-    text.value = `${before}@${handle} ${after}`
+    const next = `${before}@${handle} ${after}`
     const at = before.length + handle.length + 2
+    // The textarea's value and caret are set now, in the key's own handler: set in a later frame,
+    // they moved the caret back under keys typed in between (a slow phone, a busy tab).
+    const el = area.current
+    if (el !== null) {
+      el.value = next
+      el.focus()
+      el.setSelectionRange(at, at)
+    }
+    text.value = next
     caret.value = at
     pick.value = 0
-    requestAnimationFrame(() => {
-      area.current?.focus()
-      area.current?.setSelectionRange(at, at)
-    })
   }
 
   const send = () => {
