@@ -4,6 +4,8 @@ import { Kind } from '../events/kinds.js'
 import type { ChannelBook } from '../grants/channels.js'
 import type { HideRule } from '../store/event-store.js'
 
+const noneHidden: readonly HideRule[] = Object.freeze([])
+
 /**
  * What one connection may read of the fleet's private channels (kith-channels): live events are
  * checked one by one, stored results are filtered inside the query. Decisions are cached until
@@ -12,6 +14,8 @@ import type { HideRule } from '../store/event-store.js'
 export class ChannelGate {
   private readonly cache = new Map<string, boolean>()
   private stamp = ''
+  private hiddenRules: readonly HideRule[] | undefined
+  private hiddenStamp = ''
 
   constructor(
     private readonly channels: ChannelBook,
@@ -39,9 +43,22 @@ export class ChannelGate {
     return ok
   }
 
-  /** What a REQ's stored results must leave out: the private channels it may not read. */
-  hidden(now: number): HideRule[] {
-    if (!this.channels.hasPrivate) return []
+  /**
+   * What a REQ's stored results must leave out: the private channels it may not read. The same
+   * object while its inputs are unchanged, so a streaming REQ keeps the pages it read under it
+   * (`StoredStream.step`).
+   */
+  hidden(now: number): readonly HideRule[] {
+    if (!this.channels.hasPrivate) return noneHidden
+    const stamp = `${this.channels.generation}:${now}:${this.keys.size}`
+    if (this.hiddenRules === undefined || this.hiddenStamp !== stamp) {
+      this.hiddenRules = this.hiddenNow(now)
+      this.hiddenStamp = stamp
+    }
+    return this.hiddenRules
+  }
+
+  private hiddenNow(now: number): HideRule[] {
     const keys = [...this.keys]
     const messages: string[] = []
     const definitions: string[] = []

@@ -90,8 +90,8 @@ export class ReqStreams {
   }
 
   /**
-   * Sends rows until `reqSliceBytes` are sent, or `sliceMs` is spent by the end of a page (see
-   * `StoredStream.step`), whichever comes first.
+   * Sends rows until `reqSliceBytes` are sent or `sliceMs` is spent (a page read may overrun it
+   * once: see `StoredStream.step`), whichever comes first.
    */
   private slice(job: ReqJob, sliceMs: number): SliceOutcome {
     const { conn } = this
@@ -152,6 +152,8 @@ export class ReqStreams {
   private waitForDrain(): void {
     if (this.drainWait !== undefined) return
     const { conn } = this
+    // Its pages would wait as long as the client does not read.
+    this.jobs[0]?.stream.release()
     const { slowReaderMs } = conn.ctx.limits
     const onDrain = () => {
       clearTimeout(this.drainWait)

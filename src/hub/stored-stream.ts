@@ -13,7 +13,7 @@ interface Source {
   /** The last row taken: the next page resumes after it. */
   after: QueryCursor | undefined
   exhausted: boolean
-  /** Rows read and not yet taken, and where the next one is; dropped when a slice ends. */
+  /** Rows read and not yet taken, and where the next one is (kept across slices, see `step`). */
   page: PageRow[]
   at: number
   /** The page was short: once it is used up, the filter has no more rows. */
@@ -31,8 +31,8 @@ function newerFirst(a: PageRow, b: PageRow): number {
  * and the filters are merged so the client sees one ordered stream with duplicates across filters
  * sent once (they meet side by side in the merge). Nothing large is built in memory: a page holds
  * about a slice's worth of rows (`pageSize`), large events among them as keys only
- * (`EventStore.readPage`), and pages are dropped when a slice ends, so what the reader may see is
- * asked afresh for every slice and no sqlite statement stays open between slices.
+ * (`EventStore.readPage`), and no sqlite statement stays open between slices. What the reader may
+ * see is asked at every slice; pages read under other rules are dropped and read again.
  */
 export class StoredStream {
   private readonly sources: Source[]
@@ -40,6 +40,8 @@ export class StoredStream {
   /** The JSON sent so far, to size pages to what a slice sends (`pageSize`). */
   private sentRows = 0
   private sentChars = 0
+  /** The hide rules the pages in hand were read under. */
+  private pagesHide: readonly HideRule[] | undefined
 
   constructor(
     private readonly store: EventStore,
@@ -66,11 +68,25 @@ export class StoredStream {
     return this.sources.every((s) => s.exhausted)
   }
 
+  /** Drops the pages in hand (a reader that does not read need not pin them); reads resume after `after`. */
+  release(): void {
+    for (const s of this.sources) {
+      s.page = []
+      s.at = 0
+      s.last = false
+    }
+    this.pagesHide = undefined
+  }
+
   /**
    * Emits rows in order while `more()` (asked after each row) says so, or until the stream ends,
-   * or, when `timeUp` (asked only where a further page would be read) says so: a slice bounded
-   * in time ends at a page's end, never between a page's read and its rows, so a page is not
-   * read again and again for a few rows each time. Returns true when the stream has ended.
+   * or until `timeUp` says so. `timeUp` is asked after each row and before each page read but the
+   * slice's first, so a slice is at most its time plus one page: a REQ of many filters reads
+   * their first pages over as many slices as that takes, not all in one (issue 30: a ten-filter
+   * REQ read ten pages, ~10 ms, before its first row). Pages in hand are kept for the next slice
+   * while what the reader may not see is unchanged (`hide()` returns the same rules object), so
+   * stopping mid-page costs no re-read; when the rules change they are read afresh after `after`.
+   * Returns true when the stream has ended.
    */
   step(
     emit: (row: StoredRow) => void,
@@ -81,47 +97,62 @@ export class StoredStream {
     const live = this.sources.filter((s) => !s.exhausted)
     if (live.length === 0) return true
     const hide = this.hide()
-    try {
-      const rows = this.pageSize(live.length)
-      // The stream's first pages are half size, and what was emitted is flushed before each
-      // further read: the client parses the first rows while the rest are read (issue 18).
-      const first = this.sentRows === 0 ? Math.max(1, Math.ceil(rows / 2)) : rows
-      const heads = live.map((s) => this.head(s, hide, first, undefined))
-      for (;;) {
-        let best = -1
-        for (let i = 0; i < heads.length; i++) {
-          const h = heads[i]
-          if (h !== undefined && (best < 0 || newerFirst(h, heads[best]!) < 0)) best = i
-        }
-        if (best < 0) break
-        const row = heads[best]!
-        const source = live[best]!
-        const [seq, created_at, id] = row
-        source.after = { created_at, id }
-        source.remaining--
-        source.at++
-        if (source.remaining <= 0) source.exhausted = true
-        const pageDone = !source.exhausted && !source.last && source.at >= source.page.length
-        const stop = pageDone && timeUp?.() === true
-        heads[best] = source.exhausted || stop ? undefined : this.head(source, hide, rows, flush)
-        if (id !== this.lastId) {
-          this.lastId = id
-          const raw = row[3] ?? this.store.rawOf(seq)
-          if (raw !== undefined) {
-            this.sentRows++
-            this.sentChars += raw.length
-            emit({ id, created_at, seq, raw })
-          }
-        }
-        if (stop || !more()) break
+    if (hide !== this.pagesHide) {
+      this.release()
+      this.pagesHide = hide
+    }
+    const rows = this.pageSize(live.length)
+    // The stream's first pages are half size, and what was emitted is flushed before each
+    // further read: the client parses the first rows while the rest are read (issue 18).
+    const first = this.sentRows === 0 ? Math.max(1, Math.ceil(rows / 2)) : rows
+    let read = false
+    /** The source's next row; undefined when it has none, or when its page is due and time is up. */
+    const headOf = (s: Source, pageRows: number): PageRow | 'later' | undefined => {
+      if (s.at < s.page.length) return s.page[s.at]
+      if (read && timeUp?.() === true) return 'later'
+      read = true
+      return this.head(s, hide, pageRows, flush)
+    }
+    const heads: (PageRow | undefined)[] = []
+    for (const s of live) {
+      const h = headOf(s, first)
+      if (h === 'later') return this.done
+      heads.push(h)
+    }
+    for (;;) {
+      let best = -1
+      for (let i = 0; i < heads.length; i++) {
+        const h = heads[i]
+        if (h !== undefined && (best < 0 || newerFirst(h, heads[best]!) < 0)) best = i
       }
-    } finally {
-      // The next slice reads again from `after`: what the reader may see may have changed.
-      for (const s of live) {
-        s.page = []
-        s.at = 0
-        s.last = false
+      if (best < 0) break
+      const row = heads[best]!
+      const source = live[best]!
+      const [seq, created_at, id] = row
+      source.after = { created_at, id }
+      source.remaining--
+      source.at++
+      if (source.remaining <= 0) {
+        source.exhausted = true
+        source.page = []
       }
+      if (id !== this.lastId) {
+        this.lastId = id
+        const raw = row[3] ?? this.store.rawOf(seq)
+        if (raw !== undefined) {
+          this.sentRows++
+          this.sentChars += raw.length
+          emit({ id, created_at, seq, raw })
+        }
+      }
+      if (!more() || timeUp?.() === true) break
+      if (source.exhausted) {
+        heads[best] = undefined
+        continue
+      }
+      const h = headOf(source, rows)
+      if (h === 'later') break
+      heads[best] = h
     }
     return this.done
   }

@@ -72,8 +72,8 @@ export class RawClient {
     })
   }
 
-  ok(id: string): Promise<Frame> {
-    return this.next((f) => f[0] === 'OK' && f[1] === id)
+  ok(id: string, timeoutMs?: number): Promise<Frame> {
+    return this.next((f) => f[0] === 'OK' && f[1] === id, timeoutMs)
   }
 
   /** Sends AUTH for `url` and returns the OK frame. */

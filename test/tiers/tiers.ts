@@ -31,6 +31,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/web-presence.test.ts',
     'test/hub/turn-queue.test.ts',
     'test/hub/turn-bounds.test.ts',
+    'test/hub/stored-stream.test.ts',
     'test/grants/hub-role.test.ts',
     'test/grants/history-admission.test.ts',
     'test/grants/issuer.test.ts',
