@@ -41,15 +41,14 @@ import { signGrant } from '../dist/grants/grant.js'
 import { makeRevocation } from '../dist/grants/revocation.js'
 import { signEvent } from '../dist/events/event.js'
 import { spawnHub } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '6' },
-    stored: { type: 'string', default: '6000' },
-    only: { type: 'string' },
-    attacker: { type: 'string' },
-    'attacker-nice': { type: 'string', default: '0' },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  seconds: { type: 'string', default: '6' },
+  stored: { type: 'string', default: '6000' },
+  only: { type: 'string' },
+  attacker: { type: 'string' },
+  'attacker-nice': { type: 'string', default: '0' },
 })
 const attackerNice = Number(values['attacker-nice'])
 const seconds = Number(values.seconds)

@@ -21,8 +21,9 @@ import { finalizeEvent, generateSecretKey, getPublicKey } from 'nostr-tools/pure
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { ControlClient } from '../dist/cli/control-client.js'
 import { kithBin, spawnHub } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({ options: { turns: { type: 'string', default: '200' } } })
+const { values } = scriptArgs(import.meta.url, { turns: { type: 'string', default: '200' } })
 const N = Number(values.turns)
 const fakeAgent = fileURLToPath(new URL('../test/fixtures/fake-agent.mjs', import.meta.url))
 const progress = (s) => process.stderr.write(`bench:agent ${s}\n`)

@@ -31,15 +31,14 @@ import { openSealed, sealTemplate } from '../dist/events/e2e-seal.js'
 import { loadIdentity } from '../dist/identity/keys.js'
 import { nip44DecryptNative } from '../dist/node/nip44-native.js'
 import { kithBin, spawnHub } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    messages: { type: 'string', default: '200' },
-    subscribers: { type: 'string', default: '1,10,100' },
-    catchup: { type: 'string', default: '100000' },
-    encrypt: { type: 'boolean', default: false },
-    'catchup-only': { type: 'boolean', default: false },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  messages: { type: 'string', default: '200' },
+  subscribers: { type: 'string', default: '1,10,100' },
+  catchup: { type: 'string', default: '100000' },
+  encrypt: { type: 'boolean', default: false },
+  'catchup-only': { type: 'boolean', default: false },
 })
 const M = Number(values.messages)
 const counts = values.subscribers.split(',').map(Number)

@@ -32,22 +32,21 @@ import {
   threadCpu,
   timeShapes,
 } from './bench-relay.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '20000' },
-    connections: { type: 'string', default: '4' },
-    inflight: { type: 'string', default: '64' },
-    queries: { type: 'string', default: '200' },
-    sync: { type: 'string', default: 'full' },
-    workers: { type: 'string' },
-    only: { type: 'string' },
-    agents: { type: 'string', default: '10' },
-    verify: { type: 'string' },
-    against: { type: 'string' },
-    'against-pid': { type: 'string' },
-    key: { type: 'string' },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  events: { type: 'string', default: '20000' },
+  connections: { type: 'string', default: '4' },
+  inflight: { type: 'string', default: '64' },
+  queries: { type: 'string', default: '200' },
+  sync: { type: 'string', default: 'full' },
+  workers: { type: 'string' },
+  only: { type: 'string' },
+  agents: { type: 'string', default: '10' },
+  verify: { type: 'string' },
+  against: { type: 'string' },
+  'against-pid': { type: 'string' },
+  key: { type: 'string' },
 })
 const against = values.against
 // Another relay knows nothing of kith's grants: only the owner run applies.

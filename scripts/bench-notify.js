@@ -24,8 +24,9 @@ import { makePermissionRequest } from '../dist/events/permission-request.js'
 import { makePushSubscription } from '../dist/events/push.js'
 import { signGrant } from '../dist/grants/grant.js'
 import { kithBin, spawnHub } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({ options: { cards: { type: 'string', default: '100' } } })
+const { values } = scriptArgs(import.meta.url, { cards: { type: 'string', default: '100' } })
 const N = Number(values.cards)
 const progress = (s) => process.stderr.write(`bench:notify ${s}\n`)
 const round = (x) => Math.round(x * 1000) / 1000

@@ -15,12 +15,11 @@ import { EventStore } from '../dist/store/event-store.js'
 import { RelayClient } from '../dist/link/relay-client.js'
 import { fetchIds, reconcile } from '../dist/link/reconcile.js'
 import { spawnHub } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '100000' },
-    missing: { type: 'string', default: '1000' },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  events: { type: 'string', default: '100000' },
+  missing: { type: 'string', default: '1000' },
 })
 const N = Number(values.events)
 const M = Number(values.missing)

@@ -18,14 +18,13 @@ import { parseArgs } from 'node:util'
 import { finalizeEvent, generateSecretKey } from 'nostr-tools/pure'
 import { EventStore } from '../dist/store/event-store.js'
 import { hubMigrations } from '../dist/store/hub-schema.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    events: { type: 'string', default: '20000' },
-    batch: { type: 'string', default: '64' },
-    rounds: { type: 'string', default: '3' },
-    'busy-disk': { type: 'boolean', default: false },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  events: { type: 'string', default: '20000' },
+  batch: { type: 'string', default: '64' },
+  rounds: { type: 'string', default: '3' },
+  'busy-disk': { type: 'boolean', default: false },
 })
 const N = Number(values.events)
 const B = Number(values.batch)

@@ -15,12 +15,11 @@ import { createInterface } from 'node:readline'
 import { chromium } from 'playwright-core'
 import { ControlClient } from '../dist/cli/control-client.js'
 import { kithBin } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    history: { type: 'string', default: '500' },
-    runs: { type: 'string', default: '7' },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  history: { type: 'string', default: '500' },
+  runs: { type: 'string', default: '7' },
 })
 const HISTORY = Number(values.history)
 const RUNS = Number(values.runs)

@@ -9,8 +9,9 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parseArgs } from 'node:util'
 import { kithBin } from './hub-process.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '20' } } })
+const { values } = scriptArgs(import.meta.url, { seconds: { type: 'string', default: '20' } })
 const seconds = Number(values.seconds)
 const home = mkdtempSync(join(tmpdir(), 'kith-idle-'))
 const env = { ...process.env, KITH_HOME: home }
