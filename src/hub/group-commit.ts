@@ -51,16 +51,31 @@ export class GroupCommit {
     })
   }
 
-  private maybeFlush(): void {
-    const waited = performance.now() - this.firstAt
-    if (
+  /**
+   * Commits now what would be committed at this turn's check anyway. The hub's background work
+   * (REQ slices, NIP-77 steps) calls it before each of its turns: their immediates were queued
+   * before the frames of this poll were read, so the commit's own check would run after up to a
+   * turn of their work, and every EVENT's OK with it.
+   */
+  flushIfDue(): void {
+    if (this.batch.length > 0 && this.due()) this.flush()
+  }
+
+  private due(): boolean {
+    return (
       this.batch.length >= this.opts.maxBatch ||
-      waited >= this.opts.maxDelayMs ||
+      performance.now() - this.firstAt >= this.opts.maxDelayMs ||
       !this.opts.moreComing()
-    ) {
+    )
+  }
+
+  private maybeFlush(): void {
+    if (this.batch.length === 0) return
+    if (this.due()) {
       this.flush()
       return
     }
+    const waited = performance.now() - this.firstAt
     this.timer ??= setTimeout(() => {
       this.timer = undefined
       this.flush()

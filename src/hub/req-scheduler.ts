@@ -49,14 +49,21 @@ export class ReqJob {
  * waiting connection's.
  */
 export class ReqScheduler<C extends Streaming> {
-  private readonly waiting = new Set<C>()
+  /** Connections whose REQ has had no slice yet: served first, in arrival order. */
+  private readonly fresh = new Set<C>()
+  /** Connections streaming on: served round robin after the fresh ones. */
+  private readonly again = new Set<C>()
   private scheduled = false
 
   /** Time REQs answered in their frame's turn took this turn (see `inlineLeft`). */
   private inlineSpent = 0
   private inlineResets = false
 
-  constructor(private readonly turnMs = 2) {}
+  constructor(
+    private readonly turnMs = 2,
+    /** Runs before each turn (the hub commits what its last poll read: see GroupCommit). */
+    private readonly beforeTurn?: () => void,
+  ) {}
 
   /**
    * Main-thread time left in this turn for REQs answered in the turn their frame is read: one
@@ -78,31 +85,38 @@ export class ReqScheduler<C extends Streaming> {
   }
 
   add(conn: C): void {
-    this.waiting.add(conn)
+    if (!this.again.has(conn)) this.fresh.add(conn)
+    this.schedule()
+  }
+
+  remove(conn: C): void {
+    this.fresh.delete(conn)
+    this.again.delete(conn)
+  }
+
+  private schedule(): void {
     if (this.scheduled) return
     this.scheduled = true
     setImmediate(() => this.turn())
   }
 
-  remove(conn: C): void {
-    this.waiting.delete(conn)
-  }
-
+  /**
+   * Those waiting at the turn's start: first the ones whose REQ just arrived (a member's small
+   * query waits behind at most one slice of another's large one, not behind a turn of them),
+   * then the ones streaming on, oldest first; one that has more goes to the back.
+   */
   private turn(): void {
     this.scheduled = false
+    this.beforeTurn?.()
     const startedAt = performance.now()
-    // Those waiting at the turn's start, oldest first; one that has more goes to the back.
-    for (const conn of [...this.waiting]) {
-      if (!this.waiting.has(conn)) continue
-      this.waiting.delete(conn)
+    const order = [...this.fresh, ...this.again]
+    for (const conn of order) {
+      if (!this.fresh.delete(conn) && !this.again.delete(conn)) continue
       // A connection that is 'blocked' re-adds itself when its client has read.
-      if (conn.runSlice() === 'more') this.waiting.add(conn)
+      if (conn.runSlice() === 'more') this.again.add(conn)
       if (performance.now() - startedAt >= this.turnMs) break
     }
-    if (this.waiting.size > 0 && !this.scheduled) {
-      this.scheduled = true
-      setImmediate(() => this.turn())
-    }
+    if (this.fresh.size + this.again.size > 0) this.schedule()
   }
 }
 

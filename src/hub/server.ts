@@ -207,13 +207,15 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   wss.on('error', (err) => log(`server: ${err.message}`))
   const subs = new SubscriptionIndex<Connection>()
   const conns = new Set<Connection>()
+  const commit = new GroupCommit(store, {
+    maxBatch: 512,
+    maxDelayMs: 4,
+    moreComing: () => verifier.inFlight > 0,
+  })
+  const beforeBackground = () => commit.flushIfDue()
   const ctx: HubContext<Connection> = {
     store,
-    commit: new GroupCommit(store, {
-      maxBatch: 512,
-      maxDelayMs: 4,
-      moreComing: () => verifier.inFlight > 0,
-    }),
+    commit,
     verifier,
     subs,
     limits,
@@ -225,10 +227,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     },
     eventLimits: new EventLimits(limits, grants, store),
     admission,
-    reqs: new ReqScheduler<Connection>(limits.reqSliceMs),
+    reqs: new ReqScheduler<Connection>(limits.reqSliceMs, beforeBackground),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
     perPerson: { connections: new Map(), negSessions: new Map() },
-    negTurns: new TurnQueue(),
+    negTurns: new TurnQueue(beforeBackground),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
     log,

@@ -9,6 +9,9 @@ export class TurnQueue {
   private readonly items: (() => void)[] = []
   private scheduled = false
 
+  /** `beforeTurn` runs before each item (the hub commits what its last poll read: see GroupCommit). */
+  constructor(private readonly beforeTurn?: () => void) {}
+
   /** Runs `fn` on a later turn, after what is queued before it; returns a cancel. */
   schedule(fn: () => void): () => void {
     let live = true
@@ -32,6 +35,7 @@ export class TurnQueue {
       this.scheduled = false
       const next = this.items.shift()
       this.kick()
+      this.beforeTurn?.()
       next?.()
     })
   }

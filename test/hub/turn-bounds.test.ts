@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
+import { GroupCommit } from '../../src/hub/group-commit.js'
 import { defaultHubLimits } from '../../src/hub/limits.js'
 import { NegSessions, type NegPeer } from '../../src/hub/negentropy.js'
 import { ReqScheduler, WorkBudget, type SliceOutcome } from '../../src/hub/req-scheduler.js'
@@ -57,6 +58,49 @@ describe('the REQ scheduler', () => {
     expect(ran).toEqual(['big', 'small'])
     await turn()
     expect(ran).toEqual(['big', 'small', 'big'])
+  })
+})
+
+describe('what the background turns go after', () => {
+  it('a REQ that just arrived gets its slice before another connection’s stream goes on', async () => {
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2)
+    const ran: string[] = []
+    scheduler.add({
+      runSlice: () => {
+        ran.push('big')
+        busy(3)
+        return 'more'
+      },
+    })
+    await turn()
+    expect(ran).toEqual(['big'])
+    scheduler.add({ runSlice: () => (ran.push('small'), 'idle') })
+    await turn()
+    // Before, the stream re-added at the back was still ahead of the REQ that arrived after it.
+    expect(ran.slice(0, 2)).toEqual(['big', 'small'])
+  })
+
+  it('an EVENT read in the last poll is committed before the turn’s slices run', async () => {
+    const store = new EventStore(join(tempDir(), 'events.db'))
+    const commit = new GroupCommit(store, { maxBatch: 512, maxDelayMs: 4, moreComing: () => false })
+    const scheduler = new ReqScheduler<{ runSlice(): SliceOutcome }>(2, () => commit.flushIfDue())
+    const event = signEvent(
+      { kind: 9, created_at: 1000, tags: [], content: 'x' },
+      generateSecretKey(),
+    )
+    let storedAtSlice: boolean | undefined
+    // The REQ's turn was queued first (a stream going on), the EVENT read after it.
+    scheduler.add({
+      runSlice: () => {
+        storedAtSlice = store.getEvent(event.id) !== undefined
+        return 'idle'
+      },
+    })
+    const ok = new Promise((resolve) => commit.submit(event, JSON.stringify(event), resolve))
+    await turn()
+    // Before, the commit's own check ran after the slices: every OK waited out a turn of them.
+    expect(storedAtSlice).toBe(true)
+    await ok
   })
 })
 

@@ -31,4 +31,14 @@ describe('TurnQueue', () => {
     await turn()
     expect(ran).toEqual(['b'])
   })
+
+  it('runs its before-turn hook ahead of each item (the hub commits what its last poll read)', async () => {
+    const ran: string[] = []
+    const q = new TurnQueue(() => ran.push('commit'))
+    q.schedule(() => ran.push('a'))
+    q.schedule(() => ran.push('b'))
+    await turn()
+    await turn()
+    expect(ran).toEqual(['commit', 'a', 'commit', 'b'])
+  })
 })
