@@ -32,6 +32,7 @@ import type { GrantVerifier } from '../grants/verifier.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { FleetState } from '../grants/fleet-state.js'
 import { TurnQueue } from './turn-queue.js'
+import { Heartbeat } from './heartbeat.js'
 
 export interface HubOptions {
   host?: string
@@ -276,20 +277,18 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     })
   })
 
-  const heartbeat = setInterval(() => {
-    for (const conn of conns) {
-      // Grants expire with time as well as by revocation.
-      if (conn.enforceMembership()) continue
-      if (!conn.alive) {
-        log(`reaping dead connection ${conn.remote}`)
-        conn.ws.terminate()
-        continue
-      }
-      conn.alive = false
-      conn.ws.ping()
+  const heartbeat = new Heartbeat(conns, limits.heartbeatMs, (conn) => {
+    // Grants expire with time as well as by revocation.
+    if (conn.enforceMembership()) return
+    if (!conn.alive) {
+      log(`reaping dead connection ${conn.remote}`)
+      conn.ws.terminate()
+      return
     }
-  }, limits.heartbeatMs)
-  heartbeat.unref()
+    conn.alive = false
+    conn.ws.ping()
+  })
+  heartbeat.start()
 
   try {
     await new Promise<void>((resolve, reject) => {
@@ -302,7 +301,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       })
     })
   } catch (err) {
-    clearInterval(heartbeat)
+    heartbeat.stop()
     if (ownVerifier) await verifier.close()
     store.close()
     const code = (err as NodeJS.ErrnoException).code
@@ -328,7 +327,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   let closing: Promise<void> | undefined
   const close = () =>
     (closing ??= (async () => {
-      clearInterval(heartbeat)
+      heartbeat.stop()
       const closed = [...conns].map(
         (conn) => new Promise<void>((resolve) => conn.ws.once('close', () => resolve())),
       )

@@ -32,6 +32,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/turn-queue.test.ts',
     'test/hub/turn-bounds.test.ts',
     'test/hub/stored-stream.test.ts',
+    'test/hub/heartbeat.test.ts',
     'test/grants/hub-role.test.ts',
     'test/grants/history-admission.test.ts',
     'test/grants/issuer.test.ts',
