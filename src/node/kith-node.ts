@@ -130,7 +130,7 @@ export class KithNode {
     this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
       this.store.enqueue(e, this.now()),
     )
-    this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
+    this.names = new Names(this.book.verifier, this.store.reads, id.devicePubkey)
     this.channels = this.book.state.channels
     this.e2e = new E2eKeys({
       id,
@@ -353,14 +353,8 @@ export class KithNode {
   private publishProfile(): void {
     const { id } = this
     const content = deviceProfileContent(id.config.name)
-    const current = this.store.events.query(
-      [{ kinds: [Kind.Profile], authors: [id.devicePubkey], limit: 1 }],
-      {
-        defaultLimit: 1,
-        maxLimit: 1,
-      },
-    )[0]
-    if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === content) return
+    const current = this.store.reads.newest({ kinds: [Kind.Profile], authors: [id.devicePubkey] })
+    if (current !== undefined && current.content === content) return
     const profile = signEvent(makeDeviceProfile(id.config.name, this.now()), id.deviceSecret)
     this.store.enqueue(profile, this.now())
   }
