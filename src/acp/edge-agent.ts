@@ -6,6 +6,8 @@ import { Kind } from '../events/kinds.js'
 import { outcomeOf, saysTurnGoesOn, threadOf } from '../events/chat.js'
 import { parsePermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
+import type { SessionAction } from '../events/session-control.js'
+import type { SessionStart } from '../events/session-start.js'
 import {
   acpSettingsOf,
   choiceOf,
@@ -38,10 +40,41 @@ interface WatchFrame {
   updates: unknown[]
 }
 
-/** What this adapter needs of the local node (its control socket). */
+/**
+ * The control methods this edge calls, as far as it reads them: a part of the node's
+ * `ControlMethods` (node/control-methods.ts, a layer above this one), which
+ * cli/control-client.ts checks this view against at compile time.
+ */
+export interface EdgeMethods {
+  sessions: { params: Record<string, never>; result: SessionState[] }
+  history: { params: { channel: string; limit: number }; result: ChatItem[] }
+  send: {
+    params: { channel: string; text: string; reply?: string; session?: SessionStart }
+    result: { event: NostrEvent }
+  }
+  decide: { params: { request: string; option: string }; result: unknown }
+  cancel: { params: { channel: string; agent: string; prompt: string }; result: unknown }
+  'session-request': { params: { session: string; request: SessionAction }; result: { id: string } }
+  'session-answer': { params: { request: string }; result: NostrEvent | null }
+  subscribe: { params: { channel: string }; result: unknown }
+  watch: { params: { agent: string }; result: unknown }
+}
+
+/** The node's notifications this edge follows, as far as it reads them (`ControlNotifications`). */
+export interface EdgeNotifications {
+  chat: ChatItem
+  frame: WatchFrame
+}
+
+/** What this adapter needs of the local node (its control socket), typed by `EdgeMethods`. */
 export interface NodeApi {
-  request<T>(method: string, params?: Record<string, unknown>): Promise<T>
-  on(method: string, fn: (params: unknown) => void): void
+  request<M extends keyof EdgeMethods>(
+    method: M,
+    ...params: Record<string, never> extends EdgeMethods[M]['params']
+      ? [params?: EdgeMethods[M]['params']]
+      : [params: EdgeMethods[M]['params']]
+  ): Promise<EdgeMethods[M]['result']>
+  on<N extends keyof EdgeNotifications>(method: N, fn: (params: EdgeNotifications[N]) => void): void
 }
 
 /** Where editors' session ids are kept (KITH_HOME/acp-sessions.json): the thread each became, '' before its first prompt. */
@@ -109,8 +142,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       update: u as Acp.SessionUpdate,
     })
 
-  node.on('frame', (raw) => {
-    const frame = raw as WatchFrame
+  node.on('frame', (frame) => {
     const turn = turns.get(frame.prompt)
     if (turn === undefined) return
     for (const u of frame.updates) {
@@ -121,8 +153,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       void update(turn.sessionId, u)
     }
   })
-  node.on('chat', (raw) => {
-    const { event } = raw as ChatItem
+  node.on('chat', ({ event }) => {
     if (event.pubkey !== agent.pubkey) return
     if (event.kind === Kind.PermissionRequest) {
       void askEditor(event)
@@ -155,7 +186,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     const root = roots.get(sessionId)
     if (root === undefined) return
     try {
-      const state = (await node.request<SessionState[]>('sessions')).find(
+      const state = (await node.request('sessions')).find(
         (s) => s.agent === agent.pubkey && s.thread === root,
       )
       const { modes, configOptions } = acpSettingsOf(state)
@@ -211,7 +242,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     if (roots.has(sessionId)) return place(roots.get(sessionId))
     const kept = book.get(sessionId)
     if (kept !== undefined) return place(kept)
-    const sessions = await node.request<SessionState[]>('sessions')
+    const sessions = await node.request('sessions')
     const found = sessions.filter(
       (s) =>
         s.agent === agent.pubkey &&
@@ -236,7 +267,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
 
   /** The host's newest report of this session's thread, or else of any session of the agent. */
   const stateOf = async (root: string | undefined): Promise<SessionState | undefined> => {
-    const mine = (await node.request<SessionState[]>('sessions'))
+    const mine = (await node.request('sessions'))
       .filter((s) => s.agent === agent.pubkey)
       .sort((a, b) => b.reportedAt - a.reportedAt)
     return (root === undefined ? undefined : mine.find((s) => s.thread === root)) ?? mine[0]
@@ -262,20 +293,20 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     return stateOf(undefined)
   }
 
-  const sessionSet = async (sessionId: string, request: Record<string, unknown>) => {
+  const sessionSet = async (sessionId: string, request: SessionAction) => {
     const root = await rootOf(sessionId)
     if (root === undefined)
       throw acp.RequestError.invalidParams(
         undefined,
         'this session has no thread yet: send its first prompt, then change it',
       )
-    const { id } = await node.request<{ id: string }>('session-request', {
+    const { id } = await node.request('session-request', {
       session: root,
       request,
     })
     // The host answers with a notice in the thread; it may be on another machine.
     for (let waited = 0; waited < 30_000; waited += 200) {
-      const answer = await node.request<NostrEvent | null>('session-answer', { request: id })
+      const answer = await node.request('session-answer', { request: id })
       if (answer !== null) {
         if (outcomeOf(answer) === undefined) return
         throw acp.RequestError.invalidRequest(undefined, answer.content)
@@ -302,7 +333,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
     .onRequest(acp.methods.agent.session.load, async ({ params }) => {
       const root = await adopt(params.sessionId)
       if (root === undefined) return acpSettingsOf(await stateOf(undefined))
-      const history = await node.request<ChatItem[]>('history', { channel, limit: 5000 })
+      const history = await node.request('history', { channel, limit: 5000 })
       for (const { event } of history) {
         if (event.kind !== Kind.ChatMessage) continue
         if (event.id !== root && threadOf(event).root !== root) continue
@@ -352,7 +383,7 @@ export function edgeAgentApp(acp: typeof Acp, opts: EdgeAgentCore): Acp.AgentApp
       if (text === '') throw acp.RequestError.invalidParams(undefined, 'an empty prompt')
       const root = roots.get(params.sessionId)
       const chosen = pending.get(params.sessionId) ?? {}
-      const sent = await node.request<{ event: NostrEvent }>('send', {
+      const sent = await node.request('send', {
         channel,
         text: `@${agent.name} ${text}`,
         ...(root !== undefined

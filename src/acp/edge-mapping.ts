@@ -2,6 +2,7 @@ import type * as Acp from '@agentclientprotocol/sdk'
 import type { NostrEvent } from '../events/event.js'
 import type { PermissionRequest } from '../events/permission-request.js'
 import type { SessionState } from '../events/session-state.js'
+import type { SessionAction } from '../events/session-control.js'
 
 /**
  * The mapping between ACP and Kith's events at the edge (kith-agents, "ACP at the edge"), as pure
@@ -156,6 +157,6 @@ export function choiceOf(configId: string, value: string): Choice {
 }
 
 /** A choice as the session request (4150) that makes it. */
-export function setRequestOf(choice: Choice): Record<string, unknown> {
+export function setRequestOf(choice: Choice): SessionAction {
   return { action: 'set', ...choice }
 }

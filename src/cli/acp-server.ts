@@ -9,7 +9,6 @@ import { edgeAgentApp, type NodeApi } from '../acp/edge-agent.js'
 import { KithError } from '../errors.js'
 import { parseChannel } from '../events/chat.js'
 import { connectNode } from './control-client.js'
-import type { ControlResult } from '../node/control-methods.js'
 import { acpSessionBook } from './acp-sessions.js'
 
 /**
@@ -61,8 +60,7 @@ function lazyNode(home: string): NodeApi & { close: () => void } {
   // Observed by each request; one nobody makes is not an unhandled rejection.
   conn.catch(() => undefined)
   return {
-    request: async <T>(method: string, params?: Record<string, unknown>) =>
-      (await conn).asNodeApi().request<T>(method, params),
+    request: async (method, ...params) => (await conn).asNodeApi().request(method, ...params),
     on: (method, fn) => {
       void conn.then((c) => c.asNodeApi().on(method, fn))
     },
@@ -97,9 +95,10 @@ export async function startAcpServer(opts: {
     if (made === undefined) {
       made = (async () => {
         const [name, machine] = target.split('@') as [string, string?]
-        const probe = lazyNode(opts.home)
+        const probe = await connectNode(opts.home)
+        if (probe === undefined) throw new KithError('io', 'this node is not running')
         try {
-          const agent = await probe.request<ControlResult<'agent'>>('agent', { name })
+          const agent = await probe.request('agent', { name })
           if (machine !== undefined && machine !== agent.host)
             throw new KithError('not-found', `@${agent.name} does not run on ${machine}`)
           return new AcpServer({

@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline'
 import { KithError, type KithErrorCode } from '../errors.js'
 import { readConfig } from '../identity/config.js'
 import { homeFiles, resolveKithHome } from '../identity/home.js'
-import type { NodeApi } from '../acp/edge-agent.js'
+import type { EdgeMethods, EdgeNotifications, NodeApi } from '../acp/edge-agent.js'
 import type {
   ControlMethod,
   ControlNotifications,
@@ -23,6 +23,31 @@ type ParamsArg<M extends ControlMethod> =
   Record<string, never> extends ControlParams<M>
     ? [params?: ControlParams<M>]
     : [params: ControlParams<M>]
+
+/**
+ * The ACP edge's view of the control API (acp/edge-agent.ts, a layer beneath the node, cannot
+ * import `ControlMethods`), checked against it: each method it calls is one the node has, what
+ * it sends is what the node reads, what the node answers is what it reads, and so for each
+ * notification it follows. A method that drifts fails to compile here, by name.
+ */
+export type EdgeViewHolds = Holds<
+  {
+    [M in keyof EdgeMethods]: M extends ControlMethod
+      ? [EdgeMethods[M]['params']] extends [ControlParams<M>]
+        ? [ControlResult<M>] extends [EdgeMethods[M]['result']]
+          ? true
+          : false
+        : false
+      : false
+  } & {
+    [N in keyof EdgeNotifications]: N extends keyof ControlNotifications
+      ? [ControlNotifications[N]] extends [EdgeNotifications[N]]
+        ? true
+        : false
+      : false
+  }
+>
+type Holds<T extends Record<keyof EdgeMethods | keyof EdgeNotifications, true>> = T
 
 /** What a client hears: the node's notifications, and `close` when the connection ends. */
 type Heard = ControlNotifications & { close: undefined }
@@ -101,15 +126,15 @@ export class ControlClient {
   }
 
   /**
-   * This connection as the ACP edge (acp/edge-agent.ts) uses it: that layer sits beneath the
-   * node and cannot see `ControlMethods`, so it gets the untyped view, and the node still reads
-   * every request's params (node/control.ts) before any handler runs.
+   * This connection as the ACP edge (acp/edge-agent.ts) uses it, typed by its `EdgeMethods`:
+   * a part of `ControlMethods`, as `EdgeViewHolds` checks. The node still reads every request's
+   * params (node/control.ts) before any handler runs.
    */
   asNodeApi(): NodeApi {
     return {
-      request: <T>(method: string, params?: Record<string, unknown>) =>
-        this.call(method, params ?? {}) as Promise<T>,
-      on: (method, fn) => this.listen(method, fn),
+      // Each result is what `ControlMethods` says, which `EdgeViewHolds` shows the edge reads.
+      request: (method, ...params) => this.call(method, params[0] ?? {}),
+      on: (method, fn) => this.listen(method, fn as (params: unknown) => void),
     }
   }
 

@@ -30,7 +30,7 @@ export function withLocalNode<T>(
   if (fleet === undefined) throw new KithError('not-initialized', 'this machine is in no fleet yet')
   return withStore(id.home, (store) => {
     const book = new GrantBook(store.events, fleet)
-    return fn({ id, store, book, names: new Names(book.verifier, store.events, id.devicePubkey) })
+    return fn({ id, store, book, names: new Names(book.verifier, store.reads, id.devicePubkey) })
   })
 }
 

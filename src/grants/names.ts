@@ -23,14 +23,11 @@ export interface Who {
 }
 
 /**
- * Where names read profiles (kind 0): a node's event store, or a browser's events in memory.
- * Only `[{ kinds: [0], authors: [pubkey], limit: 1 }]` is asked.
+ * Where names read profiles (kind 0): a node's reads of node.db (`store/node-reads.ts`), or a
+ * browser's events in memory. Only `{ kinds: [0], authors: [pubkey] }` is asked.
  */
 export interface ProfileSource {
-  query(
-    filters: readonly Filter[],
-    limits: { defaultLimit: number; maxLimit: number },
-  ): readonly { raw: string }[]
+  newest(filter: Filter): NostrEvent | undefined
 }
 
 /**
@@ -38,12 +35,8 @@ export interface ProfileSource {
  * way (its own key signs it; kith device rename), and every display prefers it to a grant's name.
  */
 export function profileNameOf(events: ProfileSource, pubkey: string): string | undefined {
-  const row = events.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
-    defaultLimit: 1,
-    maxLimit: 1,
-  })[0]
-  if (row === undefined) return undefined
-  return profileNameIn(JSON.parse(row.raw) as NostrEvent)
+  const profile = events.newest({ kinds: [Kind.Profile], authors: [pubkey] })
+  return profile === undefined ? undefined : profileNameIn(profile)
 }
 
 const short = (pubkey: string) => `${npubEncode(pubkey).slice(0, 12)}…`

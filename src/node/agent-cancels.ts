@@ -80,11 +80,9 @@ export class TurnCancels {
   private addressedTo(prompts: ReadonlySet<string>, agent: string): boolean {
     if (prompts.size === 0) return false
     const ids = [...prompts]
-    return this.node.store.events
-      .query([{ ids }], { defaultLimit: ids.length, maxLimit: ids.length })
-      .some((r) =>
-        (JSON.parse(r.raw) as NostrEvent).tags.some((t) => t[0] === 'p' && t[1] === agent),
-      )
+    return this.node.store.reads
+      .events({ ids })
+      .some((e) => e.tags.some((t) => t[0] === 'p' && t[1] === agent))
   }
 
   /** A cancel's or an interrupt's binding (kith-agents/1): its fleet, then its date. */
@@ -201,7 +199,7 @@ export class TurnCancels {
     }
     const who = typeof params.agent === 'string' ? `@${params.agent}` : 'an agent'
     // One prompt's turn only (kith acp cancels the editor's session, not the channel's others).
-    const prompts = openPrompts(this.node.store.events, channel, isAgent, targets).filter(
+    const prompts = openPrompts(this.node.store.reads, channel, isAgent, targets).filter(
       (id) => typeof params.prompt !== 'string' || id === params.prompt,
     )
     if (prompts.length === 0)
@@ -245,9 +243,7 @@ export class TurnCancels {
     prompts: string[],
     targets: Set<string>,
   ): { idle?: string; unreported?: string } {
-    const events = this.node.store.events
-      .query([{ ids: prompts }], { defaultLimit: prompts.length, maxLimit: prompts.length })
-      .map((r) => JSON.parse(r.raw) as NostrEvent)
+    const events = this.node.store.reads.events({ ids: prompts })
     const newest = Math.max(...events.map((e) => e.created_at))
     const addressed = new Set(
       events.flatMap((e) =>

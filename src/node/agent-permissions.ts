@@ -352,12 +352,8 @@ export class PermissionRequests {
    * its turn cancelled or ended): its author is told it changed nothing, as for a decided one.
    */
   private closedUndecided(requestId: string, decision: NostrEvent): void {
-    const row = this.node.store.events.query([{ ids: [requestId] }], {
-      defaultLimit: 1,
-      maxLimit: 1,
-    })[0]
-    if (row === undefined) return
-    const request = JSON.parse(row.raw) as NostrEvent
+    const request = this.node.store.reads.event(requestId)
+    if (request === undefined) return
     const agent = this.peers.agent(request.pubkey)
     if (agent === undefined || request.kind !== Kind.PermissionRequest) return
     if (!this.peers.mayAct(agent, decision.pubkey, decisionAction(undefined))) return
@@ -368,15 +364,12 @@ export class PermissionRequests {
     )
       return
     const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
-    const question =
-      prompt === undefined
-        ? undefined
-        : this.node.store.events.query([{ ids: [prompt] }], { defaultLimit: 1, maxLimit: 1 })[0]
+    const question = prompt === undefined ? undefined : this.node.store.reads.event(prompt)
     if (question === undefined) return
     const title = parseContent(request).title ?? 'a tool call'
     this.peers.replyAs(
       agent,
-      JSON.parse(question.raw) as NostrEvent,
+      question,
       `ℹ the answer of ${this.node.names.who(decision.pubkey).name} to "${title}" came after the request closed (it timed out, or its turn ended); it changed nothing`,
       { notice: true },
     )

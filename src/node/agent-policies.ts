@@ -38,22 +38,15 @@ export class AgentPolicies {
   /** Publishes `record`'s policy unless the newest this device signed already says it. */
   publish(record: AgentRecord): NostrEvent | undefined {
     const content = makeAgentPolicy(this.spec(record), 0).content
-    const newest = this.node.store.events.query(
-      [
-        {
-          kinds: [Kind.AgentPolicy],
-          authors: [this.node.id.devicePubkey],
-          tags: { d: [record.pubkey] },
-          limit: 1,
-        },
-      ],
-      { defaultLimit: 1, maxLimit: 1 },
-    )[0]
+    const newest = this.node.store.reads.newest({
+      kinds: [Kind.AgentPolicy],
+      authors: [this.node.id.devicePubkey],
+      tags: { d: [record.pubkey] },
+    })
     if (newest !== undefined) {
-      const event = JSON.parse(newest.raw) as NostrEvent
-      const sameFleet = event.tags.some((t) => t[0] === 'fleet' && t[1] === this.node.book.fleet)
-      if (sameFleet && event.content === content) {
-        this.inForce.set(record.pubkey, event.id)
+      const sameFleet = newest.tags.some((t) => t[0] === 'fleet' && t[1] === this.node.book.fleet)
+      if (sameFleet && newest.content === content) {
+        this.inForce.set(record.pubkey, newest.id)
         return undefined
       }
     }

@@ -105,11 +105,7 @@ export class PromptRouter {
     const journal = this.node.store.prompts
     for (const row of journal.all()) {
       const agent = this.peers.roster.agents.get(row.agent)
-      const raw = this.node.store.events.query([{ ids: [row.eventId] }], {
-        defaultLimit: 1,
-        maxLimit: 1,
-      })[0]
-      const event = raw === undefined ? undefined : (JSON.parse(raw.raw) as NostrEvent)
+      const event = this.node.store.reads.event(row.eventId)
       const channel = event === undefined ? undefined : channelOf(event)
       if (agent === undefined || event === undefined || channel === undefined) {
         journal.done(row.eventId, row.agent)

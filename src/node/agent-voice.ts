@@ -122,12 +122,8 @@ export class AgentVoice {
     if (job.prompt === undefined || this.node.stopped()) return
     const { id } = this.node
     if (!this.node.book.verifier.isMember(id.devicePubkey, this.node.now()).ok) return
-    const question = this.node.store.events.query([{ ids: [job.prompt] }], {
-      defaultLimit: 1,
-      maxLimit: 1,
-    })[0]
-    if (question === undefined) return
-    const event = JSON.parse(question.raw) as NostrEvent
+    const event = this.node.store.reads.event(job.prompt)
+    if (event === undefined) return
     const notice = nodeSigner(this.node)(
       makeReply(
         // It will not answer: a failed outcome, so a reader goes by the tag, not the ⚠.

@@ -32,7 +32,7 @@ export function definitionsFirst(
     book,
     event,
     (id) => store.hubHolds(id, hub),
-    (id) => store.events.getEvent(id),
+    (id) => store.reads.event(id),
     now,
   )
 }

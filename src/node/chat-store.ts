@@ -28,9 +28,8 @@ export function chatItem(store: NodeStore, names: Names, event: NostrEvent): Cha
   const item: ChatItem = { event, from: names.who(event.pubkey), channel: channelOf(event) }
   const { parent } = threadOf(event)
   if (parent === undefined) return item
-  const row = store.events.query([{ ids: [parent] }], { defaultLimit: 1, maxLimit: 1 })[0]
-  if (row === undefined) return item
-  const p = JSON.parse(row.raw) as NostrEvent
+  const p = store.reads.event(parent)
+  if (p === undefined) return item
   const oneLine = p.content.replace(/\s+/g, ' ').trim()
   const text = oneLine.length > quoteChars ? `${oneLine.slice(0, quoteChars - 1)}…` : oneLine
   return { ...item, inReplyTo: { name: names.who(p.pubkey).name, text } }
@@ -109,7 +108,7 @@ export function buildChat(
   const agents = new Set(mentions.filter((p) => names.who(p).role === 'agent'))
   const interruptPrompts =
     spec.interrupt === true && agents.size > 0
-      ? openPrompts(store.events, spec.channel, (p) => names.who(p).role === 'agent', agents)
+      ? openPrompts(store.reads, spec.channel, (p) => names.who(p).role === 'agent', agents)
       : []
   let replyTo: { id: string; root?: string } | undefined
   if (spec.reply !== undefined) {
@@ -156,14 +155,12 @@ function replyParent(store: NodeStore, channel: string, id: string): NostrEvent 
   const wanted = id.toLowerCase()
   if (!/^[0-9a-f]{8,64}$/.test(wanted))
     throw new KithError('usage', `--reply takes a message id (8 to 64 hex), not ${id}`)
+  // A full id is looked up among current events only (never a replaced version kept apart).
   const rows =
     wanted.length === 64
-      ? store.events.query([{ ids: [wanted] }], { defaultLimit: 1, maxLimit: 1 })
-      : store.events
-          .query([{ kinds: [Kind.ChatMessage], tags: { h: [channel] }, limit: replyLookback }], {
-            defaultLimit: replyLookback,
-            maxLimit: replyLookback,
-          })
+      ? store.reads.events({ ids: [wanted] })
+      : store.reads
+          .events({ kinds: [Kind.ChatMessage], tags: { h: [channel] }, limit: replyLookback })
           .filter((r) => r.id.startsWith(wanted))
   if (rows.length === 0)
     throw new KithError(
@@ -175,7 +172,7 @@ function replyParent(store: NodeStore, channel: string, id: string): NostrEvent 
       'usage',
       `${rows.length} messages in #${channel} start with ${id}: give more of its id (${rows.map((r) => r.id.slice(0, 12)).join(', ')})`,
     )
-  return JSON.parse(rows[0]!.raw) as NostrEvent
+  return rows[0]!
 }
 
 export function chatHistory(
@@ -189,13 +186,9 @@ export function chatHistory(
   if (typeof params.channel === 'string') filter.tags = { h: [params.channel] }
   if (typeof params.since === 'number') filter.since = params.since
   const limit = typeof params.limit === 'number' ? params.limit : 50
-  const rows = store.events.query([{ ...filter, limit }], {
-    defaultLimit: limit,
-    maxLimit: 100_000,
-  })
   // An event still sealed (its key has not come, or it was refused) is never shown as a message.
-  const events = rows
-    .map((r) => ({ event: JSON.parse(r.raw) as NostrEvent, seq: r.seq }))
+  const events = store.reads
+    .withArrival({ ...filter, limit })
     .filter(({ event }) => !isSealed(event))
   return causalOrder(events).map(({ event }) => chatItem(store, names, event))
 }

@@ -32,7 +32,7 @@ export function controlHandlers(node: KithNode): ControlHandlers {
     watch: (p, client) => bridge.frames.watch(p, client),
     agent: (p) => agentInfo(node, p),
     // kith session (sessions.ts, session-control.ts).
-    sessions: () => listSessions(node.store.events),
+    sessions: () => listSessions(node.store.reads),
     'session-request': (p) => bridge.requestSession(p),
     'session-answer': (p) => bridge.sessionAnswer(p),
     'agents-changed': () => {

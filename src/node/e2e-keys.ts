@@ -55,12 +55,7 @@ export function fleetSealsHere(store: NodeStore, book: GrantBook, fleet: string)
 function storedSettings(store: NodeStore): NostrEvent[] {
   return [
     ...store.events.allVersionsOfKind(Kind.FleetSetting),
-    ...store.events
-      .query([{ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] } }], {
-        defaultLimit: 1_000,
-        maxLimit: 1_000,
-      })
-      .map((r) => JSON.parse(r.raw) as NostrEvent),
+    ...store.reads.events({ kinds: [Kind.FleetSetting], tags: { d: [e2eSettingD] }, limit: 1_000 }),
   ]
 }
 
@@ -234,7 +229,7 @@ export class E2eKeys {
     const out: NostrEvent[] = []
     for (const epochId of this.fresh.splice(0)) {
       for (const id of store.e2e.sealedFor(epochId)) {
-        const sealed = store.events.getEvent(id)
+        const sealed = store.reads.event(id)
         if (sealed === undefined) continue
         try {
           const opened = openSealed(sealed, this.keyOf, nip44DecryptNative)

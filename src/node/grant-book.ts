@@ -7,6 +7,7 @@ import { makeRevocation } from '../grants/revocation.js'
 import type { GrantVerifier, Decision } from '../grants/verifier.js'
 import { FleetState } from '../grants/fleet-state.js'
 import type { EventStore } from '../store/event-store.js'
+import { NodeReads } from '../store/node-reads.js'
 import { NodeStore } from '../store/node-store.js'
 import { profileNameOf } from '../grants/names.js'
 
@@ -19,6 +20,7 @@ export class GrantBook {
   /** Grants, revocations and channel definitions: the same state and admission rule a hub has. */
   readonly state: FleetState
   readonly verifier: GrantVerifier
+  private readonly reads: NodeReads
   /**
    * `queue` stores an event this node issued and puts it in the outbox, so the daemon keeps
    * sending it to every hub until each answers (even when no hub was reachable when it was made).
@@ -31,6 +33,7 @@ export class GrantBook {
   ) {
     this.state = new FleetState({ founder: fleet, verifySignature: verifyEventSignature })
     this.verifier = this.state.grants
+    this.reads = new NodeReads(store)
     this.reload()
   }
 
@@ -208,8 +211,7 @@ export class GrantBook {
   }
 
   event(id: string): NostrEvent | undefined {
-    const row = this.store.query([{ ids: [id] }], { defaultLimit: 1, maxLimit: 1 })[0]
-    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+    return this.reads.event(id)
   }
 
   /** Every grant and revocation, oldest first (for publishing to a new hub). */
@@ -266,16 +268,12 @@ export class GrantBook {
 
   /** The name `pubkey` gives itself in its newest kind-0 profile held here, if any. */
   profileName(pubkey: string): string | undefined {
-    return profileNameOf(this.store, pubkey)
+    return profileNameOf(this.reads, pubkey)
   }
 
   /** The newest kind-0 profile `pubkey` signed that is held here. */
   profile(pubkey: string): NostrEvent | undefined {
-    const row = this.store.query([{ kinds: [Kind.Profile], authors: [pubkey], limit: 1 }], {
-      defaultLimit: 1,
-      maxLimit: 1,
-    })[0]
-    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+    return this.reads.newest({ kinds: [Kind.Profile], authors: [pubkey] })
   }
 
   /** Members (by subject) right now, to diff before and after a revocation. */

@@ -9,11 +9,10 @@ import { loadIdentity, type Identity } from '../identity/keys.js'
 import { HubLink } from '../link/hub-link.js'
 import { NodeStore } from '../store/node-store.js'
 import { OutboxPump } from './outbox-pump.js'
-import { notifyStatus, startNotifications } from './notifications.js'
+import { startNotifications } from './notifications.js'
 import type { Notifier } from '../notify/notifier.js'
 import { E2eKeys } from './e2e-keys.js'
 import { makeFleetSetting } from '../events/e2e-setting.js'
-import { sealingLapse } from '../grants/e2e-sealing.js'
 import { judgeHubRevoked } from '../grants/hub-revoked.js'
 import { AgentBridge, type AgentBridgeOptions } from './agent-bridge.js'
 import { buildChat, chatHistory, chatItem, type ChatItem } from './chat-store.js'
@@ -30,7 +29,7 @@ import type { ChannelBook } from '../grants/channels.js'
 import { sessionStartTags } from '../events/session-start.js'
 import { deviceProfileContent, makeDeviceProfile } from '../events/profile.js'
 import { offlinePresenceWaitMs, sendWaitMs } from './timings.js'
-import { deviceStatus, type DeviceStatus, type NodeStatus } from './node-status.js'
+import { nodeStatus, type NodeStatus } from './node-status.js'
 import type { IntakeContext } from './intake/context.js'
 import { newBatch } from './intake/batch.js'
 import { runIntake } from './intake/stages.js'
@@ -130,7 +129,7 @@ export class KithNode {
     this.book = new GrantBook(this.store.events, fleet, undefined, (e) =>
       this.store.enqueue(e, this.now()),
     )
-    this.names = new Names(this.book.verifier, this.store.events, id.devicePubkey)
+    this.names = new Names(this.book.verifier, this.store.reads, id.devicePubkey)
     this.channels = this.book.state.channels
     this.e2e = new E2eKeys({
       id,
@@ -353,14 +352,8 @@ export class KithNode {
   private publishProfile(): void {
     const { id } = this
     const content = deviceProfileContent(id.config.name)
-    const current = this.store.events.query(
-      [{ kinds: [Kind.Profile], authors: [id.devicePubkey], limit: 1 }],
-      {
-        defaultLimit: 1,
-        maxLimit: 1,
-      },
-    )[0]
-    if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === content) return
+    const current = this.store.reads.newest({ kinds: [Kind.Profile], authors: [id.devicePubkey] })
+    if (current !== undefined && current.content === content) return
     const profile = signEvent(makeDeviceProfile(id.config.name, this.now()), id.deviceSecret)
     this.store.enqueue(profile, this.now())
   }
@@ -517,49 +510,9 @@ export class KithNode {
     }
   }
 
+  /** `kith status` (node-status.ts). */
   status(): NodeStatus {
-    return {
-      device: this.id.devicePubkey,
-      name: this.id.config.name,
-      fleet: this.fleet,
-      embeddedHub: this.embedded?.url ?? null,
-      web: this.webUrl ?? null,
-      removed: this.removed ?? null,
-      disputedRevocations: [...this.disputedRevocations].map(([url, message]) => ({
-        url,
-        message,
-      })),
-      encrypt: this.e2e.encrypts(),
-      sealLapse: sealingLapse(this.e2e.sealing()) ?? null,
-      hubs: this.links.map((l) => ({
-        url: l.url,
-        state: l.state,
-        lagMs: l.rttMs ?? null,
-        cursor: this.store.cursor(l.url) ?? null,
-        outbox: this.store.pendingFor(l.url).length,
-        lastError: l.lastError ?? null,
-        lastSync: l.lastSync ?? null,
-      })),
-      outbox: this.store.outboxDepth(this.links.map((l) => l.url)),
-      agents: [...this.agents.values()].map((a) => ({
-        name: a.record.name,
-        state: a.host.state,
-        adapter: a.host.info,
-        queue: a.host.queueDepth,
-        crashes: a.host.crashes,
-        sessions: this.store.agentSessionCount(a.record.pubkey),
-      })),
-      devices: this.deviceStatus(),
-      refused: this.store
-        .refusals()
-        .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
-      notify: notifyStatus(this.store),
-    }
-  }
-
-  /** Every device of the fleet with its presence as this node knows it (node-status.ts). */
-  deviceStatus(): DeviceStatus[] {
-    return deviceStatus(this)
+    return nodeStatus(this, this.disputedRevocations)
   }
 
   /**

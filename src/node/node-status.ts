@@ -1,8 +1,12 @@
 import type { Identity } from '../identity/keys.js'
 import type { Names } from '../grants/names.js'
+import { sealingLapse } from '../grants/e2e-sealing.js'
+import type { HubLink } from '../link/hub-link.js'
+import type { NodeStore } from '../store/node-store.js'
+import type { E2eKeys } from './e2e-keys.js'
 import type { GrantBook } from './grant-book.js'
 import type { HostedAgent } from './node-context.js'
-import type { TargetStatus } from './notifications.js'
+import { notifyStatus, type TargetStatus } from './notifications.js'
 import { reportedState, type NodePresence } from './presence.js'
 
 /**
@@ -136,4 +140,60 @@ export function deviceStatus(node: StatusSource): DeviceStatus[] {
     }
   })
   return rows.sort((a, b) => Number(b.self) - Number(a.self) || a.name.localeCompare(b.name))
+}
+
+/** What `nodeStatus` reads of the node (a `KithNode`), beside what `deviceStatus` reads. */
+export interface NodeStatusSource extends StatusSource {
+  readonly fleet: string
+  readonly store: NodeStore
+  readonly e2e: E2eKeys
+  readonly links: readonly HubLink[]
+  readonly embedded: { readonly url: string } | undefined
+  readonly webUrl: string | undefined
+  readonly removed: string | undefined
+}
+
+/**
+ * The whole of `kith status`: this device, its hubs (link state, lag, cursor, what each has not
+ * answered), its hosted agents, the fleet's devices, refusals and notification targets.
+ * `disputed`: hubs that said this device is revoked when its own grant book says not, by url.
+ */
+export function nodeStatus(
+  node: NodeStatusSource,
+  disputed: ReadonlyMap<string, string>,
+): NodeStatus {
+  return {
+    device: node.id.devicePubkey,
+    name: node.id.config.name,
+    fleet: node.fleet,
+    embeddedHub: node.embedded?.url ?? null,
+    web: node.webUrl ?? null,
+    removed: node.removed ?? null,
+    disputedRevocations: [...disputed].map(([url, message]) => ({ url, message })),
+    encrypt: node.e2e.encrypts(),
+    sealLapse: sealingLapse(node.e2e.sealing()) ?? null,
+    hubs: node.links.map((l) => ({
+      url: l.url,
+      state: l.state,
+      lagMs: l.rttMs ?? null,
+      cursor: node.store.cursor(l.url) ?? null,
+      outbox: node.store.pendingFor(l.url).length,
+      lastError: l.lastError ?? null,
+      lastSync: l.lastSync ?? null,
+    })),
+    outbox: node.store.outboxDepth(node.links.map((l) => l.url)),
+    agents: [...node.agents.values()].map((a) => ({
+      name: a.record.name,
+      state: a.host.state,
+      adapter: a.host.info,
+      queue: a.host.queueDepth,
+      crashes: a.host.crashes,
+      sessions: node.store.agentSessionCount(a.record.pubkey),
+    })),
+    devices: deviceStatus(node),
+    refused: node.store
+      .refusals()
+      .map((r) => ({ event: r.eventId, hub: r.hub, message: r.message })),
+    notify: notifyStatus(node.store),
+  }
 }

@@ -1,4 +1,4 @@
-import { signEvent, type NostrEvent } from '../events/event.js'
+import { signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { makePushSender, pushD } from '../events/push.js'
 import { policyAt } from '../grants/agent-policy-standing.js'
@@ -43,7 +43,7 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     personOf: (key) => personOf(book.verifier, key, deps.now()),
     isAgent: (key) => names.who(key).role === 'agent',
     nameOf: (key) => names.who(key).name,
-    event: (eventId) => store.events.getEvent(eventId),
+    event: (eventId) => store.reads.event(eventId),
     fleet: deps.fleet,
     now: deps.now,
     seals: deps.seals,
@@ -51,12 +51,7 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
     mayPushThrough: (device, sender, at) => mayPushThrough(book.verifier, device, sender, at),
     // A quorum card's tally is counted over the decisions this node holds on it.
     decisionsOf: (request) =>
-      store.events
-        .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request] }, limit: 500 }], {
-          defaultLimit: 500,
-          maxLimit: 500,
-        })
-        .map((r) => JSON.parse(r.raw) as NostrEvent),
+      store.reads.events({ kinds: [Kind.PermissionDecision], tags: { e: [request] }, limit: 500 }),
     // As the hosting node decides (agent-bridge.ts): its real approvers where this node hosts
     // the agent; for another node's agent, the policy it publishes (else its person only).
     mayDecide: (author, agent, action) => {
@@ -102,13 +97,13 @@ export function startNotifications(deps: NotificationsDeps): Notifier {
 /** The push-sender event (34160), signed by the device and sent only when its key changed. */
 function publishSender(deps: NotificationsDeps, vapid: Vapid): void {
   const { id, store } = deps
-  const current = store.events.query(
-    [{ kinds: [Kind.PushSender], authors: [id.devicePubkey], tags: { d: [pushD] }, limit: 1 }],
-    { defaultLimit: 1, maxLimit: 1 },
-  )[0]
+  const current = store.reads.newest({
+    kinds: [Kind.PushSender],
+    authors: [id.devicePubkey],
+    tags: { d: [pushD] },
+  })
   const template = makePushSender(vapid.publicKey, deps.now())
-  if (current !== undefined && (JSON.parse(current.raw) as NostrEvent).content === template.content)
-    return
+  if (current !== undefined && current.content === template.content) return
   store.enqueue(signEvent(template, id.deviceSecret), deps.now())
 }
 

@@ -1,7 +1,6 @@
 import { openPromptsIn } from '../events/agent-control.js'
-import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
-import type { EventStore } from '../store/event-store.js'
+import type { NodeReads } from '../store/node-reads.js'
 
 /** How many recent messages of a channel are read to find its open prompts. */
 const scanMessages = 2000
@@ -14,20 +13,13 @@ const scanMessages = 2000
  * (the prompt still waits, or its turn still runs).
  */
 export function openPrompts(
-  events: EventStore,
+  reads: NodeReads,
   channel: string,
   isAgent: (pubkey: string) => boolean,
   agents?: ReadonlySet<string>,
 ): string[] {
-  const rows = events.query(
-    [{ kinds: [Kind.ChatMessage], tags: { h: [channel] }, limit: scanMessages }],
-    {
-      defaultLimit: scanMessages,
-      maxLimit: scanMessages,
-    },
-  )
   return openPromptsIn(
-    rows.map((r) => JSON.parse(r.raw) as NostrEvent),
+    reads.events({ kinds: [Kind.ChatMessage], tags: { h: [channel] }, limit: scanMessages }),
     isAgent,
     agents,
   )

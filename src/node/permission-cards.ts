@@ -107,12 +107,8 @@ export class PermissionCards {
     request: NostrEvent,
     content: Partial<PermissionRequestContent>,
   ): NostrEvent[] {
-    return this.node.store.events
-      .query([{ kinds: [Kind.PermissionDecision], tags: { e: [request.id] }, limit: 50 }], {
-        defaultLimit: 50,
-        maxLimit: 50,
-      })
-      .map((r) => JSON.parse(r.raw) as NostrEvent)
+    return this.node.store.reads
+      .events({ kinds: [Kind.PermissionDecision], tags: { e: [request.id] }, limit: 50 })
       .filter((d) => this.wouldBind(d, request, content))
       .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1))
   }
@@ -134,7 +130,7 @@ export class PermissionCards {
     const v = this.node.book.verifier
     const now = this.node.now()
     const policyEvent =
-      content.policy === undefined ? undefined : this.node.store.events.getEvent(content.policy)
+      content.policy === undefined ? undefined : this.node.store.reads.event(content.policy)
     let policy: ReturnType<typeof parseAgentPolicy> | undefined
     try {
       policy =
@@ -168,12 +164,8 @@ export class PermissionCards {
   private turnEnded(request: NostrEvent): string | undefined {
     const prompt = request.tags.find((t) => t[0] === 'e')?.[1]
     if (prompt === undefined) return undefined
-    const answers = this.node.store.events
-      .query([{ kinds: [Kind.ChatMessage], tags: { e: [prompt] }, limit: 50 }], {
-        defaultLimit: 50,
-        maxLimit: 50,
-      })
-      .map((r) => JSON.parse(r.raw) as NostrEvent)
+    const answers = this.node.store.reads
+      .events({ kinds: [Kind.ChatMessage], tags: { e: [prompt] }, limit: 50 })
       .filter(
         (e) =>
           e.pubkey === request.pubkey &&
@@ -236,11 +228,7 @@ export class PermissionCards {
     const now = this.node.now()
     const cards: OpenCard[] = []
     let sealed = 0
-    for (const row of this.node.store.events.query([filter], {
-      defaultLimit: 500,
-      maxLimit: 500,
-    })) {
-      const request = JSON.parse(row.raw) as NostrEvent
+    for (const request of this.node.store.reads.events(filter)) {
       if (isSealed(request)) {
         sealed++
         continue
@@ -296,10 +284,7 @@ export class PermissionCards {
         'usage',
         `a request is named by its id (hex, 4 characters or more): ${text}`,
       )
-    const rows = this.node.store.events.query([{ kinds: [Kind.PermissionRequest], limit: 500 }], {
-      defaultLimit: 500,
-      maxLimit: 500,
-    })
+    const rows = this.node.store.reads.events({ kinds: [Kind.PermissionRequest], limit: 500 })
     const matches = rows.filter((r) => r.id.startsWith(text))
     if (matches.length === 0)
       throw new KithError('not-found', `no permission request ${text} is known here`)
@@ -308,7 +293,7 @@ export class PermissionCards {
         'usage',
         `${matches.length} requests start with ${text}: give more of its id`,
       )
-    return JSON.parse(matches[0]!.raw) as NostrEvent
+    return matches[0]!
   }
 
   /** Signs and sends a decision from this device (kith permit, /allow in kith chat). */

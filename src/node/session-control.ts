@@ -212,7 +212,7 @@ export function requestSession(
   const { node } = deps
   if (typeof params.session !== 'string') throw new KithError('usage', 'which session?')
   const request = params.request as SessionAction
-  const s = findSession(listSessions(node.store.events), params.session)
+  const s = findSession(listSessions(node.store.reads), params.session)
   // Two identical requests in one second would be one event (NIP-01 ids hash seconds), and the
   // second would be answered with the first's answer: each goes a second after the last.
   const at = Math.max(node.now(), (lastRequestAt.get(node) ?? 0) + 1)
@@ -240,9 +240,5 @@ export function requestSession(
 
 /** The notice answering a request, once it has arrived here. */
 export function sessionAnswer(node: NodeContext, request: string): NostrEvent | undefined {
-  const row = node.store.events.query(
-    [{ kinds: [Kind.ChatMessage], tags: { e: [request] }, limit: 1 }],
-    { defaultLimit: 1, maxLimit: 1 },
-  )[0]
-  return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+  return node.store.reads.newest({ kinds: [Kind.ChatMessage], tags: { e: [request] } })
 }

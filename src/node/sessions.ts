@@ -1,6 +1,6 @@
 import type { SessionReport } from '../acp/agent-process.js'
 import type { SessionPlace } from '../acp/session-key.js'
-import { signEvent, type NostrEvent } from '../events/event.js'
+import { signEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import {
   makeSessionState,
@@ -11,7 +11,7 @@ import {
   type SessionStatus,
 } from '../events/session-state.js'
 import { KithError } from '../errors.js'
-import type { EventStore } from '../store/event-store.js'
+import type { NodeReads } from '../store/node-reads.js'
 import type { NodeContext } from './node-context.js'
 
 /** What this node knows of one hosted session beyond node.db: what the agent said of it. */
@@ -50,16 +50,13 @@ function otherOptions(options: unknown[]): NonNullable<SessionStateSpec['options
 const listScan = 5000
 
 /** Every session the fleet reported (kind 34150) that this store holds, newest report of each. */
-export function listSessions(events: EventStore): SessionState[] {
-  const rows = events.query([{ kinds: [Kind.SessionState], limit: listScan }], {
-    defaultLimit: listScan,
-    maxLimit: listScan,
-  })
+export function listSessions(reads: NodeReads): SessionState[] {
+  const events = reads.events({ kinds: [Kind.SessionState], limit: listScan })
   const newest = new Map<string, SessionState>()
-  for (const row of rows) {
+  for (const event of events) {
     let s: SessionState
     try {
-      s = parseSessionState(JSON.parse(row.raw) as NostrEvent)
+      s = parseSessionState(event)
     } catch (err) {
       // A malformed report is left out of the list (it is stored; there is nobody to tell).
       if (err instanceof KithError) continue
@@ -129,20 +126,14 @@ export class SessionReports {
   }
 
   private lastReport(agent: string, address: string): SessionState | undefined {
-    const rows = this.node.store.events.query(
-      [
-        {
-          kinds: [Kind.SessionState],
-          authors: [this.node.id.devicePubkey],
-          tags: { d: [address] },
-        },
-      ],
-      { defaultLimit: 1, maxLimit: 1 },
-    )
-    const raw = rows[0]?.raw
-    if (raw === undefined) return undefined
+    const event = this.node.store.reads.newest({
+      kinds: [Kind.SessionState],
+      authors: [this.node.id.devicePubkey],
+      tags: { d: [address] },
+    })
+    if (event === undefined) return undefined
     try {
-      const s = parseSessionState(JSON.parse(raw) as NostrEvent)
+      const s = parseSessionState(event)
       return s.agent === agent ? s : undefined
     } catch (err) {
       if (err instanceof KithError) return undefined

@@ -131,6 +131,8 @@ export class EventStore {
    * first, instead of collecting every tagged event and sorting them.
    */
   private readonly tagJoin: boolean
+  private byId:
+    { current: Statement<[string], string>; kept: Statement<[string], string> } | undefined
 
   /**
    * Opens `path`, or wraps an already open database whose schema includes the event tables
@@ -584,12 +586,13 @@ export class EventStore {
 
   /** The stored event with this id, a kept older version included. */
   getEvent(id: string): NostrEvent | undefined {
-    const row =
-      this.db.prepare<[string], { raw: string }>('SELECT raw FROM events WHERE id = ?').get(id) ??
-      this.db
-        .prepare<[string], { raw: string }>('SELECT raw FROM kept_versions WHERE id = ?')
-        .get(id)
-    return row === undefined ? undefined : (JSON.parse(row.raw) as NostrEvent)
+    // Prepared once, on first use: a node reads events by id for each reply it shows.
+    this.byId ??= {
+      current: this.db.prepare<[string], string>('SELECT raw FROM events WHERE id = ?').pluck(),
+      kept: this.db.prepare<[string], string>('SELECT raw FROM kept_versions WHERE id = ?').pluck(),
+    }
+    const raw = this.byId.current.get(id) ?? this.byId.kept.get(id)
+    return raw === undefined ? undefined : (JSON.parse(raw) as NostrEvent)
   }
 
   /**

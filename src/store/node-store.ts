@@ -6,6 +6,7 @@ import { openDatabase, type Db } from './db.js'
 import { E2eStore } from './e2e-store.js'
 import { EventStore } from './event-store.js'
 import { nodeMigrations } from './node-schema.js'
+import { NodeReads } from './node-reads.js'
 import { NotifyStore } from './notify-store.js'
 import { PromptJournal } from './prompt-journal.js'
 import type { SavedSession } from './saved-session.js'
@@ -22,6 +23,8 @@ export interface Delivery {
 /** node.db: events, the outbox with per-hub delivery results, and catch-up cursors. */
 export class NodeStore {
   readonly events: EventStore
+  /** Reads of `events` as the node makes them: parsed, with its own limits. */
+  readonly reads: NodeReads
   readonly prompts: PromptJournal
   readonly notify: NotifyStore
   /** Hosted agents' sessions, one per thread. */
@@ -52,6 +55,7 @@ export class NodeStore {
   constructor(home: string) {
     this.db = openDatabase(join(home, nodeDbFile), nodeMigrations)
     this.events = new EventStore(this.db)
+    this.reads = new NodeReads(this.events)
     this.prompts = new PromptJournal(this.db)
     this.notify = new NotifyStore(this.db)
     this.sessions = new AgentSessions(this.db)

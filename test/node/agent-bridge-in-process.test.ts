@@ -68,7 +68,7 @@ function rig(): Rig {
     id,
     store,
     book,
-    names: new Names(book.verifier, store.events, id.devicePubkey),
+    names: new Names(book.verifier, store.reads, id.devicePubkey),
     links: [],
     log: () => undefined,
     now,

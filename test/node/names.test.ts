@@ -58,7 +58,7 @@ function fleet() {
   grant({ subject: carolLaptop.pk, role: 'device', parent: gc.id, name: 'carol-laptop' }, carol.sk)
   profile(bobLaptop.sk, 'alice')
   profile(bob.sk, 'alice')
-  const names = (self: string) => new Names(v, store.events, self)
+  const names = (self: string) => new Names(v, store.reads, self)
   return { v, names, alice, aliceLaptop, aliceHelper, bob, bobLaptop, bobHelper, carolLaptop }
 }
 

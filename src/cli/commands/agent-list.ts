@@ -173,7 +173,7 @@ export async function listFleetAgents(
     }
   }
   const every = withStore(node.id.home, (store): FleetAgentRow[] => {
-    const names = new Names(node.book.verifier, store.events, node.id.devicePubkey)
+    const names = new Names(node.book.verifier, store.reads, node.id.devicePubkey)
     return keyRows(node, 'agent', now).map((r) => {
       const who = names.who(r.pubkey)
       const host = devices?.find((d) => d.agents.some((a) => a.pubkey === r.pubkey))

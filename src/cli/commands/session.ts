@@ -73,7 +73,7 @@ async function sessions(): Promise<Named[]> {
   const node = await connectNode()
   const list =
     node === undefined
-      ? withLocalNode(({ store }) => listSessions(store.events))
+      ? withLocalNode(({ store }) => listSessions(store.reads))
       : await node.request('sessions').finally(() => node.close())
   return withLocalNode(({ names }) =>
     list.map((s) => ({

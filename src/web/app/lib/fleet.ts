@@ -131,10 +131,9 @@ export class FleetModel {
   ) {
     this.state = new FleetState({ founder: fleet, verifySignature: verifyEventSignature })
     const profiles: ProfileSource = {
-      query: (filters) => {
-        const author = filters[0]?.authors?.[0]
-        const p = author === undefined ? undefined : this.profiles.get(author)
-        return p === undefined ? [] : [{ raw: JSON.stringify(p) }]
+      newest: (filter) => {
+        const author = filter.authors?.[0]
+        return author === undefined ? undefined : this.profiles.get(author)
       },
     }
     this.names = new Names(this.state.grants, profiles, me)
