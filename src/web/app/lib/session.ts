@@ -2,6 +2,7 @@ import { signal } from '@preact/signals'
 import {
   channelOf,
   definitionsFirst,
+  followKinds,
   judgeHubRevoked,
   KithError,
   makeAgentCancel,
@@ -28,7 +29,7 @@ import {
   saysDuplicate,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
-import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
+import { FleetModel, presenceSeconds } from './fleet.js'
 import { idbAll, idbDelete, idbGet, idbPut, idbWriteMany } from './idb.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
@@ -49,6 +50,9 @@ export interface Outgoing {
 
 const now = () => Math.floor(Date.now() / 1000)
 
+/** What this browser follows and fetches whole, and why it differs from a node: events/follow-kinds.ts. */
+const follows = followKinds('browser')
+
 /** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
 const keptPerChannel = 2000
 /** How often the page looks whether a device fell silent (offline without saying so). */
@@ -62,7 +66,7 @@ function prune(events: NostrEvent[]): { keep: NostrEvent[]; drop: string[] } {
   const byChannel = new Map<string, NostrEvent[]>()
   const keep: NostrEvent[] = []
   for (const e of events) {
-    const channel = vitalKinds.includes(e.kind) ? undefined : channelOf(e)
+    const channel = follows.fullKinds.includes(e.kind) ? undefined : channelOf(e)
     if (channel === undefined) keep.push(e)
     else {
       const list = byChannel.get(channel) ?? []
@@ -141,8 +145,8 @@ export class Session {
         secret: this.device.secret,
         pubkey: r.pubkey,
         chain: () => [...r.chain, r.grant],
-        kinds: followedKinds,
-        fullKinds: vitalKinds,
+        kinds: follows.kinds,
+        fullKinds: follows.fullKinds,
         deliver: (events) => this.take(events),
         cursor: this.cursors[url],
         saveCursor: (since) => {
