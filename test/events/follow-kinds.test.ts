@@ -71,6 +71,8 @@ describe('follow kinds', () => {
       expect(sorted(decided), `${surface}: a kind in Kind nobody decided`).toEqual(sorted(allKinds))
     }
     expect(Object.keys(notFollowedByBrowser).map(Number)).toEqual([Kind.SessionControl])
+    // A node asks for everything but what no device asks for.
+    expect(notFollowedBy('node')).toEqual(notFollowed)
     for (const [kind, why] of Object.entries(notFollowedBy('browser'))) {
       expect(allKinds, `notFollowed names ${kind}, not a Kith kind`).toContain(Number(kind))
       expect(why.length).toBeGreaterThan(10)
