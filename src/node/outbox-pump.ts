@@ -69,12 +69,23 @@ export class OutboxPump {
         }
       }
     }
+    let stop: OutboxDecision | undefined
     run()
-      .then((stop) => this.after(link, stop))
-      .catch((err: unknown) =>
-        this.opts.log(`outbox to ${link.url}: ${err instanceof Error ? err.message : String(err)}`),
+      .then(
+        (s) => {
+          stop = s
+        },
+        (err: unknown) =>
+          this.opts.log(
+            `outbox to ${link.url}: ${err instanceof Error ? err.message : String(err)}`,
+          ),
       )
-      .finally(() => this.pumping.delete(link.url))
+      .finally(() => {
+        // In one step: an event queued after the last look at the outbox, while this pass was
+        // ending, is seen by `after` (its own pump() returned early: this pass still ran).
+        this.pumping.delete(link.url)
+        this.after(link, stop)
+      })
   }
 
   /**
