@@ -8,8 +8,9 @@ import { relayVerdict, saysRevoked, type OkAnswer } from './relay-client.js'
  *
  * - `delivered`: OK true, or a refusal that only says the hub already holds it (NIP-01
  *   `duplicate:`): the hub has the event. Never sent to that hub again.
- * - `refused`: a refusal for good (`invalid:`, `blocked:`, `restricted:`, `pow:`, no prefix …):
- *   kept and shown to the person with the hub's words, never retried blindly.
+ * - `refused`: a refusal for good (`invalid:`, `blocked:`, `restricted:`, `pow:`, no prefix …, and
+ *   `rate-limited: quota:`, a person's storage quota that only the hub's operator raises,
+ *   kith-hub): kept and shown to the person with the hub's words, never retried blindly.
  * - `retry`: the answer says "not now" (`rate-limited:`, `error:`, `auth-required:`) or no answer
  *   came (the connection dropped, the request timed out): the event stays queued and goes again
  *   after `outboxRetryDelayMs`, or when the link is next live.
@@ -35,8 +36,14 @@ export function outboxOutcome(answer: OkAnswer): OutboxDecision {
   if (saysRevoked(message)) return { outcome: 'revoked', message }
   const code = relayVerdict(message).code
   if (code === 'duplicate') return { outcome: 'delivered', message }
+  if (code === 'rate-limited' && saysQuota(message)) return { outcome: 'refused', message }
   if (transientCodes.has(code)) return { outcome: 'retry', message }
   return { outcome: 'refused', message }
+}
+
+/** A storage quota is full (kith-hub, "rate-limited: quota: …"): time alone does not empty it. */
+function saysQuota(message: string): boolean {
+  return /^quota:/.test(relayVerdict(message).reason)
 }
 
 /** No answer came (the publish rejected: the link dropped, or it timed out): try again later. */

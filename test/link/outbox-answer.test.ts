@@ -18,6 +18,10 @@ const table: [ok: boolean, message: string, outcome: OutboxOutcome][] = [
   [true, 'duplicate: a newer version of this event is stored', 'delivered'],
   [false, 'duplicate: already have this event', 'delivered'],
   [false, 'rate-limited: more than 64 events awaiting verification on this connection', 'retry'],
+  [false, 'rate-limited: person: more than 100 events/s from this person', 'retry'],
+  [false, 'rate-limited: hub: more than 1000 events/s on this hub from everyone', 'retry'],
+  // A full storage quota is not "not now": only the hub's operator raises it.
+  [false, 'rate-limited: quota: this person stores 1000000 events, their quota', 'refused'],
   [false, 'error: could not verify the event; try again', 'retry'],
   [false, 'auth-required: authenticate (NIP-42) as a fleet member first', 'retry'],
   [false, 'restricted: revoked: this key was revoked', 'revoked'],
