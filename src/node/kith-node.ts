@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import { KithError } from '../errors.js'
 import { signEvent, type NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
+import { followKinds } from '../events/follow-kinds.js'
 import { startHub, type Hub } from '../hub/server.js'
 import { VerifyPool } from '../verify/pool.js'
 import { homeFiles } from '../identity/home.js'
@@ -40,32 +41,8 @@ export const defaultEmbeddedPort = 7447
 /** Stored events a reconciliation with a hub covers at most (the hub's own limit is 500,000). */
 const maxReconcileKeys = 500_000
 
-/** Kinds a node follows: chat, permission requests/decisions, agent control, sessions. */
-const followedKinds = [
-  Kind.ChatMessage,
-  Kind.PermissionRequest,
-  Kind.PermissionDecision,
-  Kind.AgentControl,
-  Kind.PushSubscription,
-  Kind.SessionControl,
-  Kind.SessionState,
-]
-/**
- * The authority kinds: fetched before the catch-up (whole on a first connect, then only what is
- * new since the authority cursor). Key envelopes (kith-e2e) are here so that a catch-up, which
- * pages newest first, has the keys before the content they open.
- */
-const vitalKinds = [
-  Kind.Profile,
-  Kind.Grant,
-  Kind.Revocation,
-  Kind.ChannelDefinition,
-  Kind.PushSender,
-  Kind.FleetSetting,
-  Kind.KeyEnvelope,
-  // Agents' policies: every device (and `kith audit`) judges cards by the version in force.
-  Kind.AgentPolicy,
-]
+/** What a node follows and fetches whole, and why it differs from a browser: events/follow-kinds.ts. */
+const follows = followKinds('node')
 
 export interface NodeOptions extends AgentBridgeOptions {
   home: string
@@ -290,8 +267,8 @@ export class KithNode {
         url,
         deviceSecret: id.deviceSecret,
         chain: () => this.book.chainEvents(id.devicePubkey, this.now()),
-        kinds: followedKinds,
-        fullKinds: vitalKinds,
+        kinds: follows.kinds,
+        fullKinds: follows.fullKinds,
         extraLive: [
           { kinds: [Kind.ObserverFrame], '#p': [id.devicePubkey], limit: 0 },
           { kinds: [Kind.Presence], limit: 0 },

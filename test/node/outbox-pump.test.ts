@@ -12,8 +12,8 @@ import { tempDir } from '../helpers/tmp.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
-async function setUp() {
-  const t = await startTestHub()
+async function setUp(hub: Parameters<typeof startTestHub>[0] = {}) {
+  const t = await startTestHub(hub)
   const deviceSk = newSecret()
   const grant = signTestGrant(
     { subject: publicKeyOf(deviceSk), role: 'device', fleet: t.owner },
@@ -85,5 +85,24 @@ describe('OutboxPump', () => {
     expect(await pump.send(e, [link], 10_000)).toEqual({ hub: t.url, ok: true, message: '' })
     expect(store.deliveries(e.id)).toMatchObject([{ hub: t.url, state: 'ok' }])
     expect(store.pendingFor(t.url)).toEqual([])
+  })
+
+  it('keeps what a hub said "not now" to (rate-limited) and sends it again, never refusing it', async () => {
+    // One event a second per person, two at once: the third and fourth are answered
+    // `rate-limited:` (link/outbox-answer.ts: retry), and must go later, not be refused for good.
+    const { t, pump, link, post, store, delivered, log } = await setUp({
+      limits: { eventsPerSecond: 1, eventBurst: 2, hubEventBurst: 10_000 },
+    })
+    const events = [1, 2, 3, 4].map((i) => post(`burst ${i}`))
+    for (const e of events) store.enqueue(e, now())
+    link.start()
+    await expect.poll(() => link.authenticated, { timeout: 10_000 }).toBe(true)
+    pump.pump(link)
+    await expect.poll(() => delivered.length, { timeout: 30_000 }).toBe(events.length)
+    expect(delivered).toEqual(events.map((e) => e.id))
+    expect(store.refusals()).toEqual([])
+    expect(store.pendingFor(t.url)).toEqual([])
+    // The hub did say "not now" on the way: the retry is what got them there.
+    expect(log.some((l) => /will retry\): rate-limited: /.test(l))).toBe(true)
   })
 })

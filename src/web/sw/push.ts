@@ -8,7 +8,7 @@ import {
   authenticate,
   defaultRelayTimeoutMs,
   RelayClient,
-  saysDuplicate,
+  outboxOutcome,
   signEvent,
   type EventTemplate,
   type PushPayload,
@@ -74,14 +74,16 @@ async function publishAnywhere(
       // The channel's definition first (a hub without it takes the channel for open), then the
       // key envelopes, then the event.
       for (const e of [...first(event), ...before]) {
-        const took = await client.publish(e)
-        if (!took.ok && !saysDuplicate(took.message))
+        // What an answer means is the outboxes' rule (link/outbox-answer.ts); this worker has no
+        // outbox to keep an event in, so anything but delivered fails this hub and the next is tried.
+        const took = outboxOutcome(await client.publish(e))
+        if (took.outcome !== 'delivered')
           throw new Error(
             `${e.kind === Kind.KeyEnvelope ? 'key envelope' : 'definition'} refused: ${took.message}`,
           )
       }
-      const ok = await client.publish(event)
-      if (ok.ok || saysDuplicate(ok.message)) return url
+      const ok = outboxOutcome(await client.publish(event))
+      if (ok.outcome === 'delivered') return url
       errors.push(`${url}: ${ok.message}`)
     } catch (err) {
       errors.push(`${url}: ${err instanceof Error ? err.message : String(err)}`)

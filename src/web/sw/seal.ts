@@ -5,6 +5,7 @@ import {
   FleetState,
   Kind,
   pageBackwards,
+  sealingAuthorityKinds,
   verifyEventSignature,
   type NostrEvent,
   type RelayClient,
@@ -12,14 +13,6 @@ import {
 import type { Device } from '../app/lib/device.js'
 import { WebKeys } from '../app/lib/e2e.js'
 import { idbAll, idbGet } from '../app/lib/idb.js'
-
-/** What decides who may hold which channel key, and whether the fleet seals. */
-const authorityKinds: number[] = [
-  Kind.Grant,
-  Kind.Revocation,
-  Kind.ChannelDefinition,
-  Kind.FleetSetting,
-]
 
 /**
  * The keys a service worker seals with (kith-e2e/1), built as the app builds its own: `stored`,
@@ -47,7 +40,7 @@ export function keysFrom(
     r.grant,
     ...(r.revocations ?? []),
     ...(r.sealing ?? []),
-    ...stored.filter((e) => authorityKinds.includes(e.kind) || e.kind === Kind.KeyEnvelope),
+    ...stored.filter((e) => sealingAuthorityKinds.includes(e.kind) || e.kind === Kind.KeyEnvelope),
   ])
   const verified = fresh.filter(verifyEventSignature)
   take(verified.filter((e) => e.kind !== Kind.KeyEnvelope))
@@ -75,7 +68,7 @@ export async function keysForChannel(
   // What the app already fetched from this hub is in IndexedDB: ask only for what is newer than
   // its authority cursor there (kith-chat/1, step 5); all of it when the app never linked.
   const cursors = (await idbGet<Record<string, number>>('prefs', 'authorityCursors')) ?? {}
-  const authority = authorityFilter(authorityKinds, cursors[client.url], now)
+  const authority = authorityFilter([...sealingAuthorityKinds], cursors[client.url], now)
   await pageBackwards(client, authority, now, { deliver, log })
   await pageBackwards(client, { kinds: [Kind.KeyEnvelope], '#h': [channel] }, now, {
     deliver,

@@ -37,30 +37,6 @@ import {
 import { WebKeys } from './e2e.js'
 import { turnFromWork, Turns, type Turn } from './turns.js'
 
-/** Kinds followed and caught up from the cursor, as a node follows them. */
-export const followedKinds: number[] = [
-  Kind.ChatMessage,
-  Kind.PermissionRequest,
-  Kind.PermissionDecision,
-  Kind.AgentControl,
-]
-/** Fetched whole on every connect (kith-e2e's setting and envelopes: keys before content). */
-export const vitalKinds: number[] = [
-  Kind.Profile,
-  Kind.Grant,
-  Kind.Revocation,
-  Kind.ChannelDefinition,
-  Kind.PushSender,
-  Kind.PushSubscription,
-  // Agents' sessions as their hosts report them (kith-agents/1, Sessions): the newest of each.
-  Kind.SessionState,
-  Kind.FleetSetting,
-  Kind.KeyEnvelope,
-  // Agents' policies: cards are judged (and the Audit view checks them) by the one in force; a
-  // quorum card's approvers are those of the policy it names.
-  Kind.AgentPolicy,
-]
-
 /** A node of the fleet that sends Web Push (kith-notify/1), with its VAPID key. */
 export interface PushSenderInfo {
   device: string

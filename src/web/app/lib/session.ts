@@ -2,6 +2,7 @@ import { signal } from '@preact/signals'
 import {
   channelOf,
   definitionsFirst,
+  followKinds,
   judgeHubRevoked,
   KithError,
   makeAgentCancel,
@@ -25,10 +26,13 @@ import {
   deviceProfileContent,
   makeDeviceProfile,
   makePresence,
-  saysDuplicate,
+  outboxFailure,
+  outboxOutcome,
+  outboxRetryDelayMs,
+  type OutboxDecision,
 } from '../../../browser-core.js'
 import type { Device } from './device.js'
-import { FleetModel, followedKinds, presenceSeconds, vitalKinds } from './fleet.js'
+import { FleetModel, presenceSeconds } from './fleet.js'
 import { idbAll, idbDelete, idbGet, idbPut, idbWriteMany } from './idb.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
@@ -49,6 +53,9 @@ export interface Outgoing {
 
 const now = () => Math.floor(Date.now() / 1000)
 
+/** What this browser follows and fetches whole, and why it differs from a node: events/follow-kinds.ts. */
+const follows = followKinds('browser')
+
 /** Events kept per channel in IndexedDB (the newest); older ones are fetched again if needed. */
 const keptPerChannel = 2000
 /** How often the page looks whether a device fell silent (offline without saying so). */
@@ -62,7 +69,7 @@ function prune(events: NostrEvent[]): { keep: NostrEvent[]; drop: string[] } {
   const byChannel = new Map<string, NostrEvent[]>()
   const keep: NostrEvent[] = []
   for (const e of events) {
-    const channel = vitalKinds.includes(e.kind) ? undefined : channelOf(e)
+    const channel = follows.fullKinds.includes(e.kind) ? undefined : channelOf(e)
     if (channel === undefined) keep.push(e)
     else {
       const list = byChannel.get(channel) ?? []
@@ -141,8 +148,8 @@ export class Session {
         secret: this.device.secret,
         pubkey: r.pubkey,
         chain: () => [...r.chain, r.grant],
-        kinds: followedKinds,
-        fullKinds: vitalKinds,
+        kinds: follows.kinds,
+        fullKinds: follows.fullKinds,
         deliver: (events) => this.take(events),
         cursor: this.cursors[url],
         saveCursor: (since) => {
@@ -310,9 +317,13 @@ export class Session {
    * A private channel's definition in effect goes to a hub before the channel's events
    * (kith-channels, "Definitions first"), unless that hub took it before: a hub without it
    * would take the channel for open and pass the event to the whole fleet. Undefined when the
-   * event may go; else why it must not (as the node's outbox: it is refused, never sent).
+   * event may go; else the decision for it instead (as the node's outbox): refused, never sent,
+   * or the definition's own retry or revoked.
    */
-  private async definitionsTo(link: BrowserLink, event: NostrEvent): Promise<string | undefined> {
+  private async definitionsTo(
+    link: BrowserLink,
+    event: NostrEvent,
+  ): Promise<OutboxDecision | undefined> {
     let holds = this.hubHolds.get(link)
     if (holds === undefined) this.hubHolds.set(link, (holds = new Set()))
     const held = holds
@@ -323,40 +334,72 @@ export class Session {
       (id) => this.model.definition(id),
       now(),
     )
-    if ('refuse' in p) return `not sent: ${p.refuse}`
+    if ('refuse' in p) return { outcome: 'refused', message: `not sent: ${p.refuse}` }
     for (const d of p.first) {
-      const answer = await link.publish(d)
-      if (!answer.ok && !saysDuplicate(answer.message))
-        return `not sent: this hub refused the definition of #${defName(d)} it needs first (${answer.message})`
+      const answer = await link.publish(d).then(outboxOutcome, outboxFailure)
+      if (answer.outcome === 'refused')
+        return {
+          outcome: 'refused',
+          message: `not sent: this hub refused the definition of #${defName(d)} it needs first (${answer.message})`,
+        }
+      if (answer.outcome !== 'delivered') return answer
       held.add(d.id)
     }
     return undefined
   }
   private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
+  /** Per link: `retry` answers in a row (link/outbox-answer.ts), and the flush waiting for it. */
+  private readonly retries = new WeakMap<
+    BrowserLink,
+    { attempt: number; timer: ReturnType<typeof setTimeout> | undefined }
+  >()
 
+  /**
+   * Sends `o` to `link` and acts on what the answer means (link/outbox-answer.ts, as the node's
+   * outbox). Unlike a node's, this outbox lets an event go once one hub took it: IndexedDB keeps
+   * the event and one state, no per-hub record. It went to every hub live at the time; one that
+   * was not does not get it from here (hub peering, `kith hub --peer`, may carry it). Whether the
+   * browser should keep per-hub answers as a node does is open (issue 32).
+   */
   private deliver(link: BrowserLink, o: Outgoing): void {
     this.definitionsTo(link, o.event)
-      .then((refusal) =>
-        refusal === undefined ? link.publish(o.event) : { ok: false, message: refusal },
-      )
       .then(
-        async (answer) => {
-          if (!this.outbox.value.has(o.event.id)) return
-          if (answer.ok) {
+        (first) => first ?? link.publish(o.event).then(outboxOutcome, outboxFailure),
+        outboxFailure,
+      )
+      .then(async (d) => {
+        const retry = this.retries.get(link) ?? { attempt: 0, timer: undefined }
+        this.retries.set(link, retry)
+        if (d.outcome === 'delivered' || d.outcome === 'refused') retry.attempt = 0
+        if (!this.outbox.value.has(o.event.id)) return
+        switch (d.outcome) {
+          case 'delivered':
             await idbDelete('outbox', o.event.id)
             this.setOutgoing({ event: o.event, state: 'sent' })
             return
+          case 'refused': {
+            // A refusal is kept and shown, never retried blindly.
+            const refused: Outgoing = { event: o.event, state: 'refused', message: d.message }
+            await idbPut('outbox', o.event.id, refused)
+            this.setOutgoing(refused)
+            return
           }
-          // A refusal is kept and shown, never retried blindly (as a node's outbox).
-          const refused: Outgoing = { event: o.event, state: 'refused', message: answer.message }
-          await idbPut('outbox', o.event.id, refused)
-          this.setOutgoing(refused)
-        },
-        (err: unknown) => {
-          // The link dropped: the event stays queued and goes out on the next live link.
-          console.info(`kith: ${link.url}: ${String(err)}`)
-        },
-      )
+          case 'retry':
+            // Stays queued: sent again after the backoff, or on the next live link.
+            console.info(`kith: ${link.url}: ${d.message}`)
+            if (retry.timer !== undefined) return
+            retry.timer = setTimeout(() => {
+              retry.timer = undefined
+              if (link.state === 'live') this.flush(link)
+            }, outboxRetryDelayMs(retry.attempt++))
+            return
+          case 'revoked':
+            // Stays queued: the link ends as revoked (link.ts) and this app judges the claim.
+            console.warn(`kith: ${link.url}: ${d.message}`)
+            return
+        }
+      })
+      .catch((err: unknown) => console.error(`kith: outbox to ${link.url}: ${String(err)}`))
   }
 
   /** Removes a refused event from the outbox (the person has read why). */
