@@ -56,7 +56,6 @@ export class Connection implements Streaming {
     readonly ctx: HubContext<Connection>,
     /** The TCP/TLS socket under `ws`: writes are coalesced on it and its drain resumes REQs. */
     readonly socket: Socket,
-    readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
     this.output = new ConnOutput(ws, socket, ctx.limits.maxUnreadBytes, this)
@@ -82,6 +81,15 @@ export class Connection implements Streaming {
       },
     )
     return this.negs
+  }
+
+  /**
+   * The client's address and port, for logs and as a stranger's payer. Made when asked, not
+   * kept: a string per connection held for the odd log line (the socket caches its peer name
+   * from admission on, so it is there after the socket closes).
+   */
+  get remote(): string {
+    return `${this.socket.remoteAddress}:${this.socket.remotePort}`
   }
 
   /** True once the connection has closed or is closing: it does no more work. */

@@ -200,7 +200,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     gate.decide(req, socket).then(
       (verdict) => {
         if (typeof verdict === 'object') return
-        wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          // ws has its own 'error' listener on the socket now.
+          socket.off('error', ignoreSocketError)
+          wss.emit('connection', ws, req)
+        })
       },
       (err: unknown) => {
         log(`upgrade: ${String(err)}`)
@@ -284,8 +288,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   }
 
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
-    const remote = `${req.socket.remoteAddress}:${req.socket.remotePort}`
-    const conn = new Connection(ws, ctx, req.socket, remote)
+    const conn = new Connection(ws, ctx, req.socket)
     conns.add(conn)
     connOf.set(ws, conn)
     admission.attach(req.socket, (code, reason) => {
