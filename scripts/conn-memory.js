@@ -61,7 +61,12 @@ for (let p = 0; p < people; p++) {
     const sk = generateSecretKey()
     grants.push(
       signGrant(
-        { subject: getPublicKey(sk), role: 'device', fleet: founder, ...(parent ? { parent } : {}) },
+        {
+          subject: getPublicKey(sk),
+          role: 'device',
+          fleet: founder,
+          ...(parent ? { parent } : {}),
+        },
         personSk,
         sk,
         grantTime,
@@ -133,7 +138,11 @@ function diff(a, b, n) {
     const ra = a.rows.get(key) ?? { bytes: 0, count: 0 }
     const bytes = rb.bytes - ra.bytes
     if (Math.abs(bytes) < n * 4) continue
-    rows.push({ what: key, bytes_per_conn: round(bytes / n, 1), count_per_conn: round((rb.count - ra.count) / n, 2) })
+    rows.push({
+      what: key,
+      bytes_per_conn: round(bytes / n, 1),
+      count_per_conn: round((rb.count - ra.count) / n, 2),
+    })
   }
   rows.sort((x, y) => y.bytes_per_conn - x.bytes_per_conn)
   return { heap_per_conn: round((b.total - a.total) / n, 1), top: rows.slice(0, TOP) }
@@ -146,7 +155,9 @@ async function phase(name) {
   const mem = memoryOf(hub.child.pid)
   const snap = values.snapshots ? byConstructor(await snapshot()) : undefined
   phases.push({ name, mem, snap })
-  progress(`${name}: rss ${mem.rss_mb} MB (anon ${mem.rss_anon_mb})${snap ? `, heap ${round(snap.total / 2 ** 20, 1)} MB` : ''}`)
+  progress(
+    `${name}: rss ${mem.rss_mb} MB (anon ${mem.rss_anon_mb})${snap ? `, heap ${round(snap.total / 2 ** 20, 1)} MB` : ''}`,
+  )
 }
 
 await phase('grants loaded')
