@@ -1,4 +1,4 @@
-// node scripts/conn-memory.js [-- --conns N --snapshots]
+// node scripts/conn-memory.js [--conns N (default 2,000)] [--snapshots [--keep DIR]] [--top K]
 // What one held connection costs a kith hub, and of what (issue 34, bench:scale's devices row).
 // Starts a real `kith hub` (with the bin's own V8 and malloc flags), then in three phases:
 // the hub with its grants loaded; N authenticated connections held (NIP-42, device keys of
@@ -10,21 +10,19 @@
 import { mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { signGrant } from '../dist/grants/grant.js'
 import { spawnHub } from './hub-process.js'
 import { connect, memoryOf, publishOne, round } from './bench-relay.js'
+import { scriptArgs } from './script-args.js'
 
-const { values } = parseArgs({
-  options: {
-    conns: { type: 'string', default: '2000' },
-    snapshots: { type: 'boolean', default: false },
-    top: { type: 'string', default: '25' },
-    keep: { type: 'string' },
-  },
+const { values } = scriptArgs(import.meta.url, {
+  conns: { type: 'string', default: '2000' },
+  snapshots: { type: 'boolean', default: false },
+  top: { type: 'string', default: '25' },
+  keep: { type: 'string' },
 })
 const N = Number(values.conns)
 const TOP = Number(values.top)
@@ -97,7 +95,8 @@ async function snapshot() {
     size = now
   }
   const text = readFileSync(join(dir, file), 'utf8')
-  // --keep DIR: the snapshots stay there, for a look in DevTools' Memory tab.
+  // --keep DIR: the snapshots stay there, for a look in DevTools' Memory tab. They hold the
+  // hub's whole heap (its keys too): Node writes them 0600, and a rename keeps that mode.
   if (values.keep) renameSync(join(dir, file), join(values.keep, `${phases.length}-${file}`))
   else rmSync(join(dir, file))
   return JSON.parse(text)
