@@ -27,6 +27,8 @@ interface Waiting {
   deferred: boolean
   /** Closes the WebSocket with a reason once there is one; before the upgrade, the socket goes. */
   close?: (code: number, reason: string) => void
+  /** Its socket's 'close' listener, removed when it leaves: an admitted member's socket keeps none. */
+  onClose: () => void
 }
 
 const tooMany = 'try again later: too many unauthenticated connections'
@@ -98,6 +100,7 @@ export class Admission {
       lane: false,
       vouched: false,
       deferred,
+      onClose: () => this.leave(key),
       timer: setTimeout(
         () =>
           this.expel(
@@ -114,7 +117,7 @@ export class Admission {
     if (group === undefined) this.byAddress.set(address, (group = new Map<string, Waiting>()))
     group.set(key, entry)
     if (deferred) this.countDeferred(address, 1)
-    socket.once('close', () => this.leave(key))
+    socket.once('close', entry.onClose)
     return true
   }
 
@@ -247,6 +250,7 @@ export class Admission {
     const entry = this.waiting.get(key)
     if (entry === undefined) return
     clearTimeout(entry.timer)
+    entry.socket.off('close', entry.onClose)
     this.waiting.delete(key)
     if (entry.deferred) this.countDeferred(entry.address, -1)
     const group = this.byAddress.get(entry.address)

@@ -12,7 +12,8 @@ const noneHidden: readonly HideRule[] = Object.freeze([])
  * the grants, the channel definitions, the connection's keys or the second change.
  */
 export class ChannelGate {
-  private readonly cache = new Map<string, boolean>()
+  /** Made on first use: a hub without private channels never needs it. */
+  private cache: Map<string, boolean> | undefined
   private stamp = ''
   private hiddenRules: readonly HideRule[] | undefined
   private hiddenStamp = ''
@@ -30,15 +31,16 @@ export class ChannelGate {
     // generation changes).
     const stamp = `${this.channels.generation}:${now}:${this.keys.size}`
     if (stamp !== this.stamp) {
-      this.cache.clear()
+      this.cache?.clear()
       this.stamp = stamp
     }
+    const cache = (this.cache ??= new Map<string, boolean>())
     const isDef = event.kind === Kind.ChannelDefinition
     const key = `${isDef ? 'd' : 'h'}:${channelsOfEvent(event).join(',')}`
-    let ok = this.cache.get(key)
+    let ok = cache.get(key)
     if (ok === undefined) {
       ok = this.channels.mayReceive(this.keys, event, now)
-      this.cache.set(key, ok)
+      cache.set(key, ok)
     }
     return ok
   }

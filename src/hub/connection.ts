@@ -37,7 +37,8 @@ export class Connection implements Streaming {
   readonly gate: ChannelGate
   readonly output: ConnOutput
   readonly streams: ReqStreams
-  readonly neg: NegSessions
+  /** Its NIP-77 reconciliations, made on first use (`neg`): most connections never open one. */
+  private negs: NegSessions | undefined
   /** The person whose connection cap this connection counts toward, once a member. */
   countedAs: string | undefined
   /** AUTH frames received, successful or not. */
@@ -47,36 +48,48 @@ export class Connection implements Streaming {
   private done = false
   /** Set while the hub reads nothing from this connection (its person is past their budget). */
   private readPause: NodeJS.Timeout | undefined
-  private readonly heldFrames: Buffer[] = []
+  /** Frames read while paused, made on the first pause (most connections never pause). */
+  private heldFrames: Buffer[] | undefined
 
   constructor(
     readonly ws: WebSocket,
     readonly ctx: HubContext<Connection>,
     /** The TCP/TLS socket under `ws`: writes are coalesced on it and its drain resumes REQs. */
     readonly socket: Socket,
-    readonly remote: string,
   ) {
     this.gate = new ChannelGate(ctx.channels, this.authed)
-    this.output = new ConnOutput(ws, socket, ctx.limits.maxUnreadBytes, (why) =>
-      this.closeSlow(why),
-    )
+    this.output = new ConnOutput(ws, socket, ctx.limits.maxUnreadBytes, this)
     this.streams = new ReqStreams(this)
-    this.neg = new NegSessions(
-      ctx.store,
-      ctx.limits,
+    this.send(['AUTH', this.challenge])
+  }
+
+  /** This connection's NIP-77 reconciliations (made here, on the first NEG- frame). */
+  get neg(): NegSessions {
+    this.negs ??= new NegSessions(
+      this.ctx.store,
+      this.ctx.limits,
       {
         send: (frame) => this.send(frame),
         hidden: () => this.gate.hidden(this.ctx.now()),
         payer: () => this.payer(),
       },
       {
-        work: ctx.reqWork,
-        open: ctx.perPerson.negSessions,
-        maxOpenPerPerson: ctx.limits.negMaxSessionsPerPerson,
-        turns: ctx.negTurns,
+        work: this.ctx.reqWork,
+        open: this.ctx.perPerson.negSessions,
+        maxOpenPerPerson: this.ctx.limits.negMaxSessionsPerPerson,
+        turns: this.ctx.negTurns,
       },
     )
-    this.send(['AUTH', this.challenge])
+    return this.negs
+  }
+
+  /**
+   * The client's address and port, for logs and as a stranger's payer. Made when asked, not
+   * kept: a string per connection held for the odd log line (the socket caches its peer name
+   * from admission on, so it is there after the socket closes).
+   */
+  get remote(): string {
+    return `${this.socket.remoteAddress}:${this.socket.remotePort}`
   }
 
   /** True once the connection has closed or is closing: it does no more work. */
@@ -113,10 +126,10 @@ export class Connection implements Streaming {
     if (this.done) return
     this.done = true
     clearTimeout(this.readPause)
-    this.heldFrames.length = 0
+    this.heldFrames = undefined
     this.output.ended = true
     this.streams.end()
-    this.neg.closeAll()
+    this.negs?.closeAll()
     if (this.countedAs !== undefined) {
       const { connections } = this.ctx.perPerson
       const n = (connections.get(this.countedAs) ?? 1) - 1
@@ -200,7 +213,7 @@ export class Connection implements Streaming {
       // ws hands over every frame of a chunk already read, paused or not: those wait here
       // (at most that chunk; the socket itself is paused).
       this.alive = true
-      this.heldFrames.push(data)
+      ;(this.heldFrames ??= []).push(data)
       return
     }
     const startedAt = performance.now()
@@ -227,7 +240,7 @@ export class Connection implements Streaming {
     this.ws.pause()
     this.readPause = setTimeout(() => {
       this.readPause = undefined
-      while (!this.done && this.readPause === undefined && this.heldFrames.length > 0) {
+      while (!this.done && this.readPause === undefined && this.heldFrames?.length) {
         this.handle(this.heldFrames.shift()!)
       }
       if (!this.done && this.readPause === undefined) this.ws.resume()
