@@ -10,6 +10,7 @@ import {
 import { onTestFinished } from 'vitest'
 import WebSocket from 'ws'
 import { kithBin } from '../../scripts/hub-process.js'
+import { notePipeErrors } from './cli.js'
 
 /** An editor driving `kith acp` with the SDK's own client, as Zed or any ACP client would. */
 export interface Editor {
@@ -33,6 +34,7 @@ export function acpEditor(home: string, target: string, flags: string[] = []): E
   })
   let stderr = ''
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  notePipeErrors(child, (line) => (stderr += line))
   const err = () => stderr
   const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()))
   const e = editorState(err, async () => {

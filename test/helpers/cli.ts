@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { bytesToHex } from '@noble/hashes/utils.js'
 import { generateSecretKey } from 'nostr-tools/pure'
@@ -11,6 +11,21 @@ export interface RunResult {
   code: number | null
   stdout: string
   stderr: string
+}
+
+/**
+ * A child killed mid-write resets its end of the stdio socketpair: the read then fails with
+ * ECONNRESET, which with no listener is an uncaught exception that fails the whole run. The
+ * test goes by what the child printed and its exit; the reset is noted in its output.
+ */
+export function notePipeErrors(child: ChildProcess, note: (line: string) => void): void {
+  for (const [name, stream] of [
+    ['stdin', child.stdin],
+    ['stdout', child.stdout],
+    ['stderr', child.stderr],
+  ] as const) {
+    stream?.on('error', (err: Error) => note(`[${name}: ${err.message}]\n`))
+  }
 }
 
 /** Runs the real `kith` binary (built dist) with its own KITH_HOME. */
@@ -27,6 +42,7 @@ export function runKith(
     let stderr = ''
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    notePipeErrors(child, (line) => (stderr += line))
     child.on('error', reject)
     // A command that never ends is a bug to report, not a test to hang on.
     // A stuck command is killed, but later than any wait of its own (kith session new waits 30 s
@@ -146,6 +162,7 @@ export async function startNodeProcess(
   }
   child.stdout.on('data', onData)
   child.stderr.on('data', onData)
+  notePipeErrors(child, (line) => onData(Buffer.from(line)))
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   const node: NodeProcess = {
     child,
@@ -250,7 +267,7 @@ export function spawnKith(args: string[], home: string, env: NodeJS.ProcessEnv =
   child.stdout.on('data', onData)
   child.stderr.on('data', onData)
   // Typing into a program that has already ended (EPIPE) is what a person may do too: harmless.
-  child.stdin.on('error', () => undefined)
+  notePipeErrors(child, (line) => onData(Buffer.from(line)))
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)))
   onCleanup(() => {
     if (child.exitCode === null) child.kill('SIGKILL')
