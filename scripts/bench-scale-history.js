@@ -375,6 +375,7 @@ export async function openHistory({ seed, count, cacheDir, progress }) {
   const corrupt = (why) => {
     lines.close()
     rmSync(p.done, { force: true })
+    rmSync(p.file, { force: true })
     return new Error(
       `history cache ${p.file} is corrupt at line ${lineNo} (${why}): removed it; run again to make it anew`,
     )

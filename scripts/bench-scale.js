@@ -68,6 +68,7 @@ const { values } = parseArgs({
     plot: { type: 'string' },
     seed: { type: 'string', default: '1' },
     cache: { type: 'string', default: defaultCacheDir() },
+    report: { type: 'string' },
     help: { type: 'boolean' },
     svg: {
       type: 'string',
@@ -87,14 +88,17 @@ if (values.help) {
   --cache DIR        where the signed history is kept (default ~/.cache/kith-bench, or
                      $KITH_BENCH_CACHE): scale-history-v<V>-seed<S>-n<N>.jsonl, one event a line
   --svg FILE         the plot (default docs/bench-scale.svg); --plot REPORT.json redraws it
+  --report FILE      also write the report there after each phase (a long run keeps what it
+                     measured if a later phase fails)
 
-The history is signed once per seed and size, with a worker per core, and streamed from the
-cache to both relays. On this 2-core machine (shared, load 1-3) 100k events take ~25 s to make
-and 75 MB; 1,000,000 take ~4 min and 0.75 GB (make it ahead with --only history --max 1000000).
-A cache that is incomplete or does not parse is reported, removed and made again. Its events
-are dated from SPACING x N s before midnight UTC yesterday, one every ${SPACING} s (a million span
-~347 days): kith takes any past created_at, strfry refuses events over 3 years old, so a cache
-is made again once it nears that.
+The history is signed once per seed and size, with a worker per core (~1,650 events/s on this
+2-core machine at load 8-10), and streamed from the cache to both relays; a run with --max N
+uses the smallest whole cache file of that seed with at least N events. 100,000 events took 61 s
+and 80 MB; 1,000,000 take ~10 min and 0.80 GB (make them ahead with --only history --max
+1000000). A cache that is incomplete or does not parse is reported, removed and made again.
+Events start 400 days before midnight UTC of the day the file is made (earlier if longer), one
+every ${SPACING} s (a million span ~347 days), the grants a day before: a kith hub takes any past
+created_at, strfry refuses events over 3 years old, so a cache is made again as it nears that.
 `)
   process.exit(0)
 }
@@ -708,6 +712,9 @@ const report = {
   client: 'one Node process, ws without permessage-deflate (scripts/bench-relay.js)',
   load_average_at_start: loadavg().map((l) => round(l, 2)),
 }
+const saveReport = () => {
+  if (values.report !== undefined) writeFileSync(values.report, JSON.stringify(report, null, 2))
+}
 const t0 = performance.now()
 if (only === 'history') {
   const history = await openHistory({ seed: SEED, count: MAX, cacheDir: values.cache, progress })
@@ -732,12 +739,14 @@ if (only === undefined || only === 'size' || only === 'catchup') {
   const size = await sizeRun(relays, history, only !== 'catchup')
   history.close()
   if (only !== 'catchup') report.size = size.rows
+  saveReport()
   if (only === undefined || only === 'catchup') {
     report.catchup = []
     for (const relay of relays) {
       for (const c of size.state.get(relay).conns) c.close()
       progress(`${relay.name}: catch-up of 1% of ${size.ids.length}`)
       report.catchup.push(await catchUp(relay, history, size.ids))
+      saveReport()
     }
   }
   for (const relay of relays) await relay.stop()
@@ -750,6 +759,7 @@ if (only === undefined || only === 'devices') {
   for (const relay of relays) report.devices.push(await devicesRun(relay))
 }
 report.seconds = round((performance.now() - t0) / 1000, 1)
+saveReport()
 report.load_average_at_end = loadavg().map((l) => round(l, 2))
 if (report.size) writeFileSync(values.svg, drawSvg(report.size))
 rmSync(dir, { recursive: true, force: true })
