@@ -1,8 +1,9 @@
 // A worker of bench-scale-history.js: signs batches of the history's events. The main thread
 // made each event and its id (a reply's tags need its parent's id, so ids are made in order);
 // signing, the costly part, runs here, one worker per core. Keys are derived from the seed here,
-// not passed around. The aux randomness of each signature is its id, so a seed gives the same
-// file byte for byte.
+// not passed around. Passing `ent` makes nostr-wasm skip its random aux (it keeps a fixed buffer;
+// BIP340's nonce still comes from the key and message), so a seed gives the same events byte for
+// byte (the grants differ: signGrant draws fresh randomness).
 import { parentPort, workerData } from 'node:worker_threads'
 import { initNostrWasm } from 'nostr-wasm'
 import { keyOf } from './bench-scale-history.js'
