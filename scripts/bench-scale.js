@@ -403,6 +403,11 @@ async function sizeRun(relays, history, measure) {
       row.load_average_after = load()
       rows.push(row)
       progress(`${relay.name} at ${cp}: measured`)
+      // Each checkpoint kept as it is measured: a 1M run cut short keeps its 10k and 100k rows.
+      if (only !== 'catchup') {
+        report.size = rows
+        saveReport()
+      }
     }
   }
   return { rows, ids, state }
