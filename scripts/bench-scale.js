@@ -91,11 +91,12 @@ if (values.help) {
   --report FILE      also write the report there after each phase (a long run keeps what it
                      measured if a later phase fails)
 
-The history is signed once per seed and size, with a worker per core (~1,650 events/s on this
-2-core machine at load 8-10), and streamed from the cache to both relays; a run with --max N
+The history is signed once per seed and size, with a worker per core (500-1,650 events/s on
+this shared 2-core machine), and streamed from the cache to both relays; a run with --max N
 uses the smallest whole cache file of that seed with at least N events. 100,000 events took 61 s
-and 80 MB; 1,000,000 take ~10 min and 0.80 GB (make them ahead with --only history --max
-1000000). A cache that is incomplete or does not parse is reported, removed and made again.
+and 80 MB at load 8-10; 1,000,000 took 32 min at load 9-15 (13.4 CPU-minutes: ~7 min on two
+idle cores) and 798 MB (make them ahead with --only history --max 1000000). A cache that
+is incomplete or does not parse is reported, removed and made again.
 Events start 400 days before midnight UTC of the day the file is made (earlier if longer), one
 every ${SPACING} s (a million span ~347 days), the grants a day before: a kith hub takes any past
 created_at, strfry refuses events over 3 years old, so a cache is made again as it nears that.
