@@ -1,6 +1,7 @@
 // npm run bench:scale [-- --max N --only size|devices|catchup --queries Q --devices D
 //                        --strfry PATH | --against ws://HOST:PORT [--against-pid PID]
-//                        [--against-db DIR] --svg FILE | --plot REPORT.json]
+//                        [--against-db DIR] --seed S --cache DIR --svg FILE | --plot REPORT.json]
+//        npm run bench:scale -- --only history --max N   (only make the history's cache file)
 // How the cost grows with the work, for a kith hub and (with --strfry or --against) another
 // relay in the same run, with the same client (scripts/bench-relay.js). Prints JSON and draws
 // docs/bench-scale.svg.
@@ -10,7 +11,9 @@
 //          to --max events (default 1,000,000); at 10k, 100k and 1M: ingest rate over the last
 //          slice, peak/steady RSS (anonymous and file-backed), db size on disk, the relay's
 //          start-up time on that db, and REQ p50/p99 per shape, cold (the first pass after that
-//          restart; the OS page cache stays warm) and warm (the second pass).
+//          restart; the OS page cache stays warm) and warm (the second pass). The history is
+//          signed once, on every core, into a cache file (bench-scale-history.js) and streamed
+//          from it to both relays, so ingest measures the relays, not this client's signing.
 // devices: on a fresh relay, --devices (default 2,000) connections held open, each a device key
 //          of one of 40 people (a kith hub caps a person at 64 connections), half subscribed to
 //          one busy channel: RSS per connection, a member's EVENT→OK with none held and with all
@@ -33,6 +36,7 @@ import { parseArgs } from 'node:util'
 import { initNostrWasm } from 'nostr-wasm'
 import { setNostrWasm, finalizeEvent } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
+import { SPACING, channels, defaultCacheDir, keyOf, openHistory } from './bench-scale-history.js'
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { signGrant } from '../dist/grants/grant.js'
 import { RelayClient } from '../dist/link/relay-client.js'
@@ -62,18 +66,51 @@ const { values } = parseArgs({
     'against-pid': { type: 'string' },
     'against-db': { type: 'string' },
     plot: { type: 'string' },
+    seed: { type: 'string', default: '1' },
+    cache: { type: 'string', default: defaultCacheDir() },
+    report: { type: 'string' },
+    help: { type: 'boolean' },
     svg: {
       type: 'string',
       default: fileURLToPath(new URL('../docs/bench-scale.svg', import.meta.url)),
     },
   },
 })
+if (values.help) {
+  process.stdout.write(`npm run bench:scale -- [options]
+  --max N            events in the size run (default 1,000,000; checkpoints at 10k, 100k, 1M)
+  --only WHAT        size | devices | catchup (size, then catch-up only) | history (make the cache)
+  --queries Q        queries per shape and pass (default 100)
+  --devices D        connections held in the devices run (default 2,000)
+  --strfry PATH      run that strfry binary too, with its own db in a temp dir
+  --against URL      measure a relay started apart (--against-pid PID, --against-db DIR)
+  --seed S           the history's seed (default 1): the same keys, events and ids every run
+  --cache DIR        where the signed history is kept (default ~/.cache/kith-bench, or
+                     $KITH_BENCH_CACHE): scale-history-v<V>-seed<S>-n<N>.jsonl, one event a line
+  --svg FILE         the plot (default docs/bench-scale.svg); --plot REPORT.json redraws it
+  --report FILE      also write the report there after each phase (a long run keeps what it
+                     measured if a later phase fails)
+
+The history is signed once per seed and size, with a worker per core (500-1,650 events/s on
+this shared 2-core machine), and streamed from the cache to both relays; a run with --max N
+uses the smallest whole cache file of that seed with at least N events. 100,000 events took 61 s
+and 80 MB at load 8-10; 1,000,000 took 32 min at load 9-15 (13.4 CPU-minutes: ~7 min on two
+idle cores) and 798 MB (make them ahead with --only history --max 1000000). A cache that
+is incomplete or does not parse is reported, removed and made again.
+Events start 400 days before midnight UTC of the day the file is made (earlier if longer), one
+every ${SPACING} s (a million span ~347 days), the grants a day before: a kith hub takes any past
+created_at, strfry refuses events over 3 years old, so a cache is made again as it nears that.
+`)
+  process.exit(0)
+}
 const MAX = Number(values.max)
+const SEED = Number(values.seed)
 const Q = Number(values.queries)
 const D = Number(values.devices)
 const only = values.only
-if (only !== undefined && !['size', 'devices', 'catchup'].includes(only))
-  throw new Error('--only takes size, devices or catchup')
+if (only !== undefined && !['size', 'devices', 'catchup', 'history'].includes(only))
+  throw new Error('--only takes size, devices, catchup or history')
+if (!Number.isSafeInteger(SEED) || SEED < 0) throw new Error('--seed takes a whole number')
 const SLICE = 10_000
 const CONNS = 4
 const INFLIGHT = 64
@@ -228,19 +265,9 @@ function otherRelay(name) {
 
 // ---- the fleet --------------------------------------------------------------------------------
 
-// A seeded generator: the same history every run.
-function rng(seed) {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
-const founderSk = generateSecretKey()
+// The founder of every fleet here is the history's p0: the same key for a seed, so the cached
+// grants name it. The devices run's own keys are new each run (its grants are made in seconds).
+const founderSk = keyOf(SEED, 'p0')
 const founder = getPublicKey(founderSk)
 const grantTime = Math.floor(Date.now() / 1000) - 400 * 86400
 
@@ -293,71 +320,17 @@ function makeFleet(people, devicesPer, agentsPer) {
   return { grants, authors }
 }
 
-const channels = ['general', 'ops', 'random', 'release', 'incidents', 'design'].concat(
-  Array.from({ length: 6 }, (_, i) => `proj-${i}`),
-)
-// One event every 30 s: a million is about a year of the fleet's history.
-const SPACING = 30
-const base = Math.floor(Date.now() / 1000) - SPACING * MAX - 3600
-
-/**
- * Events [from, to) of the history: half by agents (long outputs, in project channels), half by
- * people's devices; 72% kind-9 messages (a third of them replies: e and p tags), 20% kind-7
- * reactions to a recent message (e, p, k and h tags), 8% agents' long tool reports.
- */
-function makeHistory(fleet, from, to, recent) {
-  const r = rng(from + 1)
-  const people = fleet.authors.filter((a) => !a.agent)
-  const agents = fleet.authors.filter((a) => a.agent)
-  const out = []
-  for (let i = from; i < to; i++) {
-    const x = r()
-    const agent = r() < 0.5
-    const author = agent ? agents[(r() * agents.length) | 0] : people[(r() * people.length) | 0]
-    const ch = agent ? channels[6 + ((r() * 6) | 0)] : channels[(r() * r() * 12) | 0]
-    const parent = recent.length > 0 ? recent[(r() * recent.length) | 0] : undefined
-    let ev
-    if (x < 0.2 && parent) {
-      ev = {
-        kind: 7,
-        tags: [
-          ['e', parent.id],
-          ['p', parent.pubkey],
-          ['k', '9'],
-          ['h', parent.ch],
-        ],
-        content: ['+', '👍', '🎉', '👀'][(r() * 4) | 0],
-      }
-    } else {
-      const tags = [['h', ch]]
-      if (parent && r() < 0.33) tags.push(['e', parent.id, '', 'reply'], ['p', parent.pubkey])
-      const len = agent ? (x > 0.92 ? 1500 + r() * 2500 : 200 + r() * 800) : 10 + r() * 190
-      ev = {
-        kind: 9,
-        tags,
-        content: `m${i} ${'lorem ipsum '.repeat(Math.ceil(len / 12))}`.slice(0, len),
-      }
-    }
-    const signed = finalizeEvent({ ...ev, created_at: base + SPACING * i }, author.sk)
-    out.push(signed)
-    if (signed.kind === 9) {
-      recent.push({ id: signed.id, pubkey: signed.pubkey, ch: signed.tags[0][1] })
-      if (recent.length > 200) recent.shift()
-    }
-  }
-  return out
-}
-
 // ---- size -------------------------------------------------------------------------------------
 
 async function connectAll(relay, n, sk = founderSk) {
   return Promise.all(Array.from({ length: n }, () => connect(relay.url, sk, { quietMs: 100 })))
 }
 
-function shapesFor(fleet, ids, n) {
+function shapesFor(header, ids, n) {
+  const { authors, base } = header
   return {
     id: (i) => ({ ids: [ids[(i * 7919) % n]] }),
-    author_limit20: (i) => ({ authors: [fleet.authors[i % fleet.authors.length].pk], limit: 20 }),
+    author_limit20: (i) => ({ authors: [authors[i % authors.length].pubkey], limit: 20 }),
     kind_limit100: () => ({ kinds: [7], limit: 100 }),
     tag_limit50: (i) => ({ '#h': [channels[i % channels.length]], limit: 50 }),
     window_limit500: (i) => {
@@ -367,15 +340,15 @@ function shapesFor(fleet, ids, n) {
   }
 }
 
-async function sizeRun(relays, fleet, measure) {
+async function sizeRun(relays, history, measure) {
   const rows = []
   const ids = []
-  const recent = []
   const state = new Map()
   for (const relay of relays) {
     await relay.start()
     const conns = await connectAll(relay, CONNS)
-    for (const g of fleet.grants) await publishOne(conns[0], g)
+    // The grants first: a kith hub takes a device's events only once its authority is known.
+    for (const g of history.grants) await publishOne(conns[0], g)
     state.set(relay, { conns, peak: 0 })
   }
   let done = 0
@@ -385,7 +358,7 @@ async function sizeRun(relays, fleet, measure) {
     const stepCpu = new Map(relays.map((r) => [r, r.pid ? threadCpu(r.pid) : {}]))
     while (done < cp) {
       const to = Math.min(cp, done + SLICE)
-      const events = makeHistory(fleet, done, to, recent)
+      const events = await history.nextSlice(to - done)
       for (const e of events) ids.push(e.id)
       for (const relay of relays) {
         const s = state.get(relay)
@@ -418,7 +391,7 @@ async function sizeRun(relays, fleet, measure) {
         rows.push(row)
         continue
       }
-      const shapes = shapesFor(fleet, ids, cp)
+      const shapes = shapesFor(history.header, ids, cp)
       if (relay.restartable) {
         for (const c of s.conns) c.close()
         await relay.stop()
@@ -431,6 +404,11 @@ async function sizeRun(relays, fleet, measure) {
       row.load_average_after = load()
       rows.push(row)
       progress(`${relay.name} at ${cp}: measured`)
+      // Each checkpoint kept as it is measured: a 1M run cut short keeps its 10k and 100k rows.
+      if (only !== 'catchup') {
+        report.size = rows
+        saveReport()
+      }
     }
   }
   return { rows, ids, state }
@@ -438,7 +416,8 @@ async function sizeRun(relays, fleet, measure) {
 
 // ---- catch-up ---------------------------------------------------------------------------------
 
-async function catchUp(relay, fleet, ids) {
+async function catchUp(relay, history, ids) {
+  const { base } = history.header
   const ws = openSocket(relay.url)
   const client = await RelayClient.connect(ws, { url: relay.url, timeoutMs: 120_000 })
   const challenge = await client.challenge(500)
@@ -451,7 +430,7 @@ async function catchUp(relay, fleet, ids) {
   ids.forEach((id, i) => {
     if (!missing.has(id)) mine.push({ id, created_at: base + SPACING * i })
   })
-  for (const g of fleet.grants) mine.push({ id: g.id, created_at: g.created_at })
+  for (const g of history.grants) mine.push({ id: g.id, created_at: g.created_at })
   const socket = ws._socket
   const cpu0 = relay.pid ? threadCpu(relay.pid) : {}
   const r0 = socket.bytesRead
@@ -480,7 +459,7 @@ async function catchUp(relay, fleet, ids) {
   const t2 = performance.now()
   const row = {
     relay: relay.name,
-    events_at_relay: ids.length + fleet.grants.length,
+    events_at_relay: ids.length + history.grants.length,
     held_by_node: mine.length,
     missing: missing.size,
     found: result.need.length,
@@ -739,21 +718,41 @@ const report = {
   client: 'one Node process, ws without permessage-deflate (scripts/bench-relay.js)',
   load_average_at_start: loadavg().map((l) => round(l, 2)),
 }
+const saveReport = () => {
+  if (values.report !== undefined) writeFileSync(values.report, JSON.stringify(report, null, 2))
+}
 const t0 = performance.now()
+if (only === 'history') {
+  const history = await openHistory({ seed: SEED, count: MAX, cacheDir: values.cache, progress })
+  history.close()
+  rmSync(dir, { recursive: true, force: true })
+  process.exit(0)
+}
 if (only === undefined || only === 'size' || only === 'catchup') {
   progress(`fleet: 20 people, 60 devices and agents; history to ${MAX} events`)
-  const fleet = makeFleet(20, 2, 1)
+  const tHistory = performance.now()
+  const history = await openHistory({ seed: SEED, count: MAX, cacheDir: values.cache, progress })
+  report.history = {
+    seed: SEED,
+    events: MAX,
+    grants: history.grants.length,
+    first_created_at: history.header.base,
+    ready_s: round((performance.now() - tHistory) / 1000, 1),
+  }
   const relays = [kithRelay('size-kith', founder)]
   const other = otherRelay('size-other')
   if (other) relays.push(other)
-  const size = await sizeRun(relays, fleet, only !== 'catchup')
+  const size = await sizeRun(relays, history, only !== 'catchup')
+  history.close()
   if (only !== 'catchup') report.size = size.rows
+  saveReport()
   if (only === undefined || only === 'catchup') {
     report.catchup = []
     for (const relay of relays) {
       for (const c of size.state.get(relay).conns) c.close()
       progress(`${relay.name}: catch-up of 1% of ${size.ids.length}`)
-      report.catchup.push(await catchUp(relay, fleet, size.ids))
+      report.catchup.push(await catchUp(relay, history, size.ids))
+      saveReport()
     }
   }
   for (const relay of relays) await relay.stop()
@@ -766,6 +765,7 @@ if (only === undefined || only === 'devices') {
   for (const relay of relays) report.devices.push(await devicesRun(relay))
 }
 report.seconds = round((performance.now() - t0) / 1000, 1)
+saveReport()
 report.load_average_at_end = loadavg().map((l) => round(l, 2))
 if (report.size) writeFileSync(values.svg, drawSvg(report.size))
 rmSync(dir, { recursive: true, force: true })
