@@ -360,7 +360,7 @@ export class HubLink {
     try {
       result = await reconcile(client, filter, this.opts.localKeys!(filter), pageTimeoutMs)
     } catch (err) {
-      if (err instanceof KithError && err.reason === 'refused') {
+      if (err instanceof KithError && (err.reason === 'refused' || err.reason === 'too-large')) {
         this.opts.log(`${this.url} refused reconciliation (${err.message}); paging instead`)
         return undefined
       }

@@ -15,8 +15,12 @@ export const fetchIdsPerRequest = 500
 /**
  * NIP-77 set reconciliation with `client` over `filter`: which ids the relay holds that `mine`
  * lacks (`need`), and which `mine` holds that the relay lacks (`have`). Unlike paging by
- * `created_at`, it finds an event however late it reached the relay. Rejects with the relay's
- * NEG-ERR reason (KithError 'restricted', reason 'refused') or on timeout.
+ * `created_at`, it finds an event however late it reached the relay. A large set is reconciled
+ * in parts cut by time, two at once; a part the relay refuses as too large (`NEG-ERR
+ * "blocked: …"`, as NIP-77 has relays say) is cut in two and tried again, so a store of any size
+ * catches up however low the relay's cap (a kith hub's is 500,000). Rejects with the relay's
+ * NEG-ERR reason (KithError 'restricted', reason 'refused', or 'too-large' when even a part cut
+ * 20 times is refused as too large) or on timeout.
  */
 export async function reconcile(
   client: RelayClient,
@@ -24,43 +28,129 @@ export async function reconcile(
   mine: Iterable<EventKey>,
   timeoutMs: number,
   opts: {
-    /** Sets at least this large are reconciled in two halves at once. */ splitAtKeys?: number
+    /** Sets at least this large are reconciled in parts, two at once. */ splitAtKeys?: number
+    /** No part holds more of this side's keys than this. */ maxKeysPerPart?: number
   } = {},
 ): Promise<{ need: string[]; have: string[]; rounds: number }> {
   const keys = [...mine]
-  const halves =
-    keys.length >= (opts.splitAtKeys ?? defaultSplitAtKeys) ? splitByTime(filter, keys) : undefined
-  if (halves === undefined) return reconcileOnce(client, filter, keys, timeoutMs)
-  // Two halves of the time range at once: while the relay answers one, this side works on the
-  // other, so on two cores a large reconciliation takes little more than half as long. Kith hubs
-  // allow two reconciliations per connection (kith.negentropy_max_sessions).
-  const [a, b] = await Promise.all(
-    halves.map((h) => reconcileOnce(client, h.filter, h.keys, timeoutMs)),
-  )
-  return {
-    need: [...a!.need, ...b!.need],
-    have: [...a!.have, ...b!.have],
-    rounds: Math.max(a!.rounds, b!.rounds),
+  const splitAt = opts.splitAtKeys ?? defaultSplitAtKeys
+  const perPart = Math.max(1, opts.maxKeysPerPart ?? defaultMaxKeysPerPart)
+  const parts =
+    keys.length >= splitAt
+      ? (splitByTime(filter, keys, Math.max(2, Math.ceil(keys.length / perPart))) ?? [
+          { filter, keys },
+        ])
+      : [{ filter, keys }]
+  const need: string[] = []
+  const have: string[] = []
+  let rounds = 0
+  // Two parts at once: while the relay answers one, this side works on the other, so on two
+  // cores a large reconciliation takes little more than half as long. Kith hubs allow two
+  // reconciliations per connection (kith.negentropy_max_sessions).
+  const queue = [...parts]
+  const worker = async () => {
+    for (let part = queue.shift(); part !== undefined; part = queue.shift()) {
+      const r = await reconcilePart(client, part.filter, part.keys, timeoutMs, 0)
+      need.push(...r.need)
+      have.push(...r.have)
+      rounds = Math.max(rounds, r.rounds)
+    }
   }
+  await Promise.all([worker(), worker()])
+  return { need, have, rounds }
 }
 
 /** Below this a set reconciles in well under a second anyway: one session is enough. */
 export const defaultSplitAtKeys = 20_000
+/** Parts of at most this many keys: well under a kith hub's cap, and each sealed quickly. */
+export const defaultMaxKeysPerPart = 200_000
+/** Cuts in two of a refused part, at most: 2^20 parts is past any relay's store. */
+const maxCuts = 20
 
-/** The filter and keys cut at the median `created_at`, or undefined when it cannot be cut. */
+/** One part; cut in two and retried when the relay says it is too large. */
+async function reconcilePart(
+  client: RelayClient,
+  filter: Record<string, unknown>,
+  keys: EventKey[],
+  timeoutMs: number,
+  cuts: number,
+): Promise<{ need: string[]; have: string[]; rounds: number }> {
+  try {
+    return await reconcileOnce(client, filter, keys, timeoutMs)
+  } catch (err) {
+    const tooLarge = err instanceof KithError && err.reason === 'too-large'
+    const halves = tooLarge && cuts < maxCuts ? cutInTwo(filter, keys) : undefined
+    if (halves === undefined) throw err
+    const [a, b] = halves as [Part, Part]
+    const ra = await reconcilePart(client, a.filter, a.keys, timeoutMs, cuts + 1)
+    const rb = await reconcilePart(client, b.filter, b.keys, timeoutMs, cuts + 1)
+    return {
+      need: [...ra.need, ...rb.need],
+      have: [...ra.have, ...rb.have],
+      rounds: ra.rounds + rb.rounds,
+    }
+  }
+}
+
+type Part = { filter: Record<string, unknown>; keys: EventKey[] }
+
+/**
+ * The filter and keys cut into `n` parts at quantiles of this side's `created_at`s (fewer when
+ * times repeat), or undefined when they cannot be cut.
+ */
 function splitByTime(
   filter: Record<string, unknown>,
   keys: readonly EventKey[],
-): { filter: Record<string, unknown>; keys: EventKey[] }[] | undefined {
+  n: number,
+): Part[] | undefined {
   const times = keys.map((k) => k.created_at).sort((x, y) => x - y)
-  const median = times[times.length >> 1]!
   const since = typeof filter.since === 'number' ? filter.since : 0
   const until = typeof filter.until === 'number' ? filter.until : Infinity
-  if (median <= since || median > until) return undefined
-  return [
-    { filter: { ...filter, until: median - 1 }, keys: keys.filter((k) => k.created_at < median) },
-    { filter: { ...filter, since: median }, keys: keys.filter((k) => k.created_at >= median) },
-  ]
+  const cuts: number[] = []
+  for (let i = 1; i < n; i++) {
+    const t = times[Math.floor((i * times.length) / n)]!
+    if (t > since && t <= until && t !== cuts.at(-1)) cuts.push(t)
+  }
+  return cuts.length === 0 ? undefined : partsAt(filter, keys, cuts)
+}
+
+/**
+ * A refused part cut in two: at this side's median time, or, when this side holds too few keys
+ * there to cut by (the relay has what this side lacks), at the middle of its time range.
+ */
+function cutInTwo(filter: Record<string, unknown>, keys: readonly EventKey[]): Part[] | undefined {
+  const byKeys = splitByTime(filter, keys, 2)
+  if (byKeys !== undefined) return byKeys
+  const since = typeof filter.since === 'number' ? filter.since : 0
+  const until =
+    typeof filter.until === 'number' ? filter.until : Math.floor(Date.now() / 1000) + 900
+  if (until - since < 1) return undefined
+  return partsAt(filter, keys, [since + Math.ceil((until - since) / 2)])
+}
+
+/** Parts [since, cut₁ − 1], [cut₁, cut₂ − 1], …, [cutₙ, until] of the filter and the keys. */
+function partsAt(
+  filter: Record<string, unknown>,
+  keys: readonly EventKey[],
+  cuts: number[],
+): Part[] {
+  const bounds = [undefined, ...cuts, undefined]
+  const parts: Part[] = []
+  for (let i = 0; i + 1 < bounds.length; i++) {
+    const lo = bounds[i]
+    const hi = bounds[i + 1]
+    parts.push({
+      filter: {
+        ...filter,
+        ...(lo === undefined ? {} : { since: lo }),
+        ...(hi === undefined ? {} : { until: hi - 1 }),
+      },
+      keys: keys.filter(
+        (k) => (lo === undefined || k.created_at >= lo) && (hi === undefined || k.created_at < hi),
+      ),
+    })
+  }
+  return parts
 }
 
 function reconcileOnce(
@@ -114,7 +204,12 @@ function reconcileOnce(
       },
       onError: (reason) => {
         clearTimeout(timer)
-        reject(new KithError('restricted', `${client.url}: ${reason}`, { reason: 'refused' }))
+        reject(
+          new KithError('restricted', `${client.url}: ${reason}`, {
+            // NIP-77: "blocked:" is a relay refusing the query as too large; cut it smaller.
+            reason: reason.startsWith('blocked:') ? 'too-large' : 'refused',
+          }),
+        )
       },
     })
   })

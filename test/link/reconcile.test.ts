@@ -73,10 +73,12 @@ describe('catch-up by NIP-77 reconciliation', () => {
     )
   })
 
-  it('pages instead when the hub refuses the reconciliation (a set over its limit)', async () => {
+  it('pages instead when the hub refuses even the smallest part (a second over its limit)', async () => {
     const t = await startTestHub({ limits: { negMaxItems: 3 } })
+    // Five events in one second: no cut by time makes a part the hub takes.
+    const at = now() - 30
     const events = Array.from({ length: 5 }, (_, i) =>
-      t.sign({ kind: 9, created_at: now() - 30 + i, tags: [['h', 'ops']], content: `${i}` }),
+      t.sign({ kind: 9, created_at: at, tags: [['h', 'ops']], content: `${i}` }),
     )
     await publish(t, events)
     const { delivered, log } = await reconnect(t, [], true)
@@ -117,5 +119,33 @@ describe('reconcile, a large set in two halves', () => {
     const r = await reconcile(client, { kinds: [9] }, mine, 60_000, { splitAtKeys: 1_000 })
     expect(r.need.sort()).toEqual([...lacking].map((e) => e.id).sort())
     expect(r.have).toEqual([extra.id])
+  })
+})
+
+describe('reconcile against a relay that refuses large sets', () => {
+  it('cuts a part the relay blocks as too large in two until each is taken, and finds exactly what is missing', async () => {
+    // A hub that reconciles at most 500 events at once; 2,400 stored, over 1,200 seconds.
+    const t = await startTestHub({ limits: { negMaxItems: 500 } })
+    const base = now() - 100_000
+    const all = Array.from({ length: 2_400 }, (_, i) =>
+      t.sign({ kind: 9, created_at: base + (i >> 1), tags: [['h', 'ops']], content: `m${i}` }),
+    )
+    t.hub.store.insertBatch(all)
+    const lacking = new Set([all[3]!, all[1_000]!, all[2_398]!])
+    const mine: EventKey[] = all
+      .filter((e) => !lacking.has(e))
+      .map((e) => ({ created_at: e.created_at, id: e.id }))
+    const client = await RelayClient.connect(new WebSocket(t.url), { url: t.url })
+    onTestFinished(() => client.close())
+    const challenge = await client.challenge()
+    expect((await client.auth(signAuthEvent(t.url, challenge!, t.ownerSk))).ok).toBe(true)
+    // Before, the one session was refused ("blocked: the filter matches more than 500 events")
+    // and the whole catch-up failed: a store past the hub's cap could never reconcile.
+    const r = await reconcile(client, { kinds: [9] }, mine, 60_000)
+    expect(r.need.sort()).toEqual([...lacking].map((e) => e.id).sort())
+    expect(r.have).toEqual([])
+    // A side that holds nothing cuts by time instead, and fetches everything.
+    const empty = await reconcile(client, { kinds: [9], since: base }, [], 60_000)
+    expect(empty.need.sort()).toEqual(all.map((e) => e.id).sort())
   })
 })
