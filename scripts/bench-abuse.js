@@ -25,7 +25,9 @@
 // Prints JSON: per phase the honest member's p50/p95/p99 latencies, the hub's RSS and CPU ms per
 // second, the machine's load average at the phase's start and end, and what the hub did to the
 // abuser (closed or not).
-// The `quiet` phase is the honest member alone: the in-run baseline each other row compares to.
+// The `quiet` phase is the honest member alone: the in-run baseline each other row compares to
+// (after an unreported warm-up); `quiet-again`, the same at the end, shows how much the baseline
+// itself moves within the run.
 import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, setPriority, tmpdir } from 'node:os'
@@ -450,11 +452,17 @@ async function main() {
   }
   const only = values.only?.split(',')
   let peak = rssMb()
-  for (const name of Object.keys(abuses)) {
-    if (only && name !== 'quiet' && !only.includes(name)) continue
+  // A warm-up the report leaves out: the hub has just stored the history (its WAL checkpoints,
+  // its code is not yet optimized), which made the first quiet phase the noisiest of a run. And
+  // a second quiet phase at the end: how far the baseline itself moves within one run.
+  progress('warm-up')
+  await honest(Math.min(seconds, 5) * 1000)
+  const quietPhase = (name) => name === 'quiet' || name === 'quiet-again'
+  for (const name of [...Object.keys(abuses), 'quiet-again']) {
+    if (only && !quietPhase(name) && !only.includes(name)) continue
     progress(name)
     const loadBefore = load()
-    const stop = name === 'quiet' ? async () => ({}) : await attacker(name)
+    const stop = quietPhase(name) ? async () => ({}) : await attacker(name)
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb())), 100)
     const cpu0 = hubCpuMs()
     const t0 = performance.now()
