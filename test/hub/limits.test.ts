@@ -189,7 +189,7 @@ describe('storage quota by person', () => {
       max_unauthenticated: 256,
       negentropy_max_items: 500_000,
       negentropy_slice_items: 256,
-      negentropy_slice_ms: 2,
+      negentropy_slice_ms: 1,
     })
   })
 })
