@@ -25,6 +25,11 @@ export function spawnHub(args, opts = {}) {
     },
   )
   let stderr = ''
+  // A hub killed while its stdio is read resets its end of the socketpair: noted in its output,
+  // not an uncaught ECONNRESET in whoever started it (a test run, a bench).
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.on('error', (err) => (stderr += `[${err.message}]\n`))
+  }
   child.stderr.on('data', (d) => {
     stderr += d
     // KITH_HUB_STDERR=1 shows the hub's own log lines while a bench or demo runs.
