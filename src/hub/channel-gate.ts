@@ -14,9 +14,9 @@ const noneHidden: readonly HideRule[] = Object.freeze([])
 export class ChannelGate {
   /** Made on first use: a hub without private channels never needs it. */
   private cache: Map<string, boolean> | undefined
-  private stamp = ''
+  /** `hidden`'s answer, one object while the stamp holds. */
   private hiddenRules: readonly HideRule[] | undefined
-  private hiddenStamp = ''
+  private stamp = ''
 
   constructor(
     private readonly channels: ChannelBook,
@@ -27,13 +27,7 @@ export class ChannelGate {
   /** May the connection receive `event`? */
   mayReceive(event: NostrEvent, now: number): boolean {
     if (!this.channels.hasPrivate) return true
-    // Keys are only added by AUTH (the size changes) and removed after a revocation (the grants'
-    // generation changes).
-    const stamp = `${this.channels.generation}:${now}:${this.keys.size}`
-    if (stamp !== this.stamp) {
-      this.cache?.clear()
-      this.stamp = stamp
-    }
+    this.refresh(now)
     const cache = (this.cache ??= new Map<string, boolean>())
     const isDef = event.kind === Kind.ChannelDefinition
     const key = `${isDef ? 'd' : 'h'}:${channelsOfEvent(event).join(',')}`
@@ -52,12 +46,20 @@ export class ChannelGate {
    */
   hidden(now: number): readonly HideRule[] {
     if (!this.channels.hasPrivate) return noneHidden
+    this.refresh(now)
+    return (this.hiddenRules ??= this.hiddenNow(now))
+  }
+
+  /**
+   * Forgets both answers when what they depend on changed. Keys are only added by AUTH (the size
+   * changes) and removed after a revocation (the grants' generation changes).
+   */
+  private refresh(now: number): void {
     const stamp = `${this.channels.generation}:${now}:${this.keys.size}`
-    if (this.hiddenRules === undefined || this.hiddenStamp !== stamp) {
-      this.hiddenRules = this.hiddenNow(now)
-      this.hiddenStamp = stamp
-    }
-    return this.hiddenRules
+    if (stamp === this.stamp) return
+    this.cache?.clear()
+    this.hiddenRules = undefined
+    this.stamp = stamp
   }
 
   private hiddenNow(now: number): HideRule[] {

@@ -93,10 +93,10 @@ export interface HubStats {
   verified: number
 }
 
-/** Starts a hub: a NIP-01/11/42 relay over sqlite. Refuses unsafe binds before opening anything. */
 /** Resets of a socket being upgraded or held: the socket closes by itself (see 'upgrade'). */
 function ignoreSocketError(): void {}
 
+/** Starts a hub: a NIP-01/11/42 relay over sqlite. Refuses unsafe binds before opening anything. */
 export async function startHub(opts: HubOptions): Promise<Hub> {
   const host = opts.host ?? '127.0.0.1'
   if (!isLoopbackHost(host) && opts.tls === undefined && opts.plain !== true) {
