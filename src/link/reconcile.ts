@@ -20,7 +20,7 @@ export const fetchIdsPerRequest = 500
  * "blocked: …"`, as NIP-77 has relays say) is cut in two and tried again, so a store of any size
  * catches up however low the relay's cap (a kith hub's is 500,000). Rejects with the relay's
  * NEG-ERR reason (KithError 'restricted', reason 'refused', or 'too-large' when even a part cut
- * 20 times is refused as too large) or on timeout.
+ * 20 times is refused as too large, or after `maxRefusals` such answers) or on timeout.
  */
 export async function reconcile(
   client: RelayClient,
@@ -48,9 +48,10 @@ export async function reconcile(
   // cores a large reconciliation takes little more than half as long. Kith hubs allow two
   // reconciliations per connection (kith.negentropy_max_sessions).
   const queue = [...parts]
+  const refusals = { left: maxRefusals }
   const worker = async () => {
     for (let part = queue.shift(); part !== undefined; part = queue.shift()) {
-      const r = await reconcilePart(client, part.filter, part.keys, timeoutMs, 0)
+      const r = await reconcilePart(client, part.filter, part.keys, timeoutMs, 0, refusals)
       need.push(...r.need)
       have.push(...r.have)
       rounds = Math.max(rounds, r.rounds)
@@ -66,6 +67,12 @@ export const defaultSplitAtKeys = 20_000
 export const defaultMaxKeysPerPart = 200_000
 /** Cuts in two of a refused part, at most: 2^20 parts is past any relay's store. */
 const maxCuts = 20
+/**
+ * "Too large" answers one reconciliation takes before it gives up (and a node pages instead): a
+ * relay that says it to everything would otherwise have this side open a session for every
+ * part of a 20-deep tree of cuts. An honest relay's cap is met within a few cuts per part.
+ */
+export const maxRefusals = 64
 
 /** One part; cut in two and retried when the relay says it is too large. */
 async function reconcilePart(
@@ -74,16 +81,18 @@ async function reconcilePart(
   keys: EventKey[],
   timeoutMs: number,
   cuts: number,
+  refusals: { left: number },
 ): Promise<{ need: string[]; have: string[]; rounds: number }> {
   try {
     return await reconcileOnce(client, filter, keys, timeoutMs)
   } catch (err) {
     const tooLarge = err instanceof KithError && err.reason === 'too-large'
-    const halves = tooLarge && cuts < maxCuts ? cutInTwo(filter, keys) : undefined
+    const halves =
+      tooLarge && cuts < maxCuts && --refusals.left >= 0 ? cutInTwo(filter, keys) : undefined
     if (halves === undefined) throw err
     const [a, b] = halves as [Part, Part]
-    const ra = await reconcilePart(client, a.filter, a.keys, timeoutMs, cuts + 1)
-    const rb = await reconcilePart(client, b.filter, b.keys, timeoutMs, cuts + 1)
+    const ra = await reconcilePart(client, a.filter, a.keys, timeoutMs, cuts + 1, refusals)
+    const rb = await reconcilePart(client, b.filter, b.keys, timeoutMs, cuts + 1, refusals)
     return {
       need: [...ra.need, ...rb.need],
       have: [...ra.have, ...rb.have],

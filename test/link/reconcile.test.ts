@@ -1,9 +1,10 @@
 import { describe, expect, it, onTestFinished } from 'vitest'
 import type { NostrEvent } from '../../src/events/event.js'
 import { HubLink } from '../../src/link/hub-link.js'
-import WebSocket from 'ws'
+import WebSocket, { WebSocketServer } from 'ws'
+import type { AddressInfo } from 'node:net'
 import { signAuthEvent } from '../../src/events/nip42.js'
-import { reconcile, type EventKey } from '../../src/link/reconcile.js'
+import { maxRefusals, reconcile, type EventKey } from '../../src/link/reconcile.js'
 import { RelayClient } from '../../src/link/relay-client.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 
@@ -147,5 +148,44 @@ describe('reconcile against a relay that refuses large sets', () => {
     // A side that holds nothing cuts by time instead, and fetches everything.
     const empty = await reconcile(client, { kinds: [9], since: base }, [], 60_000)
     expect(empty.need.sort()).toEqual(all.map((e) => e.id).sort())
+  })
+})
+
+describe('reconcile against a relay that calls sets too large to make it work', () => {
+  it('gives up after maxRefusals such answers, not after a session for every cut', async () => {
+    // An adversarial relay: "blocked" for any range wider than 100 s, else "nothing here". Every
+    // cut in two is refused again until the parts are narrow: a tree of ~2,000 sessions.
+    const relay = new WebSocketServer({ host: '127.0.0.1', port: 0 })
+    onTestFinished(() => relay.close())
+    await new Promise((resolve) => relay.once('listening', resolve))
+    let opened = 0
+    relay.on('connection', (ws) => {
+      ws.on('message', (data) => {
+        const msg = JSON.parse(data.toString()) as [
+          string,
+          string,
+          { since?: number; until?: number },
+        ]
+        if (msg[0] !== 'NEG-OPEN') return
+        opened++
+        const { since = 0, until = Infinity } = msg[2]
+        ws.send(
+          JSON.stringify(
+            until - since > 100
+              ? ['NEG-ERR', msg[1], 'blocked: too big']
+              : ['NEG-MSG', msg[1], '61'],
+          ),
+        )
+      })
+    })
+    const url = `ws://127.0.0.1:${(relay.address() as AddressInfo).port}`
+    const client = await RelayClient.connect(new WebSocket(url), { url })
+    onTestFinished(() => client.close())
+    const since = now() - 100_000
+    await expect(reconcile(client, { kinds: [9], since }, [], 60_000)).rejects.toMatchObject({
+      reason: 'too-large',
+    })
+    // Each refusal cuts one part in two: at most two sessions per refusal, plus the first.
+    expect(opened).toBeLessThanOrEqual(2 * maxRefusals + 1)
   })
 })
