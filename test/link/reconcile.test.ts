@@ -160,7 +160,7 @@ describe('reconcile against a relay that calls sets too large to make it work', 
     await new Promise((resolve) => relay.once('listening', resolve))
     let opened = 0
     relay.on('connection', (ws) => {
-      ws.on('message', (data) => {
+      ws.on('message', (data: Buffer) => {
         const msg = JSON.parse(data.toString()) as [
           string,
           string,
