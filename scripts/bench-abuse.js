@@ -1,4 +1,4 @@
-// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW --attacker-nice N]
+// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW --attacker-nice N --sync full|normal]
 // What strangers and greedy members cost the others: a real `kith hub` subprocess, one honest
 // member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
 // first quiet and then during each abuse in turn:
@@ -51,7 +51,14 @@ const { values } = scriptArgs(import.meta.url, {
   only: { type: 'string' },
   attacker: { type: 'string' },
   'attacker-nice': { type: 'string', default: '0' },
+  // The hub's --sync. With `normal` an OK no longer waits for the WAL's fsync, so a run with it
+  // beside one with `full` separates the disk's jitter from the hub's own.
+  sync: { type: 'string', default: 'full' },
 })
+if (values.sync !== 'full' && values.sync !== 'normal') {
+  process.stderr.write(`bench:abuse: --sync is full or normal, got ${values.sync}\n`)
+  process.exit(2)
+}
 const attackerNice = Number(values['attacker-nice'])
 const seconds = Number(values.seconds)
 const progress = (s) => process.stderr.write(`bench:abuse ${s}\n`)
@@ -74,9 +81,12 @@ const founderSk = given ? bytesOf(given.founderSk) : generateSecretKey()
 const founder = getPublicKey(founderSk)
 const hub = given
   ? { url: given.url }
-  : await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0'], {
-      env: { KITH_HOME: join(dir, 'home') },
-    })
+  : await spawnHub(
+      ['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0', '--sync', values.sync],
+      {
+        env: { KITH_HOME: join(dir, 'home') },
+      },
+    )
 // A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
@@ -446,6 +456,7 @@ async function main() {
     bench: 'abuse',
     node: process.version,
     seconds_per_phase: seconds,
+    hub_sync: values.sync,
     attackers: 'each abuse in its own child process',
     load_average_at_start: load(),
     phases: {},
