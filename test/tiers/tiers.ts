@@ -142,6 +142,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/web/quorum-web.test.ts',
     'test/web/definitions-first-web.test.ts',
     'test/web/outbox-retry-web.test.ts',
+    'test/web/outbox-every-hub-web.test.ts',
     'test/web/app.test.ts',
     'test/web/authority-cursor-web.test.ts',
     'test/web/e2e-web.test.ts',
