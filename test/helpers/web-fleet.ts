@@ -102,11 +102,8 @@ export async function pairPage(
   web: string,
   laptop: string,
   name: string,
-  /**
-   * openOps false: stay where pairing leaves the app (the channel it opens by itself). live: what
-   * the top bar says once the page is linked (default: live on 1 hub).
-   */
-  opts: { openOps?: boolean; live?: RegExp } = {},
+  /** false: stay where pairing leaves the app (the channel it opens by itself). */
+  opts: { openOps?: boolean } = {},
 ): Promise<{ page: Page; problems: string[] }> {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } })
   const { page, problems } = await watchedPage(context)
@@ -123,7 +120,7 @@ export async function pairPage(
   pair.write('y\n')
   expect(await pair.exit, pair.output()).toBe(0)
   if (opts.openOps !== false) await page.goto(`${web}/#/c/ops`)
-  await page.getByText(opts.live ?? /live on 1 hub/).waitFor({ timeout: 30_000 })
+  await page.getByText(/live on 1 hub/).waitFor({ timeout: 30_000 })
   return { page, problems }
 }
 
