@@ -29,6 +29,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/grants/fleet-state-permutations.test.ts',
     'test/grants/held-history.test.ts',
     'test/grants/web-presence.test.ts',
+    'test/web/outbox-record.test.ts',
     'test/hub/turn-queue.test.ts',
     'test/hub/turn-bounds.test.ts',
     'test/hub/stored-stream.test.ts',
