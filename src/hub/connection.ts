@@ -13,7 +13,7 @@ import { onAuth } from './on-auth.js'
 import { onEvent } from './on-event.js'
 import { onNegClose, onNegMessage, onNegOpen } from './on-neg.js'
 import { onClose, onReq } from './on-req.js'
-import { firstRefusal, rejectFrame } from './policy.js'
+import { firstRefusal, rejectFrame } from './refusals.js'
 import type { SliceOutcome, Streaming } from './req-scheduler.js'
 import { ReqStreams } from './req-streams.js'
 
@@ -25,7 +25,7 @@ function sniffEventId(text: string): string {
 /**
  * One client connection: its NIP-42 state, what it has sent and owes, and the dispatch of its
  * frames to one module per verb (on-event.ts, on-pairing.ts, on-req.ts, on-auth.ts, on-neg.ts),
- * whose refusals are the lists of policy.ts. Output and backpressure are `output`
+ * whose refusals are the lists of refusals.ts. Output and backpressure are `output`
  * (conn-output.ts), the stored parts of REQs `streams` (req-streams.ts), NIP-77 `neg`.
  */
 export class Connection implements Streaming {
@@ -247,7 +247,7 @@ export class Connection implements Streaming {
     }, ms)
   }
 
-  /** Checked (policy.ts rejectFrame), parsed, handed to its verb; returns the verb, once parsed. */
+  /** Checked (refusals.ts rejectFrame), parsed, handed to its verb; returns the verb, once parsed. */
   private dispatch(data: Buffer): string | undefined {
     this.alive = true
     if (this.done) return
@@ -314,7 +314,7 @@ export class Connection implements Streaming {
   }
 
   /**
-   * Queues `event`'s signature check (its list has checked there is room: policy.ts
+   * Queues `event`'s signature check (its list has checked there is room: refusals.ts
    * verifyQueueFull). Members' work goes first; a connection that has not authenticated waits
    * behind it.
    */
