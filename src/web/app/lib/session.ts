@@ -46,7 +46,7 @@ import {
 } from './outbox-record.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
-import { allowedByPolicy } from './policy.js'
+import { cspAllowedHubs } from './server-headers.js'
 
 export interface LinkView {
   url: string
@@ -139,7 +139,7 @@ export class Session {
     this.model.intake(pending.map((o) => o.event))
     // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
     setInterval(() => this.model.presenceTick(), presenceTickMs)
-    const allowed = await allowedByPolicy()
+    const allowed = await cspAllowedHubs()
     performance.mark('kith-phase-policy')
     const r = this.device.record
     const views: LinkView[] = []
