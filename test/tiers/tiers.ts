@@ -58,7 +58,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/acp/auth-required.test.ts',
     'test/acp/host-in-memory.test.ts',
     'test/acp/edge-mapping.test.ts',
-    'test/acp/policy.test.ts',
+    'test/acp/modes.test.ts',
     'test/acp/reply-text.test.ts',
     'test/acp/secret-paths.test.ts',
     'test/hub/negentropy-set.test.ts',
