@@ -8,7 +8,7 @@ import type { VerifyResult } from '../verify/result.js'
 import { ChannelGate } from './channel-gate.js'
 import { ConnOutput } from './conn-output.js'
 import type { HubContext } from './context.js'
-import { NegSessions } from './negentropy.js'
+import { NegReconciliations } from './negentropy.js'
 import { onAuth } from './on-auth.js'
 import { onEvent } from './on-event.js'
 import { onNegClose, onNegMessage, onNegOpen } from './on-neg.js'
@@ -38,7 +38,7 @@ export class Connection implements Streaming {
   readonly output: ConnOutput
   readonly streams: ReqStreams
   /** Its NIP-77 reconciliations, made on first use (`neg`): most connections never open one. */
-  private negs: NegSessions | undefined
+  private negs: NegReconciliations | undefined
   /** The person whose connection cap this connection counts toward, once a member. */
   countedAs: string | undefined
   /** AUTH frames received, successful or not. */
@@ -64,8 +64,8 @@ export class Connection implements Streaming {
   }
 
   /** This connection's NIP-77 reconciliations (made here, on the first NEG- frame). */
-  get neg(): NegSessions {
-    this.negs ??= new NegSessions(
+  get neg(): NegReconciliations {
+    this.negs ??= new NegReconciliations(
       this.ctx.store,
       this.ctx.limits,
       {
@@ -75,8 +75,8 @@ export class Connection implements Streaming {
       },
       {
         work: this.ctx.reqWork,
-        open: this.ctx.perPerson.negSessions,
-        maxOpenPerPerson: this.ctx.limits.negMaxSessionsPerPerson,
+        open: this.ctx.perPerson.negOpen,
+        maxOpenPerPerson: this.ctx.limits.negMaxOpenPerPerson,
         turns: this.ctx.negTurns,
       },
     )

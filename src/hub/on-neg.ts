@@ -8,7 +8,7 @@ import {
 } from './refusals.js'
 
 /**
- * NIP-77 verbs: checked here (refusals.ts), then handed to the connection's NegSessions
+ * NIP-77 verbs: checked here (refusals.ts), then handed to the connection's NegReconciliations
  * (negentropy.ts), which holds the reconciliations and their own caps.
  */
 

@@ -32,8 +32,9 @@ import { filterLimitsOf, type HubLimits } from './limits.js'
  *   `rejectAuthAfterSignature` (membership may have ended meanwhile, and the person's cap).
  * - REQ: `rejectSubscriptionId` (a NOTICE: there is no id to close); a pairing-lane REQ leaves for
  *   `rejectLaneSubscription`; `rejectReq`.
- * - NEG-OPEN: `rejectSubscriptionId`, `rejectNegOpen`, then negentropy.ts's own caps (sessions per
- *   connection and per person, the set's size). NEG-MSG: `rejectNegMessage`.
+ * - NEG-OPEN: `rejectSubscriptionId`, `rejectNegOpen`, then negentropy.ts's own caps
+ *   (reconciliations open per connection and per person, the set's size). NEG-MSG:
+ *   `rejectNegMessage`.
  * - An accepted event, to each live subscription it matches: `preventDelivery` (skipped in
  *   silence; a REQ's stored part hides the same private channels in its query).
  */

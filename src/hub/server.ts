@@ -242,7 +242,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     admission,
     reqs: new ReqScheduler<Connection>(limits.reqSliceMs, beforeBackground),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
-    perPerson: { connections: new Map(), negSessions: new Map() },
+    perPerson: { connections: new Map(), negOpen: new Map() },
     negTurns: new TurnQueue(beforeBackground),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
