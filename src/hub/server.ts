@@ -3,6 +3,7 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http'
+import { existsSync } from 'node:fs'
 import { createServer as createHttpsServer } from 'node:https'
 import type { AddressInfo, Socket } from 'node:net'
 import type { Duplex } from 'node:stream'
@@ -123,7 +124,10 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const limits: HubLimits = { ...defaultHubLimits, ...opts.limits }
   const log = opts.log ?? (() => undefined)
   const dbPath = opts.dbPath
-  const onDisk = dbPath !== ':memory:' && dbPath !== ''
+  const inMemory = dbPath === ':memory:' || dbPath === ''
+  // A file this start creates holds nothing to check.
+  const created = !inMemory && !existsSync(dbPath)
+  const onDisk = !inMemory && !created
   // sqlite's quick_check reads the whole file (~2.2 s at 1M events). After an unclean stop it runs
   // before serving: a crash or a power loss is when a disk that lies about its writes tears
   // pages, and the operator is restarting by hand anyway. After a clean stop the file was whole
@@ -147,6 +151,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       log(`upgrading ${dbPath} from schema ${from} to ${to}: a large store takes a while`),
   })
   if (checkFirst) log(`integrity: ${dbPath} checked before serving: ok (${secondsSince(started)})`)
+  if (created) log(`integrity: ${dbPath} is new: nothing to check`)
   // What is stored was admitted on its way in; the state it makes does not depend on order.
   const state = new FleetState({ founder: opts.founder, verifySignature: verifyEventSignature })
   try {

@@ -256,6 +256,8 @@ describe('database files', () => {
     try {
       const dir = tempDir()
       const t = await startTestHub({ dbPath: join(dir, 'elsewhere.db') })
+      // A file the hub creates is not checked: it holds nothing yet.
+      expect(t.logs).toContain(`integrity: ${join(dir, 'elsewhere.db')} is new: nothing to check`)
       const c = await t.member()
       const e = t.sign({ content: 'private' })
       c.send(['EVENT', e])
