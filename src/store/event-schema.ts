@@ -100,15 +100,17 @@ export const channelFirstsTable = 'channel_firsts'
  * event: that query took 2.6–3.9 s of the hub's start on a 1M-event store (issue 34,
  * docs/performance.md). A row outlives the event that made it (a replaced version): the hub's
  * channel book, which this rebuilds, never forgets evidence of use either (channels.ts noteEvent).
+ * It can run again on a file that has the table (a schema version set back): it refills it.
  */
 export const channelFirstsMigration: Migration = (db) => {
   db.exec(`
-    CREATE TABLE ${channelFirstsTable} (
+    CREATE TABLE IF NOT EXISTS ${channelFirstsTable} (
       channel TEXT NOT NULL,
       pubkey TEXT NOT NULL,
       created_at INTEGER NOT NULL,
       PRIMARY KEY (channel, pubkey)
     ) WITHOUT ROWID;
+    DELETE FROM ${channelFirstsTable};
     INSERT INTO ${channelFirstsTable} (channel, pubkey, created_at)
       SELECT t.value, e.pubkey, MIN(t.created_at) FROM tags t JOIN events e ON e.seq = t.seq
       WHERE t.name = 'h' GROUP BY t.value, e.pubkey;
