@@ -107,6 +107,9 @@ function secondsSince(t0: number): string {
   return `${((performance.now() - t0) / 1000).toFixed(1)} s`
 }
 
+/** For a promise whose outcome is told elsewhere: only its settling is awaited. */
+function noteNothing(): void {}
+
 /** Resets of a socket being upgraded or held: the socket closes by itself (see 'upgrade'). */
 function ignoreSocketError(): void {}
 
@@ -130,7 +133,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const onDisk = !inMemory && !created
   // sqlite's quick_check reads the whole file (~2.2 s at 1M events). After an unclean stop it runs
   // before serving: a crash or a power loss is when a disk that lies about its writes tears
-  // pages, and the operator is restarting by hand anyway. After a clean stop the file was whole
+  // pages, and a start after one is a recovery already. After a clean stop the file was whole
   // when this hub last closed it: it is checked on a worker while the hub serves (below).
   const walBytes = onDisk ? unfinishedWalBytes(dbPath) : 0
   const checkFirst = walBytes > 0
@@ -439,8 +442,9 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       if (ownVerifier) await verifier.close()
       await store.drained()
       // The check's connection closes first, so the store's is the last one: its close then
-      // checkpoints and removes the -wal, and the next start knows this stop was clean.
-      await background?.done.catch(() => undefined)
+      // checkpoints and removes the -wal, and the next start knows this stop was clean. (Its
+      // outcome, a failure included, is `checked`'s to tell; that one may be closing us.)
+      await background?.done.then(noteNothing, noteNothing)
       store.close()
     })())
 
