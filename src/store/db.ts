@@ -20,8 +20,9 @@ export interface OpenOptions {
    */
   syncApart?: boolean
   /**
-   * Run sqlite's quick_check before use and refuse a damaged file. A hub does: a damaged page
-   * would otherwise fail every read while writes still succeed.
+   * Run sqlite's quick_check before use and refuse a damaged file: a damaged page would otherwise
+   * fail every read while writes still succeed. It reads the whole file (~2.2 s at 2 GB): a hub
+   * does it here only after an unclean stop, else on a worker while it serves (integrity.ts).
    */
   check?: boolean
   /**
@@ -40,9 +41,14 @@ export interface OpenOptions {
 export const pageCacheKiB = 8000
 
 /** sqlite error codes that mean the file itself is damaged or not a database. */
-const damagedCodes = new Set(['SQLITE_CORRUPT', 'SQLITE_NOTADB', 'SQLITE_CORRUPT_INDEX'])
+export const damagedCodes: ReadonlySet<string> = new Set([
+  'SQLITE_CORRUPT',
+  'SQLITE_NOTADB',
+  'SQLITE_CORRUPT_INDEX',
+])
 
-function damaged(path: string, detail: string): KithError {
+/** The error a damaged database is refused with, before use or by a check in the background. */
+export function damaged(path: string, detail: string): KithError {
   const what = detail
     .replace(/\*\*\* in database main \*\*\*/g, '')
     .replace(/\s+/g, ' ')

@@ -3,7 +3,7 @@ import { compareNewestFirst, replaceKey, type NostrEvent } from '../events/event
 import type { Filter } from '../events/filter.js'
 import { Kind } from '../events/kinds.js'
 import { openDatabase, type Db, type Migration, type OpenOptions } from './db.js'
-import { eventStoreMigrations, orderedIndexName } from './event-schema.js'
+import { channelFirstsTable, eventStoreMigrations, orderedIndexName } from './event-schema.js'
 import { WalSync } from './wal-sync.js'
 
 /** What happened to one event of a batch. */
@@ -131,6 +131,8 @@ export class EventStore {
    * first, instead of collecting every tagged event and sorting them.
    */
   private readonly tagJoin: boolean
+  /** Set when the schema keeps `channel_firsts` (hub.db): each stored `h` tag updates it. */
+  private readonly noteFirst: Statement<[string, string, number]> | undefined
   private byId:
     { current: Statement<[string], string>; kept: Statement<[string], string> } | undefined
 
@@ -189,6 +191,18 @@ export class EventStore {
       this.db
         .prepare("SELECT 1 AS one FROM sqlite_master WHERE type = 'index' AND name = ?")
         .get(orderedIndexName) !== undefined
+    const keepsFirsts =
+      this.db
+        .prepare("SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = ?")
+        .get(channelFirstsTable) !== undefined
+    // The WHERE leaves the row (and its page) unwritten unless the event is earlier.
+    this.noteFirst = keepsFirsts
+      ? this.db.prepare(
+          `INSERT INTO ${channelFirstsTable} (channel, pubkey, created_at) VALUES (?, ?, ?)
+           ON CONFLICT(channel, pubkey) DO UPDATE SET created_at = excluded.created_at
+           WHERE excluded.created_at < ${channelFirstsTable}.created_at`,
+        )
+      : undefined
     this.keepVersion = this.db.prepare(
       'INSERT OR IGNORE INTO kept_versions (id, kind, created_at, raw) VALUES (?, ?, ?, ?)',
     )
@@ -294,6 +308,7 @@ export class EventStore {
           indexed.add(key)
         }
         this.insertTag.run(seq, name, value, event.created_at)
+        if (name === 'h') this.noteFirst?.run(value, event.pubkey, event.created_at)
       }
     }
   }
@@ -597,10 +612,17 @@ export class EventStore {
 
   /**
    * For each channel (`h` tag value) and each key that posted in it, the earliest created_at:
-   * the evidence that a channel was in use before someone defined it (kith-channels). One pass
-   * over the tag index.
+   * the evidence that a channel was in use before someone defined it (kith-channels). Read from
+   * `channel_firsts` where the schema keeps it (hub.db); else one pass over the tag index.
    */
   earliestInChannels(): ChannelFirst[] {
+    if (this.noteFirst !== undefined) {
+      return this.db
+        .prepare<[], ChannelFirst>(
+          `SELECT channel, pubkey, created_at AS createdAt FROM ${channelFirstsTable}`,
+        )
+        .all()
+    }
     return this.db
       .prepare<[], ChannelFirst>(
         `SELECT t.value AS channel, e.pubkey AS pubkey, MIN(t.created_at) AS createdAt

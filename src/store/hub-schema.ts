@@ -1,5 +1,6 @@
 import type { Migration } from './db.js'
 import {
+  channelFirstsMigration,
   coveringTagIndexMigration,
   eventStoreMigrations,
   orderedIndexesMigration,
@@ -22,7 +23,8 @@ export const usageUncountedKinds: ReadonlySet<number> = new Set([4140, 34140])
  * hub.db: the event tables, then `key_usage`, what each author key has stored (events and UTF-8
  * bytes of their canonical JSON, exempt kinds left out), kept in the same transaction as the
  * events so quotas survive restarts. The migration counts what an older hub already stored. Then
- * the ordered indexes and the covering tag index (event-schema.ts).
+ * the ordered indexes and the covering tag index (event-schema.ts), and `channel_firsts`
+ * (event-schema.ts).
  */
 export const hubMigrations: readonly Migration[] = [
   ...eventStoreMigrations,
@@ -51,4 +53,5 @@ export const hubMigrations: readonly Migration[] = [
         WHERE kind NOT IN (4140, 34140) GROUP BY pubkey;
     `)
   },
+  channelFirstsMigration,
 ]

@@ -146,8 +146,11 @@ describe('EventStore', () => {
     store.close()
   })
 
-  it('answers the earliest event of each key in each channel', () => {
-    const store = openStore()
+  it.each([
+    ['the tag index (node.db)', eventStoreMigrations],
+    ['channel_firsts (hub.db)', hubMigrations],
+  ])('answers the earliest event of each key in each channel, from %s', (_, migrations) => {
+    const store = new EventStore(join(tempDir(), 'events.db'), { migrations })
     store.insertBatch([
       ev({ created_at: 30, tags: [['h', 'ops']] }),
       ev({ created_at: 20, tags: [['h', 'ops']] }),
@@ -392,10 +395,11 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
 
   it('upgrades an older hub.db: ordered indexes, repeated tag rows removed, tag index covers', () => {
     const path = join(tempDir(), 'hub.db')
-    // Before the ordered indexes and the covering tag index (and the usage recount after them).
+    // Before the ordered indexes and the covering tag index (and the usage recount and
+    // channel_firsts after them).
     const upgrades: [number, number][] = []
     const onUpgrade = (from: number, to: number) => upgrades.push([from, to])
-    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -3), onUpgrade })
+    const old = new EventStore(path, { migrations: hubMigrations.slice(0, -4), onUpgrade })
     // A new file is made, not upgraded.
     expect(upgrades).toEqual([])
     const e = ev({
@@ -410,7 +414,11 @@ describe("EventStore with the hub's ordered indexes (orderedIndexesMigration)", 
     expect(old.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 2 })
     old.close()
     const upgraded = new EventStore(path, { migrations: hubMigrations, onUpgrade })
-    expect(upgrades).toEqual([[hubMigrations.length - 3, hubMigrations.length]])
+    // channel_firsts is filled from what the file already held.
+    expect(upgraded.earliestInChannels()).toEqual([
+      { channel: 'x', pubkey: e.pubkey, createdAt: e.created_at },
+    ])
+    expect(upgrades).toEqual([[hubMigrations.length - 4, hubMigrations.length]])
     expect(upgraded.db.prepare('SELECT count(*) AS n FROM tags').get()).toEqual({ n: 1 })
     expect(ids(upgraded.query([{ tags: { h: ['x'] } }], limits))).toEqual([e.id])
     const plan = upgraded.db

@@ -221,7 +221,16 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
     if (web !== undefined) out.line(`  web app at ${hub.url.replace(/^ws/, 'http')}/`)
     for (const p of peers) out.line(`  peer  ${p.stats().url}`)
   }
-  await stopped
+  // A damaged file found by the background check (after a clean stop) stops the hub as one found
+  // before serving would have refused it: the same error, exit 1.
+  const damage = await Promise.race([
+    stopped.then(() => undefined),
+    hub.checked.then((err) => err ?? stopped.then(() => undefined)),
+  ])
+  if (damage !== undefined) {
+    await Promise.all(peers.map((p) => p.close()))
+    throw damage
+  }
   return 0
 }
 
