@@ -14,7 +14,8 @@
 //                the per-address connection rate answers most with 429 before a WebSocket
 //                exists, while the member, carrying a connect ticket, is never charged
 //                (issue 30, item 5);
-//   held-revocations  a plain member publishing revocations naming 999 keys, 50/s (item 1);
+//   held-revocations  a plain member publishing revocations naming as many keys as one may (256,
+//                maxRevocationTargets), 50/s (item 1);
 //   neg-flood    that member re-opening NIP-77 reconciliations over every stored event on 4
 //                connections (item 4).
 // (Items 2 and 3, a node's pending set and a peer bridge, have no hub-side row: their bounds are
@@ -40,7 +41,7 @@ import { nip77 } from 'nostr-tools'
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { withConnectTicket } from '../dist/events/connect-ticket.js'
 import { signGrant } from '../dist/grants/grant.js'
-import { makeRevocation } from '../dist/grants/revocation.js'
+import { makeRevocation, maxRevocationTargets } from '../dist/grants/revocation.js'
 import { signEvent } from '../dist/events/event.js'
 import { spawnHub } from './hub-process.js'
 import { scriptArgs } from './script-args.js'
@@ -373,7 +374,7 @@ Object.assign(abuses, {
     })
     const loop = (async () => {
       while (!stop && ws.readyState === WebSocket.OPEN) {
-        const keys = Array.from({ length: 999 }, randomHex)
+        const keys = Array.from({ length: maxRevocationTargets }, randomHex)
         const rev = signEvent(
           makeRevocation({ fleet: founder, keys }, Math.floor(Date.now() / 1000)),
           plainSk,

@@ -1,4 +1,5 @@
 import type { HubLimits } from './limits.js'
+import { maxRevocationTargets } from '../grants/revocation.js'
 import { heldTargetsPerSigner } from '../grants/verifier.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 
@@ -39,6 +40,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       quota_bytes_per_person: limits.quotaBytes,
       quota_exempt_kinds: [...quotaExemptKinds],
       held_revocation_targets_per_signer: heldTargetsPerSigner,
+      revocation_targets_max: maxRevocationTargets,
       max_filter_values: limits.maxFilterValues,
       max_filter_tag_conditions: limits.maxFilterTagConditions,
       max_filter_tag_value_length: limits.maxFilterTagValueLength,
