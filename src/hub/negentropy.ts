@@ -235,7 +235,12 @@ export class NegSessions {
     }
     const wait = this.budget.work.wait(session.payer, Date.now())
     if (wait > 0) {
-      const timer = setTimeout(run, wait)
+      // The wait ends in the timers phase, where every session whose budget refilled at that
+      // moment would read its slice back to back before any frame is read: the slice still
+      // takes its place in the hub-wide queue, one slice a turn.
+      const timer = setTimeout(() => {
+        session.deferred = this.budget.turns.schedule(run)
+      }, wait)
       session.deferred = () => clearTimeout(timer)
     } else session.deferred = this.budget.turns.schedule(run)
   }
