@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs'
 import { sha256 } from '@noble/hashes/sha2.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import { encodePairingCode } from '../dist/pairing/protocol/code.js'
-import { InviterSession, JoinerSession } from '../dist/pairing/protocol/session.js'
+import { InviterHandshake, JoinerHandshake } from '../dist/pairing/protocol/handshake.js'
 import { abortMac, deriveKeys, ecdhX } from '../dist/pairing/protocol/crypto.js'
 import { makeSeededRandom } from '../dist/pairing/protocol/seeded.js'
 
@@ -18,11 +18,11 @@ const input = {
   inviterSeed: 'kith-pair/1 vector inviter',
   joinerSeed: 'kith-pair/1 vector joiner',
 }
-const inviter = new InviterSession(
+const inviter = new InviterHandshake(
   { hub: input.hub, owner: input.owner, name: input.name, role: input.role },
   { now: input.now, random: makeSeededRandom(input.inviterSeed) },
 )
-const joiner = new JoinerSession(inviter.code, {
+const joiner = new JoinerHandshake(inviter.code, {
   now: input.now,
   random: makeSeededRandom(input.joinerSeed),
 })

@@ -13,7 +13,7 @@ export { definitionsFirst, type DefinitionsFirst } from './grants/definitions-fi
 export { personOf, personsOf, fleetPeople, type MemberKey, type Person } from './grants/members.js'
 export * from './link/relay-client.js'
 export * from './link/authenticate.js'
-export * from './pairing/protocol/session.js'
+export * from './pairing/protocol/handshake.js'
 export * from './pairing/protocol/code.js'
 export * from './pairing/protocol/errors.js'
 export * from './pairing/protocol/served-by.js'

@@ -8,7 +8,7 @@ import {
   type PermissionAsk,
 } from './agent-process.js'
 import { quorumApplies, type Quorum } from '../events/agent-policy.js'
-import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './permission-policy.js'
+import { autoAllowOption, autoAllowedUpdate, type PermissionsMode } from './auto-allow.js'
 import { setMode, setModel, setOption, steer, type SessionSettings } from './session-calls.js'
 import {
   defaultBreakerCrashes,

@@ -4,7 +4,7 @@ import type { NostrEvent } from '../events/event.js'
 import { Kind } from '../events/kinds.js'
 import { normalizeRelayUrl } from '../events/nip42.js'
 import type { Identity } from '../identity/keys.js'
-import { HubSession } from '../link/hub-session.js'
+import { HubCall } from '../link/hub-call.js'
 import { withLocalNode } from './local-node.js'
 
 /**
@@ -15,25 +15,25 @@ import { withLocalNode } from './local-node.js'
 /** The largest page a Kith hub serves (hub/limits.ts maxLimit). */
 const page = 5000
 
-/** A hub session authenticated as this device; the URL normalized (bad-url: exit 2). */
-async function openAs(id: Identity, url: string): Promise<HubSession> {
+/** A hub call authenticated as this device; the URL normalized (bad-url: exit 2). */
+async function openAs(id: Identity, url: string): Promise<HubCall> {
   const bare = normalizeRelayUrl(url)
   // A connect ticket is a replayable credential: only the fleet's own configured hubs get one.
   const ours = id.config.hubs.some((h) => sameHub(h, bare))
-  const session = await HubSession.open(ours ? withConnectTicket(bare, id.deviceSecret) : bare, {
+  const call = await HubCall.open(ours ? withConnectTicket(bare, id.deviceSecret) : bare, {
     timeoutMs: 15_000,
   })
   try {
     const now = Math.floor(Date.now() / 1000)
     // The chain first, so a hub that has not seen this device yet can admit it (as syncHubs).
     const chain = withLocalNode(({ book }) => book.chainEvents(id.devicePubkey, now))
-    for (const e of chain) await session.publish(e)
-    const auth = await session.auth(id.deviceSecret)
+    for (const e of chain) await call.publish(e)
+    const auth = await call.auth(id.deviceSecret)
     if (!auth.ok)
       throw new KithError('restricted', `hub ${bare} refused this device: ${auth.message}`)
-    return session
+    return call
   } catch (err) {
-    session.close()
+    call.close()
     throw err
   }
 }
@@ -48,11 +48,11 @@ function sameHub(a: string, b: string): boolean {
 }
 
 /** Every event of `filter` the hub serves this device, newest first, in pages. */
-async function all(session: HubSession, filter: Record<string, unknown>): Promise<NostrEvent[]> {
+async function all(call: HubCall, filter: Record<string, unknown>): Promise<NostrEvent[]> {
   const out = new Map<string, NostrEvent>()
   let until: number | undefined
   for (;;) {
-    const got = await session.query({
+    const got = await call.query({
       ...filter,
       limit: page,
       ...(until === undefined ? {} : { until }),
@@ -79,20 +79,20 @@ export async function hubAuditEvents(
   url: string,
   since: number | undefined,
 ): Promise<NostrEvent[]> {
-  const session = await openAs(id, url)
+  const call = await openAs(id, url)
   try {
     const out: NostrEvent[] = []
     for (const kinds of [[Kind.Grant, Kind.Revocation], [Kind.AgentPolicy]])
-      out.push(...(await all(session, { kinds })))
+      out.push(...(await all(call, { kinds })))
     out.push(
-      ...(await all(session, {
+      ...(await all(call, {
         kinds: [Kind.ChatMessage, Kind.PermissionRequest, Kind.PermissionDecision],
         ...(since === undefined ? {} : { since }),
       })),
     )
     return out
   } finally {
-    session.close()
+    call.close()
   }
 }
 
@@ -102,14 +102,14 @@ export async function hubEventsById(
   url: string,
   ids: readonly string[],
 ): Promise<NostrEvent[]> {
-  const session = await openAs(id, url)
+  const call = await openAs(id, url)
   try {
     const out: NostrEvent[] = []
     // kith-hub limits a filter to 1,000 values.
     for (let i = 0; i < ids.length; i += 500)
-      out.push(...(await session.query({ ids: ids.slice(i, i + 500), limit: 500 })))
+      out.push(...(await call.query({ ids: ids.slice(i, i + 500), limit: 500 })))
     return out
   } finally {
-    session.close()
+    call.close()
   }
 }

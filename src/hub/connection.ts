@@ -8,12 +8,12 @@ import type { VerifyResult } from '../verify/result.js'
 import { ChannelGate } from './channel-gate.js'
 import { ConnOutput } from './conn-output.js'
 import type { HubContext } from './context.js'
-import { NegSessions } from './negentropy.js'
+import { NegReconciliations } from './negentropy.js'
 import { onAuth } from './on-auth.js'
 import { onEvent } from './on-event.js'
 import { onNegClose, onNegMessage, onNegOpen } from './on-neg.js'
 import { onClose, onReq } from './on-req.js'
-import { firstRefusal, rejectFrame } from './policy.js'
+import { firstRefusal, rejectFrame } from './refusals.js'
 import type { SliceOutcome, Streaming } from './req-scheduler.js'
 import { ReqStreams } from './req-streams.js'
 
@@ -25,7 +25,7 @@ function sniffEventId(text: string): string {
 /**
  * One client connection: its NIP-42 state, what it has sent and owes, and the dispatch of its
  * frames to one module per verb (on-event.ts, on-pairing.ts, on-req.ts, on-auth.ts, on-neg.ts),
- * whose refusals are the lists of policy.ts. Output and backpressure are `output`
+ * whose refusals are the lists of refusals.ts. Output and backpressure are `output`
  * (conn-output.ts), the stored parts of REQs `streams` (req-streams.ts), NIP-77 `neg`.
  */
 export class Connection implements Streaming {
@@ -38,7 +38,7 @@ export class Connection implements Streaming {
   readonly output: ConnOutput
   readonly streams: ReqStreams
   /** Its NIP-77 reconciliations, made on first use (`neg`): most connections never open one. */
-  private negs: NegSessions | undefined
+  private negs: NegReconciliations | undefined
   /** The person whose connection cap this connection counts toward, once a member. */
   countedAs: string | undefined
   /** AUTH frames received, successful or not. */
@@ -64,8 +64,8 @@ export class Connection implements Streaming {
   }
 
   /** This connection's NIP-77 reconciliations (made here, on the first NEG- frame). */
-  get neg(): NegSessions {
-    this.negs ??= new NegSessions(
+  get neg(): NegReconciliations {
+    this.negs ??= new NegReconciliations(
       this.ctx.store,
       this.ctx.limits,
       {
@@ -75,8 +75,8 @@ export class Connection implements Streaming {
       },
       {
         work: this.ctx.reqWork,
-        open: this.ctx.perPerson.negSessions,
-        maxOpenPerPerson: this.ctx.limits.negMaxSessionsPerPerson,
+        open: this.ctx.perPerson.negOpen,
+        maxOpenPerPerson: this.ctx.limits.negMaxOpenPerPerson,
         turns: this.ctx.negTurns,
       },
     )
@@ -247,7 +247,7 @@ export class Connection implements Streaming {
     }, ms)
   }
 
-  /** Checked (policy.ts rejectFrame), parsed, handed to its verb; returns the verb, once parsed. */
+  /** Checked (refusals.ts rejectFrame), parsed, handed to its verb; returns the verb, once parsed. */
   private dispatch(data: Buffer): string | undefined {
     this.alive = true
     if (this.done) return
@@ -314,7 +314,7 @@ export class Connection implements Streaming {
   }
 
   /**
-   * Queues `event`'s signature check (its list has checked there is room: policy.ts
+   * Queues `event`'s signature check (its list has checked there is room: refusals.ts
    * verifyQueueFull). Members' work goes first; a connection that has not authenticated waits
    * behind it.
    */

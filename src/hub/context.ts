@@ -36,7 +36,7 @@ export interface HubContext<C> {
   /** Main-thread time for REQs' stored parts and NIP-77 work, per person. */
   reqWork: WorkBudget
   /** Per person: authenticated connections and open NIP-77 reconciliations (limits' caps). */
-  perPerson: { connections: Map<string, number>; negSessions: Map<string, number> }
+  perPerson: { connections: Map<string, number>; negOpen: Map<string, number> }
   /** NIP-77 work, one step a loop turn hub-wide (hub/turn-queue.ts). */
   negTurns: TurnQueue
   /** Normalised URLs a client may name in its AUTH relay tag. */

@@ -111,9 +111,9 @@ export interface HubLimits {
    */
   negSliceMs: number
   /** NIP-77 reconciliations open at once on one connection. */
-  negMaxSessions: number
+  negMaxOpen: number
   /** NIP-77 reconciliations open at once for one person, all their connections together. */
-  negMaxSessionsPerPerson: number
+  negMaxOpenPerPerson: number
   /**
    * Connections one person may hold authenticated at once (all their keys); an AUTH past it is
    * refused `rate-limited: connections: …`. A hub key is its own person.
@@ -172,8 +172,8 @@ export const defaultHubLimits: HubLimits = {
   negMaxItems: 500_000,
   negSliceItems: 256,
   negSliceMs: 1,
-  negMaxSessions: 2,
-  negMaxSessionsPerPerson: 8,
+  negMaxOpen: 2,
+  negMaxOpenPerPerson: 8,
   maxConnectionsPerPerson: 64,
   negIdleMs: 60_000,
   connectionsPerSecondPerAddress: 10,

@@ -110,7 +110,7 @@ interface Building {
  */
 const sealStep = 1024
 
-interface Session {
+interface Reconciliation {
   /** Undefined while the set is being built (`building`). */
   neg: nip77.Negentropy | undefined
   building: Building | undefined
@@ -129,8 +129,8 @@ interface Session {
  * is read at NEG-OPEN, `negSliceItems` rows a turn (each slice charged to the person's work
  * budget, as a REQ's are), and held until NEG-CLOSE, the idle limit or the connection's end.
  */
-export class NegSessions {
-  private readonly sessions = new Map<string, Session>()
+export class NegReconciliations {
+  private readonly recs = new Map<string, Reconciliation>()
 
   constructor(
     private readonly store: EventStore,
@@ -143,10 +143,10 @@ export class NegSessions {
   open(subId: string, filter: Filter, message: string): void {
     // NIP-77: opening an id in use replaces the old reconciliation.
     this.close(subId)
-    if (this.sessions.size >= this.limits.negMaxSessions) {
+    if (this.recs.size >= this.limits.negMaxOpen) {
       this.error(
         subId,
-        `blocked: at most ${this.limits.negMaxSessions} reconciliations at once on a connection`,
+        `blocked: at most ${this.limits.negMaxOpen} reconciliations at once on a connection`,
       )
       return
     }
@@ -162,19 +162,19 @@ export class NegSessions {
     // A reconciliation covers the whole match: NIP-77 has no use for a REQ's limit.
     const unlimited: Filter = { ...filter }
     delete unlimited.limit
-    const session: Session = {
+    const rec: Reconciliation = {
       neg: undefined,
       building: { read: new SetReader(), filter: unlimited, after: undefined, message },
       timer: this.idleTimer(subId),
       payer,
     }
-    this.sessions.set(subId, session)
+    this.recs.set(subId, rec)
     open.set(payer, (open.get(payer) ?? 0) + 1)
     // Never read in the frame's own turn: a client sending NEG-OPENs faster than they are read
     // would have each one read a slice while the frames of every other connection wait behind
     // them. Each slice takes its turn in the hub-wide queue, once the person has work budget
     // (the caps above bound how many wait).
-    this.whenBudget(subId, session, () => this.build(subId, session))
+    this.whenBudget(subId, rec, () => this.build(subId, rec))
   }
 
   /**
@@ -183,10 +183,10 @@ export class NegSessions {
    * Rows are read after the last one read, in NIP-01 order, with what the member may not see
    * asked afresh each slice (as a REQ's slices do).
    */
-  private build(subId: string, session: Session): void {
-    const b = session.building
-    if (b === undefined || this.sessions.get(subId) !== session) return
-    session.timer.refresh()
+  private build(subId: string, rec: Reconciliation): void {
+    const b = rec.building
+    if (b === undefined || this.recs.get(subId) !== rec) return
+    rec.timer.refresh()
     const startedAt = performance.now()
     const max = this.limits.negMaxItems
     const sliceMs = this.limits.negSliceMs
@@ -200,7 +200,7 @@ export class NegSessions {
       const last = rows.at(-1)
       if (last !== undefined) b.after = { created_at: last[1], id: last[2] }
       if (b.read.length > max) {
-        this.charge(session, startedAt)
+        this.charge(rec, startedAt)
         this.close(subId)
         this.error(
           subId,
@@ -217,86 +217,85 @@ export class NegSessions {
       // Not begun once the reads spent the slice: the next slice starts with it, so it goes on.
       while (!done && performance.now() - startedAt < sliceMs) done = b.sealer.step(sealStep)
       if (done) {
-        session.building = undefined
-        session.neg = new nip77.Negentropy(b.sealer.set, this.limits.maxFrameBytes - 1024)
+        rec.building = undefined
+        rec.neg = new nip77.Negentropy(b.sealer.set, this.limits.maxFrameBytes - 1024)
       }
     }
-    this.charge(session, startedAt)
-    if (done) this.whenBudget(subId, session, () => this.answer(subId, session, b.message))
-    else this.whenBudget(subId, session, () => this.build(subId, session))
+    this.charge(rec, startedAt)
+    if (done) this.whenBudget(subId, rec, () => this.answer(subId, rec, b.message))
+    else this.whenBudget(subId, rec, () => this.build(subId, rec))
   }
 
-  /** Runs `next` on a later turn, once the session's person has work budget left. */
-  private whenBudget(subId: string, session: Session, next: () => void): void {
+  /** Runs `next` on a later turn, once the reconciliation's person has work budget left. */
+  private whenBudget(subId: string, rec: Reconciliation, next: () => void): void {
     const run = () => {
-      session.deferred = undefined
-      if (this.sessions.get(subId) !== session) return
-      // Other sessions of the person may have spent the budget in this same turn.
-      if (this.budget.work.wait(session.payer, Date.now()) > 0)
-        this.whenBudget(subId, session, next)
+      rec.deferred = undefined
+      if (this.recs.get(subId) !== rec) return
+      // Other reconciliations of the person may have spent the budget in this same turn.
+      if (this.budget.work.wait(rec.payer, Date.now()) > 0) this.whenBudget(subId, rec, next)
       else next()
     }
-    const wait = this.budget.work.wait(session.payer, Date.now())
+    const wait = this.budget.work.wait(rec.payer, Date.now())
     if (wait > 0) {
-      // The wait ends in the timers phase, where every session whose budget refilled at that
-      // moment would read its slice back to back before any frame is read: the slice still
+      // The wait ends in the timers phase, where every reconciliation whose budget refilled at
+      // that moment would read its slice back to back before any frame is read: the slice still
       // takes its place in the hub-wide queue, one slice a turn.
       const timer = setTimeout(() => {
-        session.deferred = this.budget.turns.schedule(run)
+        rec.deferred = this.budget.turns.schedule(run)
       }, wait)
-      session.deferred = () => clearTimeout(timer)
-    } else session.deferred = this.budget.turns.schedule(run)
+      rec.deferred = () => clearTimeout(timer)
+    } else rec.deferred = this.budget.turns.schedule(run)
   }
 
-  private charge(session: Session, startedAt: number): void {
-    this.budget.work.charge(session.payer, performance.now() - startedAt, Date.now())
+  private charge(rec: Reconciliation, startedAt: number): void {
+    this.budget.work.charge(rec.payer, performance.now() - startedAt, Date.now())
   }
 
   /** NEG-MSG: the client's next message in an open reconciliation. */
   message(subId: string, message: string): void {
-    const session = this.sessions.get(subId)
-    if (session === undefined) {
+    const rec = this.recs.get(subId)
+    if (rec === undefined) {
       this.error(subId, 'closed: no reconciliation open under this id')
       return
     }
-    session.timer.refresh()
-    if (session.deferred !== undefined || session.neg === undefined) {
+    rec.timer.refresh()
+    if (rec.deferred !== undefined || rec.neg === undefined) {
       // A client waits for each answer; one that does not is out of step.
       this.close(subId)
       this.error(subId, 'invalid: NEG-MSG sent before the previous one was answered')
       return
     }
     // The answer takes its turn (and waits for the person's budget, as a REQ's next slice
-    // does); the session stays open meanwhile.
-    this.whenBudget(subId, session, () => this.answer(subId, session, message))
+    // does); the reconciliation stays open meanwhile.
+    this.whenBudget(subId, rec, () => this.answer(subId, rec, message))
   }
 
   close(subId: string): void {
-    const session = this.sessions.get(subId)
-    if (session === undefined) return
-    clearTimeout(session.timer)
-    session.deferred?.()
-    this.sessions.delete(subId)
+    const rec = this.recs.get(subId)
+    if (rec === undefined) return
+    clearTimeout(rec.timer)
+    rec.deferred?.()
+    this.recs.delete(subId)
     const { open } = this.budget
-    const n = (open.get(session.payer) ?? 1) - 1
-    if (n <= 0) open.delete(session.payer)
-    else open.set(session.payer, n)
+    const n = (open.get(rec.payer) ?? 1) - 1
+    if (n <= 0) open.delete(rec.payer)
+    else open.set(rec.payer, n)
   }
 
   closeAll(): void {
-    for (const subId of [...this.sessions.keys()]) this.close(subId)
+    for (const subId of [...this.recs.keys()]) this.close(subId)
   }
 
-  private answer(subId: string, session: Session, message: string): void {
+  private answer(subId: string, rec: Reconciliation, message: string): void {
     let reply: string | null
     const startedAt = performance.now()
     try {
       if (!/^[0-9a-f]*$/.test(message) || message.length % 2 !== 0) {
         throw new Error('the message is not lowercase hex')
       }
-      if (session.neg === undefined) throw new Error('the set is not built yet')
-      reply = session.neg.reconcile(asResponderQuery(message))
-      this.charge(session, startedAt)
+      if (rec.neg === undefined) throw new Error('the set is not built yet')
+      reply = rec.neg.reconcile(asResponderQuery(message))
+      this.charge(rec, startedAt)
     } catch (err) {
       this.close(subId)
       this.error(subId, `invalid: ${err instanceof Error ? err.message : String(err)}`)

@@ -7,7 +7,7 @@ import {
   rejectAuthFrame,
   signatureRefusal,
   type AuthArrival,
-} from './policy.js'
+} from './refusals.js'
 
 /**
  * NIP-42 AUTH. What is cheap is checked first (attempts, challenge, relay URL, time, membership

@@ -12,7 +12,7 @@ import {
   rejectEventBeforeStore,
   signatureRefusal,
   type EventBeforeStore,
-} from './policy.js'
+} from './refusals.js'
 
 /** EVENT: checks before the signature, the signature, admission, then store or relay. */
 export function onEvent(conn: Connection, value: unknown, frameBytes: number): void {
@@ -49,7 +49,7 @@ function afterSignature(conn: Connection, event: NostrEvent, raw: string, result
   const now = ctx.now()
   let reservation: Reservation | undefined
   // The one admission rule hubs and nodes share (grants, channels); the hub's own checks
-  // (policy.ts rejectEventBeforeStore) run before anything changes.
+  // (refusals.ts rejectEventBeforeStore) run before anything changes.
   const admission = ctx.state.admit(event, now, {
     relayed: conn.isPeerConnection(now),
     beforeChange: () => {

@@ -5,10 +5,10 @@ import {
   rejectNegOpen,
   rejectSubscriptionId,
   type NegOpenArrival,
-} from './policy.js'
+} from './refusals.js'
 
 /**
- * NIP-77 verbs: checked here (policy.ts), then handed to the connection's NegSessions
+ * NIP-77 verbs: checked here (refusals.ts), then handed to the connection's NegReconciliations
  * (negentropy.ts), which holds the reconciliations and their own caps.
  */
 

@@ -9,7 +9,7 @@ import {
   rejectPairingEvent,
   signatureRefusal,
   type Refusal,
-} from './policy.js'
+} from './refusals.js'
 
 /**
  * The pairing lane (kith-pair): kind 24140 for one pairing id, with or without AUTH. Never

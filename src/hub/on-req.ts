@@ -1,6 +1,6 @@
 import type { Connection } from './connection.js'
 import { laneSubscription } from './on-pairing.js'
-import { firstRefusal, rejectReq, rejectSubscriptionId, type ReqArrival } from './policy.js'
+import { firstRefusal, rejectReq, rejectSubscriptionId, type ReqArrival } from './refusals.js'
 
 /** REQ: a pairing-lane subscription, or a member's: its live part starts, its stored part streams. */
 export function onReq(conn: Connection, msg: unknown[]): void {

@@ -16,7 +16,7 @@ import type { HubContext } from './context.js'
 import { GroupCommit } from './group-commit.js'
 import { defaultHubLimits, stopCloseWaitMs, wsCloseTimeoutMs, type HubLimits } from './limits.js'
 import { relayInformation } from './nip11.js'
-import { deliveredOnlyTo, firstRefusal, preventDelivery } from './policy.js'
+import { deliveredOnlyTo, firstRefusal, preventDelivery } from './refusals.js'
 import { Admission } from './admission.js'
 import { EventLimits } from './event-limits.js'
 import { ReqScheduler, WorkBudget } from './req-scheduler.js'
@@ -242,7 +242,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     admission,
     reqs: new ReqScheduler<Connection>(limits.reqSliceMs, beforeBackground),
     reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
-    perPerson: { connections: new Map(), negSessions: new Map() },
+    perPerson: { connections: new Map(), negOpen: new Map() },
     negTurns: new TurnQueue(beforeBackground),
     relayUrls,
     now: opts.now ?? (() => Math.floor(Date.now() / 1000)),
@@ -252,7 +252,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
       maxRoomsPerAddress: limits.maxPairingRoomsPerAddress,
     }),
     fanOut: (raw: string, event: NostrEvent) => {
-      // Who may receive it: policy.ts preventDelivery (observer frames, private channels).
+      // Who may receive it: refusals.ts preventDelivery (observer frames, private channels).
       const onlyTo = deliveredOnlyTo(event)
       const scoped = channels.hasPrivate
       subs.fanOut(event, (conn, subId) => {

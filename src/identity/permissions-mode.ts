@@ -2,7 +2,7 @@ import { KithError } from '../errors.js'
 
 /**
  * How a hosted agent's tool calls are approved, fixed when the agent is added and kept in its
- * record (identity/agents.ts); acp/permission-policy.ts applies it:
+ * record (identity/agents.ts); acp/auto-allow.ts applies it:
  * - `ask`: every `session/request_permission` goes to a person (kind 4142);
  * - `allow-reads`: calls of a read-only tool kind are allowed by the host at once;
  * - `allow-all`: every call is allowed by the host at once.

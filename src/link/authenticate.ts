@@ -12,7 +12,7 @@ import {
  * The link handshake, written once (kith-chat/1, "Connecting"; kith-hub/1, "AUTH"): wait for the
  * hub's NIP-42 challenge, publish this key's grant chain (a hub takes grants unauthenticated, so
  * it knows the key before AUTH), then AUTH. The node's links (hub-link.ts), the hub's peer links
- * (peer-sync.ts), one-off sessions (hub-session.ts), the web app (web/app/lib/link.ts) and the
+ * (peer-sync.ts), one-off calls (hub-call.ts), the web app (web/app/lib/link.ts) and the
  * service worker (web/sw/push.ts) all call it and act on its coded result; it imports no Node
  * built-in, so it runs in a browser.
  */

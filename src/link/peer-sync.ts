@@ -152,7 +152,7 @@ export class PeerSync {
   private connect(): void {
     if (this.stopped) return
     this.state = 'connecting'
-    this.running = this.session().then(
+    this.running = this.bridgeOnce().then(
       () => this.retry(),
       (err: unknown) => {
         this.lastError = err instanceof Error ? err.message : String(err)
@@ -174,7 +174,7 @@ export class PeerSync {
   }
 
   /** One connection to both sides, until either closes. */
-  private async session(): Promise<void> {
+  private async bridgeOnce(): Promise<void> {
     const local = await this.open(this.opts.localUrl)
     const peer = await this.open(this.opts.peerUrl)
     // The founder published this hub's grant to one side or the other: each learns it from the

@@ -61,7 +61,7 @@ export async function reconcile(
   return { need, have, rounds }
 }
 
-/** Below this a set reconciles in well under a second anyway: one session is enough. */
+/** Below this a set reconciles in well under a second anyway: one reconciliation is enough. */
 export const defaultSplitAtKeys = 20_000
 /** Parts of at most this many keys: well under a kith hub's cap, and each sealed quickly. */
 export const defaultMaxKeysPerPart = 200_000
@@ -69,7 +69,7 @@ export const defaultMaxKeysPerPart = 200_000
 const maxCuts = 20
 /**
  * "Too large" answers one reconciliation takes before it gives up (and a node pages instead): a
- * relay that says it to everything would otherwise have this side open a session for every
+ * relay that says it to everything would otherwise have this side open a reconciliation for every
  * part of a 20-deep tree of cuts. An honest relay's cap is met within a few cuts per part.
  */
 export const maxRefusals = 64
@@ -177,14 +177,14 @@ function reconcileOnce(
   let rounds = 0
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      session.close()
+      rec.close()
       reject(
         new KithError('io', `${client.url} did not finish a reconciliation in ${timeoutMs} ms`, {
           reason: 'timeout',
         }),
       )
     }, timeoutMs)
-    const session = client.openNeg(filter, neg.initiate(), {
+    const rec = client.openNeg(filter, neg.initiate(), {
       onMessage: (message) => {
         rounds++
         let next: string | null
@@ -196,7 +196,7 @@ function reconcileOnce(
           )
         } catch (err) {
           clearTimeout(timer)
-          session.close()
+          rec.close()
           reject(
             new KithError(
               'invalid',
@@ -207,9 +207,9 @@ function reconcileOnce(
         }
         if (next === null) {
           clearTimeout(timer)
-          session.close()
+          rec.close()
           resolve({ need, have, rounds })
-        } else session.send(next)
+        } else rec.send(next)
       },
       onError: (reason) => {
         clearTimeout(timer)

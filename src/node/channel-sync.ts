@@ -3,7 +3,7 @@ import { Kind } from '../events/kinds.js'
 import { withConnectTicket } from '../events/connect-ticket.js'
 import type { ChannelBook } from '../grants/channels.js'
 import { definitionsFirst as firstOf } from '../grants/definitions-first.js'
-import { HubSession } from '../link/hub-session.js'
+import { HubCall } from '../link/hub-call.js'
 import { NodeStore } from '../store/node-store.js'
 import type { FleetNode } from './fleet.js'
 import type { Prerequisites } from './outbox-pump.js'
@@ -38,14 +38,14 @@ export function definitionsFirst(
 }
 
 /**
- * Short sessions (as the device) to each hub for channel commands: learns the hub's grants and
+ * Short calls (as the device) to each hub for channel commands: learns the hub's grants and
  * the channel definitions this device may see, checks each definition as a hub does (one that
  * fails is ignored, never stored), keeps the rest in node.db, and can then publish one
  * definition to every hub reached. Hubs that cannot be reached are reported, never fatal.
  */
 export class ChannelSync {
   readonly book: ChannelBook
-  private readonly sessions: { url: string; session: HubSession }[] = []
+  private readonly calls: { url: string; call: HubCall }[] = []
   readonly unreached: ChannelHubReport[] = []
   /** Definitions a hub returned that fail the rules here: not stored. */
   readonly ignored: { url: string; channel: string; message: string }[] = []
@@ -75,15 +75,15 @@ export class ChannelSync {
   }
 
   private async connect(url: string, now: number, filter: Record<string, unknown>): Promise<void> {
-    let session: HubSession | undefined
+    let call: HubCall | undefined
     try {
-      session = await HubSession.open(withConnectTicket(url, this.node.id.deviceSecret))
+      call = await HubCall.open(withConnectTicket(url, this.node.id.deviceSecret))
       for (const e of this.node.book.chainEvents(this.node.id.devicePubkey, now)) {
-        await session.publish(e)
+        await call.publish(e)
       }
-      const auth = await session.auth(this.node.id.deviceSecret)
+      const auth = await call.auth(this.node.id.deviceSecret)
       if (!auth.ok) throw new Error(`hub refused this device: ${auth.message}`)
-      const grantEvents = await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 })
+      const grantEvents = await call.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 })
       this.node.book.learn(grantEvents)
       for (const e of grantEvents) {
         // Only revocations the verifier kept (its signature checked) date anything.
@@ -92,9 +92,7 @@ export class ChannelSync {
         }
       }
       // Signed by their authors, not by the hub: a forged one is dropped here.
-      const defs = (
-        await session.query({ kinds: [Kind.ChannelDefinition], limit: 5000, ...filter })
-      )
+      const defs = (await call.query({ kinds: [Kind.ChannelDefinition], limit: 5000, ...filter }))
         .filter((e) => e.kind === Kind.ChannelDefinition && verifyEventSignature(e))
         .sort((a, b) => a.created_at - b.created_at)
       this.store.markHeld(
@@ -112,9 +110,9 @@ export class ChannelSync {
         }
       }
       if (keep.length > 0) this.store.events.insertBatch(keep)
-      this.sessions.push({ url, session })
+      this.calls.push({ url, call })
     } catch (err) {
-      session?.close()
+      call?.close()
       this.unreached.push({
         url,
         ok: false,
@@ -130,9 +128,9 @@ export class ChannelSync {
   async publish(event: NostrEvent, now: number): Promise<ChannelHubReport[]> {
     this.store.enqueue(event, now)
     const reports: ChannelHubReport[] = []
-    for (const { url, session } of this.sessions) {
+    for (const { url, call } of this.calls) {
       try {
-        const answer = await session.publish(event)
+        const answer = await call.publish(event)
         this.store.recordDelivery(event.id, url, answer.ok, answer.message, now)
         reports.push({ url, ok: answer.ok, message: answer.message })
       } catch (err) {
@@ -143,7 +141,7 @@ export class ChannelSync {
   }
 
   close(): void {
-    for (const { session } of this.sessions) session.close()
+    for (const { call } of this.calls) call.close()
     this.store.close()
   }
 }

@@ -4,7 +4,7 @@ import { withConnectTicket } from '../events/connect-ticket.js'
 import { Kind } from '../events/kinds.js'
 import { chooseIssuer } from '../grants/issuer.js'
 import type { Identity } from '../identity/keys.js'
-import { HubSession } from '../link/hub-session.js'
+import { HubCall } from '../link/hub-call.js'
 import { saysDuplicate } from '../link/relay-client.js'
 import { GrantBook } from './grant-book.js'
 
@@ -90,19 +90,19 @@ export async function syncHubs(
     const report: HubReport = { url, ok: false, published: 0, refused: [], learned: 0 }
     reports.push(report)
     progress(`syncing grants with ${url}`)
-    let session: HubSession | undefined
+    let call: HubCall | undefined
     try {
-      session = await HubSession.open(withConnectTicket(url, node.id.deviceSecret))
+      call = await HubCall.open(withConnectTicket(url, node.id.deviceSecret))
       const send = async (e: NostrEvent) => {
-        const answer = await session!.publish(e)
+        const answer = await call!.publish(e)
         if (!answer.ok) report.refused.push({ id: e.id, kind: e.kind, message: answer.message })
         else if (!saysDuplicate(answer.message)) report.published++
       }
       for (const e of node.book.chainEvents(node.id.devicePubkey, now)) await send(e)
-      const auth = await session.auth(node.id.deviceSecret)
+      const auth = await call.auth(node.id.deviceSecret)
       if (!auth.ok) throw new KithError('restricted', `hub refused this device: ${auth.message}`)
       report.learned = node.book.learn(
-        await session.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
+        await call.query({ kinds: [Kind.Grant, Kind.Revocation], limit: 5000 }),
       )
       // Keys name themselves in their kind-0 profiles (a device's own name wins over its
       // grant's): learn the fleet's, so lists show the names the chat shows.
@@ -110,7 +110,7 @@ export async function syncHubs(
       // In slices a hub takes (kith-hub limits a filter to 1,000 values).
       for (let i = 0; i < subjects.length; i += 500) {
         const authors = subjects.slice(i, i + 500)
-        const profiles = await session.query({ kinds: [Kind.Profile], authors })
+        const profiles = await call.query({ kinds: [Kind.Profile], authors })
         node.book.keep(
           profiles.filter(
             (e) => e.kind === Kind.Profile && authors.includes(e.pubkey) && verifyEventSignature(e),
@@ -124,7 +124,7 @@ export async function syncHubs(
     } catch (err) {
       report.error = err instanceof Error ? err.message : String(err)
     } finally {
-      session?.close()
+      call?.close()
     }
   }
   return reports

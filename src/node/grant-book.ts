@@ -289,7 +289,7 @@ export class GrantBook {
 /**
  * The fleet's setting an enrollment carried, signed, with the grants above its author (kith-e2e/1,
  * "New devices"): kept in node.db, so the new node seals from its first message whatever its
- * hubs send. Signatures were checked by the pairing (JoinerSession).
+ * hubs send. Signatures were checked by the pairing (JoinerHandshake).
  */
 export function keepSealing(book: GrantBook, enrollment: { sealing?: NostrEvent[] }): void {
   const events = enrollment.sealing ?? []

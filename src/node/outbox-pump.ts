@@ -29,9 +29,9 @@ export type Prerequisites = { first: NostrEvent[] } | { refuse: string }
  * dropped); a "not now" or a lost connection leaves the rest pending, tried again with backoff
  * or the next time the link is up.
  *
- * Unlike the browser's, this outbox keeps an event until every hub answered it (node.db records
- * each hub's answer): a node is the fleet's long-lived copy, and a hub that was down when the
- * event was made gets it when it is back.
+ * This outbox keeps an event until every hub answered it (node.db records each hub's answer), as
+ * the browser's does (web/app/lib/outbox-record.ts): a hub that was down when the event was made
+ * gets it when it is back.
  */
 export class OutboxPump {
   private readonly pumping = new Set<string>()

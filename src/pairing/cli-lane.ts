@@ -4,7 +4,7 @@ import { signEvent } from '../events/event.js'
 import { makePairingEvent, pairingLaneFilter } from '../events/pairing.js'
 import { defaultRelayTimeoutMs, RelayClient, type Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
-import { parsePairMessage, type PairMessage } from './protocol/session.js'
+import { parsePairMessage, type PairMessage } from './protocol/handshake.js'
 import { laneError } from './relay-lane.js'
 
 /** How long a last abort may wait for the hub's OK before the connection is closed anyway. */
@@ -142,7 +142,7 @@ export class CliPairingLane {
   }
 
   /**
-   * Best effort: tells the other side why (an `abort` the session made, authenticated when it
+   * Best effort: tells the other side why (an `abort` the handshake made, authenticated when it
    * can be), waiting briefly for the hub to take it, then closes.
    */
   async abort(m: PairMessage): Promise<void> {

@@ -1,7 +1,7 @@
 import { normalizeRelayUrl } from '../events/nip42.js'
 import type { PairingCode } from './protocol/code.js'
 import { PairError } from './protocol/errors.js'
-import { JoinerSession, type Enrollment } from './protocol/session.js'
+import { JoinerHandshake, type Enrollment } from './protocol/handshake.js'
 import type { RelayPairingLane } from './relay-lane.js'
 
 /** What the joiner's screen does during a pairing (a terminal, a browser page). */
@@ -30,20 +30,20 @@ export async function joinOverLane(
   screen: JoinerScreen,
   clock: () => number = () => Math.floor(Date.now() / 1000),
 ): Promise<{ enrollment: Enrollment; hubs: string[] }> {
-  let session: JoinerSession | undefined
+  let handshake: JoinerHandshake | undefined
   try {
-    session = new JoinerSession(code, { now: clock() })
+    handshake = new JoinerHandshake(code, { now: clock() })
     const untilExpiry = () => Math.max(1, (code.exp - clock()) * 1000)
-    await lane.send(session.start())
-    const reveal = session.handle(await lane.next(untilExpiry()), clock())
+    await lane.send(handshake.start())
+    const reveal = handshake.handle(await lane.next(untilExpiry()), clock())
     if (reveal) await lane.send(reveal)
-    if (!(await screen.compare(session.sas!))) throw new PairError('declined')
+    if (!(await screen.compare(handshake.sas!))) throw new PairError('declined')
     const key = screen.key()
-    await lane.send(session.confirm(key))
+    await lane.send(handshake.confirm(key))
     // CONFIRM_I, then the enrollment's further parts, if any.
-    let done = session.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
+    let done = handshake.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
     while (done === undefined) {
-      done = session.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
+      done = handshake.accept(await lane.next(inviterAnswerMs), key.pubkey, clock())
     }
     const { enrollment, ack } = done
     const hubs = [...new Set([code.hub, ...enrollment.hubs].map(normalizeRelayUrl))]
@@ -52,11 +52,11 @@ export async function joinOverLane(
     return { enrollment, hubs }
   } catch (err) {
     // An abort from the other side needs no answer; anything else is told to it, with the reason.
-    if (session !== undefined && !(err instanceof PairError && err.remote)) {
+    if (handshake !== undefined && !(err instanceof PairError && err.remote)) {
       await lane.abort(
         err instanceof PairError
-          ? session.abort(err.reason, err.detail)
-          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+          ? handshake.abort(err.reason, err.detail)
+          : handshake.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }
     throw err

@@ -4,7 +4,7 @@ import { makePairingEvent, pairingLaneFilter } from '../events/pairing.js'
 import type { RelayClient, Subscription } from '../link/relay-client.js'
 import { PairError } from './protocol/errors.js'
 import { laneRefusalCode } from './protocol/lane-refusals.js'
-import { parsePairMessage, type PairMessage } from './protocol/session.js'
+import { parsePairMessage, type PairMessage } from './protocol/handshake.js'
 
 /**
  * Maps a hub's refusal on the pairing lane to what both screens show (kith-pair). Its own text
@@ -126,7 +126,7 @@ export class RelayPairingLane {
   }
 
   /**
-   * Tells the other side why (`abort`, authenticated by the session once its keys exist; its
+   * Tells the other side why (`abort`, authenticated by the handshake once its keys exist; its
    * screen shows the same words), then closes.
    */
   async abort(abort: PairMessage): Promise<void> {

@@ -103,8 +103,9 @@ function cspSource(url: string): string | undefined {
 }
 
 /**
- * The policy of every page: scripts, styles, images and the manifest from this origin only (no
- * inline script or style, nothing from a CDN), connections to this origin and the fleet's hubs.
+ * The Content-Security-Policy of every page: scripts, styles, images and the manifest from this
+ * origin only (no inline script or style, nothing from a CDN), connections to this origin and the
+ * fleet's hubs.
  */
 export function contentSecurityPolicy(connect: readonly string[]): string {
   const sources = [...new Set(connect.map(cspSource).filter((s) => s !== undefined))]
@@ -124,7 +125,8 @@ export function contentSecurityPolicy(connect: readonly string[]): string {
   ].join('; ')
 }
 
-export interface WebPolicy {
+/** What one web server is: the hosts it answers for, the hubs its pages may reach, whose it is. */
+export interface WebSite {
   /**
    * The Host headers (host[:port], lowercase) this server answers; any other is refused with 421,
    * so a DNS-rebound name cannot make a page of another site same-origin with the app.
@@ -160,20 +162,20 @@ function plain(res: ServerResponse, status: number, text: string, headers: objec
 }
 
 /**
- * A request handler serving `files` under `policy`. Returns false for what it does not serve
+ * A request handler serving `files` for `site`. Returns false for what it does not serve
  * (so a hub can answer it), true once it has answered.
  */
 export function makeWebHandler(
   files: ReadonlyMap<string, WebFile>,
-  policy: WebPolicy,
+  site: WebSite,
 ): (req: IncomingMessage, res: ServerResponse) => boolean {
   return (req, res) => {
     const host = (req.headers.host ?? '').toLowerCase()
-    if (!policy.allowedHosts().has(host)) {
+    if (!site.allowedHosts().has(host)) {
       plain(
         res,
         421,
-        `This server answers for ${[...policy.allowedHosts()].join(', ')}, not ${host || 'a request without Host'}.`,
+        `This server answers for ${[...site.allowedHosts()].join(', ')}, not ${host || 'a request without Host'}.`,
       )
       return true
     }
@@ -200,14 +202,14 @@ export function makeWebHandler(
       'cache-control': file.cache,
       etag: file.etag,
       vary: 'Accept-Encoding',
-      'content-security-policy': contentSecurityPolicy(policy.connectSources()),
+      'content-security-policy': contentSecurityPolicy(site.connectSources()),
       'x-content-type-options': 'nosniff',
       'referrer-policy': 'no-referrer',
       'x-frame-options': 'DENY',
       'cross-origin-opener-policy': 'same-origin',
       'cross-origin-resource-policy': 'same-origin',
       'permissions-policy': 'camera=(self), microphone=(), geolocation=(), payment=(), usb=()',
-      [servedByHeader]: formatServedBy(policy.servedBy()),
+      [servedByHeader]: formatServedBy(site.servedBy()),
     }
     if (req.headers['if-none-match'] === file.etag) {
       res.writeHead(304, headers)

@@ -8,7 +8,7 @@ import { parseFilter } from '../../src/events/filter.js'
 import { EventStore } from '../../src/store/event-store.js'
 import { defaultHubLimits } from '../../src/hub/limits.js'
 import { TurnQueue } from '../../src/hub/turn-queue.js'
-import { NegSessions } from '../../src/hub/negentropy.js'
+import { NegReconciliations } from '../../src/hub/negentropy.js'
 import { WorkBudget } from '../../src/hub/req-scheduler.js'
 import { tempDir } from './tmp.js'
 
@@ -58,7 +58,7 @@ export async function startStandardRelay(
   wss.on('connection', (ws) => {
     relay.handleConnection(ws)
     const neg = opts.nip77
-      ? new NegSessions(
+      ? new NegReconciliations(
           store,
           defaultHubLimits,
           {

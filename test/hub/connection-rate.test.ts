@@ -4,7 +4,7 @@ import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { withConnectTicket } from '../../src/events/connect-ticket.js'
 import { ConnectionRate } from '../../src/hub/connection-rate.js'
-import { HubSession } from '../../src/link/hub-session.js'
+import { HubCall } from '../../src/link/hub-call.js'
 import { startTestHub, type TestHub } from '../helpers/hub.js'
 import { RawClient } from '../helpers/raw-client.js'
 
@@ -65,15 +65,15 @@ describe('connection rate per address', () => {
     member.close()
   })
 
-  it("a node's session carries its ticket and AUTHs for the bare URL", async () => {
+  it("a node's hub call carries its ticket and AUTHs for the bare URL", async () => {
     const t = await startTestHub({
       limits: { connectionsPerSecondPerAddress: 0.05, connectionBurstPerAddress: 2 },
     })
     expect(refused(await flood(t.url, 4))).toHaveLength(2)
-    const session = await HubSession.open(withConnectTicket(t.url, t.ownerSk))
-    expect(session.url).toBe(t.url)
-    expect((await session.auth(t.ownerSk)).ok).toBe(true)
-    session.close()
+    const call = await HubCall.open(withConnectTicket(t.url, t.ownerSk))
+    expect(call.url).toBe(t.url)
+    expect((await call.auth(t.ownerSk)).ok).toBe(true)
+    call.close()
   })
 
   it("ignores a ticket from a stranger's key, a stale one and one for another hub", async () => {

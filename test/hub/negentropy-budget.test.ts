@@ -19,7 +19,7 @@ const answer = (c: RawClient, subId: string) =>
 
 describe('NIP-77 work is bounded per person', () => {
   it('caps one person’s open reconciliations across all their connections', async () => {
-    const t = await startTestHub({ limits: { negMaxSessions: 4, negMaxSessionsPerPerson: 3 } })
+    const t = await startTestHub({ limits: { negMaxOpen: 4, negMaxOpenPerPerson: 3 } })
     const a = await t.member()
     const b = await t.member()
     for (const [c, id] of [

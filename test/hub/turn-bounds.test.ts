@@ -4,7 +4,7 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
 import { GroupCommit } from '../../src/hub/group-commit.js'
 import { defaultHubLimits } from '../../src/hub/limits.js'
-import { NegSessions, type NegPeer } from '../../src/hub/negentropy.js'
+import { NegReconciliations, type NegPeer } from '../../src/hub/negentropy.js'
 import { ReqScheduler, WorkBudget, type SliceOutcome } from '../../src/hub/req-scheduler.js'
 import { TurnQueue } from '../../src/hub/turn-queue.js'
 import { EventStore } from '../../src/store/event-store.js'
@@ -137,7 +137,7 @@ describe('NIP-77 reconciliations', () => {
       },
       payer: () => 'someone',
     }
-    const neg = new NegSessions(store, { ...defaultHubLimits, negSliceItems: 50 }, peer, {
+    const neg = new NegReconciliations(store, { ...defaultHubLimits, negSliceItems: 50 }, peer, {
       work: new WorkBudget(0, 0),
       open: new Map(),
       maxOpenPerPerson: 8,
@@ -203,7 +203,7 @@ describe('NIP-77 reconciliations', () => {
         },
         payer: () => who,
       }
-      return new NegSessions(store, defaultHubLimits, peer, budget)
+      return new NegReconciliations(store, defaultHubLimits, peer, budget)
     })
     const now = Date.now()
     for (const who of people) budget.work.charge(who, 3, now)

@@ -5,7 +5,7 @@ import { signEvent, tagValue, type NostrEvent } from '../../src/events/event.js'
 import { authenticate } from '../../src/link/authenticate.js'
 import { RelayClient, relayVerdict, saysRevoked } from '../../src/link/relay-client.js'
 
-// The link handshake written once (issue 32): the node's links, peer links, one-off sessions,
+// The link handshake written once (issue 32): the node's links, peer links, one-off hub calls,
 // the web app and the service worker all act on authenticate()'s coded result.
 
 /** A real WebSocket server on 127.0.0.1:0 that sends `challenge` on connect and answers AUTH. */

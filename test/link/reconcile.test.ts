@@ -140,7 +140,7 @@ describe('reconcile against a relay that refuses large sets', () => {
     onTestFinished(() => client.close())
     const challenge = await client.challenge()
     expect((await client.auth(signAuthEvent(t.url, challenge!, t.ownerSk))).ok).toBe(true)
-    // Before, the one session was refused ("blocked: the filter matches more than 500 events")
+    // Before, the one reconciliation was refused ("blocked: the filter matches more than 500 events")
     // and the whole catch-up failed: a store past the hub's cap could never reconcile.
     const r = await reconcile(client, { kinds: [9] }, mine, 60_000)
     expect(r.need.sort()).toEqual([...lacking].map((e) => e.id).sort())
@@ -152,9 +152,9 @@ describe('reconcile against a relay that refuses large sets', () => {
 })
 
 describe('reconcile against a relay that calls sets too large to make it work', () => {
-  it('gives up after maxRefusals such answers, not after a session for every cut', async () => {
+  it('gives up after maxRefusals such answers, not after a reconciliation for every cut', async () => {
     // An adversarial relay: "blocked" for any range wider than 100 s, else "nothing here". Every
-    // cut in two is refused again until the parts are narrow: a tree of ~2,000 sessions.
+    // cut in two is refused again until the parts are narrow: a tree of ~2,000 reconciliations.
     const relay = new WebSocketServer({ host: '127.0.0.1', port: 0 })
     onTestFinished(() => relay.close())
     await new Promise((resolve) => relay.once('listening', resolve))
@@ -185,7 +185,7 @@ describe('reconcile against a relay that calls sets too large to make it work', 
     await expect(reconcile(client, { kinds: [9], since }, [], 60_000)).rejects.toMatchObject({
       reason: 'too-large',
     })
-    // Each refusal cuts one part in two: at most two sessions per refusal, plus the first.
+    // Each refusal cuts one part in two: at most two reconciliations per refusal, plus the first.
     expect(opened).toBeLessThanOrEqual(2 * maxRefusals + 1)
   })
 })

@@ -10,7 +10,7 @@ import {
   parsePushSender,
   type PushPayload,
 } from '../../src/events/push.js'
-import { HubSession } from '../../src/link/hub-session.js'
+import { HubCall } from '../../src/link/hub-call.js'
 import { laptopAndDevbox, runKith, setupKith, startNodeProcess } from '../helpers/cli.js'
 import { ask, threadedUnder } from '../helpers/node-chat.js'
 import { startEndpoint, testCertPath, testSubscription } from '../helpers/push-service.js'
@@ -27,7 +27,7 @@ async function publishAs(
   grants: NostrEvent[],
   events: NostrEvent[],
 ) {
-  const s = await HubSession.open(url)
+  const s = await HubCall.open(url)
   try {
     for (const g of grants) await s.publish(g)
     const auth = await s.auth(secret)
@@ -127,7 +127,7 @@ describe(
 
       // The laptop announces itself as a push sender with its VAPID key (public).
       let senderEvent: NostrEvent | undefined
-      const reader = await HubSession.open(hub.url)
+      const reader = await HubCall.open(hub.url)
       await reader.auth(ownerSk)
       await expect
         .poll(
@@ -188,11 +188,11 @@ describe(
       const bobSub = testSubscription(`${stranger.url}/push/bob`)
       // Bob's phone asks Alice's laptop to push Alice's cards to it: the hub refuses it at
       // admission (push.subscription is the owner's only), so no node ever takes it.
-      const bobSession = await HubSession.open(hub.url)
+      const bobCall = await HubCall.open(hub.url)
       try {
-        for (const g of [bobGrant, bobDeviceGrant]) await bobSession.publish(g)
-        expect((await bobSession.auth(bobDevice.sk)).ok).toBe(true)
-        const refused = await bobSession.publish(
+        for (const g of [bobGrant, bobDeviceGrant]) await bobCall.publish(g)
+        expect((await bobCall.auth(bobDevice.sk)).ok).toBe(true)
+        const refused = await bobCall.publish(
           signEvent(
             makePushSubscription(
               { subscription: bobSub.subscription, classes: ['cards'], finishedAfter: 0 },
@@ -206,7 +206,7 @@ describe(
         expect(refused.ok).toBe(false)
         expect(refused.message).toMatch(/^restricted: not-owner/)
       } finally {
-        bobSession.close()
+        bobCall.close()
       }
 
       // A card: the agent on the devbox asks; the laptop pushes it to the phone, ntfy and the webhook.

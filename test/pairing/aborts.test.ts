@@ -5,7 +5,7 @@ import { Kind } from '../../src/events/kinds.js'
 import { defaultLaneLimits } from '../../src/hub/pairing-lane.js'
 import { PairError, type PairCode_ } from '../../src/pairing/protocol/errors.js'
 import { maxEnrollmentParts } from '../../src/pairing/protocol/limits.js'
-import type { PairMessage } from '../../src/pairing/protocol/session.js'
+import type { PairMessage } from '../../src/pairing/protocol/handshake.js'
 import { deepOwner, enrollmentFor, grantOf, honestRun, newInviter, now } from './helpers.js'
 
 function failure(fn: () => unknown): PairError {
@@ -98,7 +98,7 @@ describe('aborts once the keys exist are authenticated', () => {
   })
 
   it('before the keys exist there is nothing to authenticate with: an interruption', () => {
-    const { session: inviter } = newInviter()
+    const { handshake: inviter } = newInviter()
     expect(failure(() => inviter.handle({ t: 'abort', reason: 'declined' }, now))).toMatchObject({
       code: 'pairing-failed',
       reason: 'interrupted',

@@ -2,21 +2,21 @@ import { generateSecretKey } from 'nostr-tools/pure'
 import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
 import { makeGrant, signGrantProof, type Role } from '../../src/grants/grant.js'
 import {
-  InviterSession,
-  JoinerSession,
+  InviterHandshake,
+  JoinerHandshake,
   type Enrollment,
   type PairMessage,
   type ProtocolOptions,
-} from '../../src/pairing/protocol/session.js'
+} from '../../src/pairing/protocol/handshake.js'
 
 export const now = 1_800_000_000
 
 export function newInviter(opts: Partial<ProtocolOptions> = {}, ownerSk = generateSecretKey()) {
-  const session = new InviterSession(
+  const handshake = new InviterHandshake(
     { hub: 'ws://127.0.0.1:7447', owner: publicKeyOf(ownerSk), name: 'alice', role: 'device' },
     { now, ...opts },
   )
-  return { session, ownerSk }
+  return { handshake, ownerSk }
 }
 
 /** A real grant (with the subject's consent) from `issuerSk` to `subjectSk`. */
@@ -82,10 +82,10 @@ export function deepOwner(depth: number): {
   return { founder, ownerSk: issuerSk, chain }
 }
 
-/** Runs the whole protocol in memory between honest parties; returns both sessions. */
+/** Runs the whole protocol in memory between honest parties; returns both handshakes. */
 export function honestRun(opts: Partial<ProtocolOptions> = {}, ownerSk?: Uint8Array) {
-  const { session: inviter, ownerSk: sk } = newInviter(opts, ownerSk)
-  const joiner = new JoinerSession(inviter.code, { now, ...opts })
+  const { handshake: inviter, ownerSk: sk } = newInviter(opts, ownerSk)
+  const joiner = new JoinerHandshake(inviter.code, { now, ...opts })
   const deviceSk = generateSecretKey()
   const device = { pubkey: publicKeyOf(deviceSk), secret: deviceSk, name: 'devbox' }
   let m: PairMessage | undefined = joiner.start()
@@ -97,11 +97,11 @@ export function honestRun(opts: Partial<ProtocolOptions> = {}, ownerSk?: Uint8Ar
 
 /** Delivers CONFIRM_I and its parts to the joiner; the result of the last one. */
 export function deliver(
-  joiner: JoinerSession,
+  joiner: JoinerHandshake,
   messages: PairMessage[],
   device: string,
-): ReturnType<JoinerSession['accept']> {
-  let result: ReturnType<JoinerSession['accept']>
+): ReturnType<JoinerHandshake['accept']> {
+  let result: ReturnType<JoinerHandshake['accept']>
   for (const m of messages) result = joiner.accept(m, device, now)
   return result
 }

@@ -10,10 +10,10 @@ import {
 } from '../../src/pairing/protocol/crypto.js'
 import { PairError } from '../../src/pairing/protocol/errors.js'
 import {
-  JoinerSession,
+  JoinerHandshake,
   type PairMessage,
   type ProtocolOptions,
-} from '../../src/pairing/protocol/session.js'
+} from '../../src/pairing/protocol/handshake.js'
 import { newInviter, now } from './helpers.js'
 
 const failCode = (fn: () => unknown) => {
@@ -29,9 +29,9 @@ const failCode = (fn: () => unknown) => {
 describe('a man in the middle on the pairing lane', () => {
   it('who substitutes its own key (even knowing the code) gets two different SAS, every time', () => {
     for (let run = 0; run < 40; run++) {
-      const { session: inviter } = newInviter()
-      const joiner = new JoinerSession(inviter.code, { now }) // the real new device
-      const mallory = new JoinerSession(inviter.code, { now }) // poses as the joiner to I
+      const { handshake: inviter } = newInviter()
+      const joiner = new JoinerHandshake(inviter.code, { now }) // the real new device
+      const mallory = new JoinerHandshake(inviter.code, { now }) // poses as the joiner to I
       const cR = joiner.start()
       void cR // Mallory swallows R's commitment and commits to her own key instead.
       const nonce = inviter.handle(mallory.start(), now)!
@@ -42,11 +42,11 @@ describe('a man in the middle on the pairing lane', () => {
   })
 
   it('who only relays (no code) fails even when both people confirm blindly', () => {
-    const { session: inviter } = newInviter()
-    const joiner = new JoinerSession(inviter.code, { now })
+    const { handshake: inviter } = newInviter()
+    const joiner = new JoinerHandshake(inviter.code, { now })
     // Mallory sees the hub traffic but not the QR: she knows pid and nothing secret.
     const guessed = { ...inviter.code, qs: bytesToHex(randomBytes(16)), epkI: inviter.code.epkI }
-    const mallory = new JoinerSession(guessed, { now })
+    const mallory = new JoinerHandshake(guessed, { now })
     joiner.start()
     const nonce = inviter.handle(mallory.start(), now)!
     inviter.handle(mallory.handle(nonce, now)!, now)
@@ -62,13 +62,16 @@ describe('a man in the middle on the pairing lane', () => {
     expect(failCode(() => inviter.handle(mallory.confirm(malloryDevice), now))).toBe('mac-failed')
     // R's own confirmation, forwarded, does not verify at I either (different keys).
     const r2 = newInviter()
-    const j2 = new JoinerSession(r2.session.code, { now })
-    const m2 = new JoinerSession({ ...r2.session.code, qs: bytesToHex(randomBytes(16)) }, { now })
+    const j2 = new JoinerHandshake(r2.handshake.code, { now })
+    const m2 = new JoinerHandshake(
+      { ...r2.handshake.code, qs: bytesToHex(randomBytes(16)) },
+      { now },
+    )
     j2.start()
-    const n2 = r2.session.handle(m2.start(), now)!
-    r2.session.handle(m2.handle(n2, now)!, now)
+    const n2 = r2.handshake.handle(m2.start(), now)!
+    r2.handshake.handle(m2.handle(n2, now)!, now)
     j2.handle(n2, now)
-    expect(failCode(() => r2.session.handle(j2.confirm(device), now))).toBe('mac-failed')
+    expect(failCode(() => r2.handshake.handle(j2.confirm(device), now))).toBe('mac-failed')
     // And Mallory cannot make a CONFIRM_I that R accepts: she never had R's keys.
     const fake = { t: 'confirm-i', mac: '0'.repeat(64), box: 'AAAA' } as PairMessage
     expect(failCode(() => joiner.accept(fake, device.pubkey, now))).toBe('out-of-order')
@@ -86,9 +89,9 @@ function grindingTrial(opts: { commitment: boolean; maxTries: number }): boolean
     pinInviterKey: false,
     commitment: opts.commitment,
   }
-  const { session: inviter } = newInviter(variant)
+  const { handshake: inviter } = newInviter(variant)
   const code = inviter.code
-  const joiner = new JoinerSession(code, { now, ...variant })
+  const joiner = new JoinerHandshake(code, { now, ...variant })
   // Mallory's two faces: a joiner toward I, an inviter toward R.
   const m1 = ephemeralKey(randomBytes)
   const m2 = ephemeralKey(randomBytes)
@@ -96,7 +99,11 @@ function grindingTrial(opts: { commitment: boolean; maxTries: number }): boolean
   const commitR = joiner.start()
   let nM1 = bytesToHex(randomBytes(32))
   const commitM = opts.commitment
-    ? (new JoinerSession(code, { now, ...variant, random: seededWith(m1.secret, nM1) }).start() as {
+    ? (new JoinerHandshake(code, {
+        now,
+        ...variant,
+        random: seededWith(m1.secret, nM1),
+      }).start() as {
         c: string
       })
     : { c: '00'.repeat(32) }

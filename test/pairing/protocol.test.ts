@@ -5,11 +5,11 @@ import { decodePairingCode, encodePairingCode } from '../../src/pairing/protocol
 import { PairError } from '../../src/pairing/protocol/errors.js'
 import { commitment as commitOf } from '../../src/pairing/protocol/crypto.js'
 import {
-  JoinerSession,
+  JoinerHandshake,
   parsePairMessage,
   type Enrollment,
   type PairMessage,
-} from '../../src/pairing/protocol/session.js'
+} from '../../src/pairing/protocol/handshake.js'
 import {
   deepOwner,
   deliver,
@@ -46,11 +46,11 @@ describe('kith-pair/1 between honest parties', () => {
   })
 
   it('round-trips the code through its compact text form', () => {
-    const { session } = newInviter()
-    const text = encodePairingCode(session.code)
+    const { handshake } = newInviter()
+    const text = encodePairingCode(handshake.code)
     expect(text).toMatch(/^kith-pair1:[A-Za-z0-9_-]+$/)
     expect(text.length).toBeLessThan(200)
-    expect(decodePairingCode(text)).toEqual(session.code)
+    expect(decodePairingCode(text)).toEqual(handshake.code)
     expect(code(() => decodePairingCode('kith-pair1:AAAA'))).toBe('bad-code')
     expect(code(() => decodePairingCode('hello'))).toBe('bad-code')
     expect(code(() => decodePairingCode(text.slice(0, 60)))).toBe('bad-code')
@@ -59,9 +59,9 @@ describe('kith-pair/1 between honest parties', () => {
 
 describe('kith-pair/1 refusals, each with its own code', () => {
   it('commit/reveal mismatch', () => {
-    const { session: inviter } = newInviter()
-    const joiner = new JoinerSession(inviter.code, { now })
-    const other = new JoinerSession(inviter.code, { now })
+    const { handshake: inviter } = newInviter()
+    const joiner = new JoinerHandshake(inviter.code, { now })
+    const other = new JoinerHandshake(inviter.code, { now })
     inviter.handle(joiner.start(), now)
     other.start()
     const reveal = other.handle({ t: 'nonce', n: 'aa'.repeat(32) }, now)!
@@ -69,12 +69,12 @@ describe('kith-pair/1 refusals, each with its own code', () => {
   })
 
   it('a second COMMIT (a third party joining) and messages out of order', () => {
-    const { session: inviter } = newInviter()
-    inviter.handle(new JoinerSession(inviter.code, { now }).start(), now)
-    expect(code(() => inviter.handle(new JoinerSession(inviter.code, { now }).start(), now))).toBe(
-      'third-party',
-    )
-    const { session: fresh } = newInviter()
+    const { handshake: inviter } = newInviter()
+    inviter.handle(new JoinerHandshake(inviter.code, { now }).start(), now)
+    expect(
+      code(() => inviter.handle(new JoinerHandshake(inviter.code, { now }).start(), now)),
+    ).toBe('third-party')
+    const { handshake: fresh } = newInviter()
     expect(
       code(() => fresh.handle({ t: 'reveal', epk: '02' + 'a'.repeat(64), n: 'b'.repeat(64) }, now)),
     ).toBe('out-of-order')
@@ -83,33 +83,33 @@ describe('kith-pair/1 refusals, each with its own code', () => {
   })
 
   it('an expired code, on either side (fake clock)', () => {
-    const { session: inviter } = newInviter()
-    expect(code(() => new JoinerSession(inviter.code, { now: inviter.code.exp + 1 }))).toBe(
+    const { handshake: inviter } = newInviter()
+    expect(code(() => new JoinerHandshake(inviter.code, { now: inviter.code.exp + 1 }))).toBe(
       'expired',
     )
-    const joiner = new JoinerSession(inviter.code, { now })
+    const joiner = new JoinerHandshake(inviter.code, { now })
     expect(code(() => inviter.handle(joiner.start(), inviter.code.exp + 1))).toBe('expired')
   })
 
   it('off-curve and equal keys', () => {
-    const { session: inviter } = newInviter()
-    const joiner = new JoinerSession(inviter.code, { now })
+    const { handshake: inviter } = newInviter()
+    const joiner = new JoinerHandshake(inviter.code, { now })
     inviter.handle(joiner.start(), now)
     const offCurve = '02' + 'f'.repeat(64) // x ≥ p: not a point
     // A reveal whose key is not on the curve is refused even before the commitment could match.
-    const { session: i2 } = newInviter()
+    const { handshake: i2 } = newInviter()
     const fakeCommit = commitOf(i2.code.pid, offCurve, 'c'.repeat(64))
     i2.handle({ t: 'commit', c: fakeCommit }, now)
     expect(code(() => i2.handle({ t: 'reveal', epk: offCurve, n: 'c'.repeat(64) }, now))).toBe(
       'bad-point',
     )
-    const { session: i3 } = newInviter()
+    const { handshake: i3 } = newInviter()
     i3.handle({ t: 'commit', c: commitOf(i3.code.pid, i3.code.epkI, 'd'.repeat(64)) }, now)
     expect(code(() => i3.handle({ t: 'reveal', epk: i3.code.epkI, n: 'd'.repeat(64) }, now))).toBe(
       'equal-keys',
     )
     // The joiner refuses a code whose inviter key is off the curve.
-    expect(code(() => new JoinerSession({ ...inviter.code, epkI: offCurve }, { now }))).toBe(
+    expect(code(() => new JoinerHandshake({ ...inviter.code, epkI: offCurve }, { now }))).toBe(
       'bad-point',
     )
   })
@@ -176,8 +176,8 @@ describe('kith-pair/1 refusals, each with its own code', () => {
       deliver(joiner, done.finish(enrollmentFor(ownerSk, device.secret)), device.pubkey)!.ack,
       now,
     )
-    // The same code again: the inviter's session is finished and takes no new COMMIT.
-    expect(code(() => done.handle(new JoinerSession(done.code, { now }).start(), now))).toBe(
+    // The same code again: the inviter's handshake is finished and takes no new COMMIT.
+    expect(code(() => done.handle(new JoinerHandshake(done.code, { now }).start(), now))).toBe(
       'third-party',
     )
   })

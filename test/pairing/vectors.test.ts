@@ -9,10 +9,10 @@ import {
 import { deriveKeys, ecdhX } from '../../src/pairing/protocol/crypto.js'
 import { makeSeededRandom } from '../../src/pairing/protocol/seeded.js'
 import {
-  InviterSession,
-  JoinerSession,
+  InviterHandshake,
+  JoinerHandshake,
   type PairMessage,
-} from '../../src/pairing/protocol/session.js'
+} from '../../src/pairing/protocol/handshake.js'
 
 const v = JSON.parse(readFileSync(new URL('../vectors/pairing.json', import.meta.url), 'utf8')) as {
   input: {
@@ -35,13 +35,13 @@ const v = JSON.parse(readFileSync(new URL('../vectors/pairing.json', import.meta
 describe('kith-pair/1 frozen vectors (test/vectors/pairing.json)', () => {
   it('a fixed transcript gives the fixed code, messages, SAS and keys', () => {
     const { input } = v
-    const inviter = new InviterSession(
+    const inviter = new InviterHandshake(
       { hub: input.hub, owner: input.owner, name: input.name, role: input.role },
       { now: input.now, random: makeSeededRandom(input.inviterSeed) },
     )
     expect(encodePairingCode(inviter.code)).toBe(v.code)
     expect(decodePairingCode(v.code)).toEqual(inviter.code)
-    const joiner = new JoinerSession(inviter.code, {
+    const joiner = new JoinerHandshake(inviter.code, {
       now: input.now,
       random: makeSeededRandom(input.joinerSeed),
     })

@@ -1,4 +1,4 @@
-import type { PermissionsMode } from '../../acp/permission-policy.js'
+import type { PermissionsMode } from '../../acp/auto-allow.js'
 import type { AgentPolicy } from '../../grants/policy.js'
 import { listAgentRecords } from '../../identity/agents.js'
 import type { FleetNode } from '../../node/fleet.js'

@@ -36,7 +36,7 @@ import {
   withNode,
 } from './fleet-common.js'
 import { describeReports } from '../../node/fleet.js'
-import { parsePermissionsMode } from '../../acp/permission-policy.js'
+import { parsePermissionsMode } from '../../acp/auto-allow.js'
 import { listAgents, listFleetAgents } from './agent-list.js'
 import { commandProblem } from '../../acp/command-check.js'
 import { runAgentLogs } from './agent-logs.js'

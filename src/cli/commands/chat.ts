@@ -87,16 +87,16 @@ export async function runChat(argv: string[], out: Out): Promise<number> {
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: tty })
   const id = loadIdentity(resolveKithHome())
   const mine = new Set([id.devicePubkey, ...(id.ownerPubkey === undefined ? [] : [id.ownerPubkey])])
-  const session = new ChatSession(daemon, rl, out, tty, () => channel, mine)
-  session.onJoin = (name) => (channel = name)
-  return session.run()
+  const chat = new ChatRun(daemon, rl, out, tty, () => channel, mine)
+  chat.onJoin = (name) => (channel = name)
+  return chat.run()
 }
 
 /** One `kith chat`: what it shows, the cards it numbered, the turns under way, the draft. */
-class ChatSession {
+class ChatRun {
   /** Set by runChat: /join changes the channel it reads. */
   onJoin: (channel: string) => void = () => undefined
-  /** Cards are numbered as they are shown, once per chat session (across /join). */
+  /** Cards are numbered as they are shown, once per `kith chat` (across /join). */
   private readonly cards = new Map<number, Card>()
   private readonly cardOf = new Map<string, number>()
   /** Channels whose cards sealed before this device joined were already counted here. */

@@ -11,7 +11,7 @@ import { isLocked, rearm, recordFailure } from '../../pairing/lockout.js'
 import { PairingRun, pending } from '../../pairing/run.js'
 import { encodePairingCode, type PairRole } from '../../pairing/protocol/code.js'
 import { PairError } from '../../pairing/protocol/errors.js'
-import { InviterSession, type JoinerProof } from '../../pairing/protocol/session.js'
+import { InviterHandshake, type JoinerProof } from '../../pairing/protocol/handshake.js'
 import type { Out } from '../io.js'
 import { askYesNo, closePrompt } from '../prompt.js'
 import { notifyDaemon } from './fleet-common.js'
@@ -77,14 +77,14 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   if (isLocked(home, now())) throw new KithError('restricted', new PairError('locked').message)
   const node = openLocalFleet(id)
   let channel: CliPairingLane | undefined
-  let session: InviterSession | undefined
+  let handshake: InviterHandshake | undefined
   const run = new PairingRun()
   try {
     spec.check(node, now())
     const connectUrl =
       id.config.hubs[0] ?? (await embeddedHubUrl()) ?? `ws://127.0.0.1:${defaultEmbeddedPort}`
     const codeHub = normalizeRelayUrl(spec.hub ?? connectUrl)
-    const s = new InviterSession(
+    const s = new InviterHandshake(
       {
         hub: codeHub,
         owner: ownerPubkey,
@@ -93,7 +93,7 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
       },
       { now: now() },
     )
-    session = s
+    handshake = s
     try {
       channel = await CliPairingLane.open(connectUrl, s.code.pid)
     } catch (err) {
@@ -174,11 +174,11 @@ export async function runInvite(spec: InviteSpec, out: Out): Promise<number> {
   } catch (err) {
     const failure = err instanceof PairError ? err : run.error
     // Tell the other side why (authenticated once the keys exist), unless it told us.
-    if (channel && session && !(failure?.remote ?? false)) {
+    if (channel && handshake && !(failure?.remote ?? false)) {
       await channel.abort(
         failure
-          ? session.abort(failure.reason, failure.detail)
-          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+          ? handshake.abort(failure.reason, failure.detail)
+          : handshake.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }
     if (!(err instanceof PairError)) throw err

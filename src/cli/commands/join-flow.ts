@@ -4,7 +4,11 @@ import { CliPairingLane } from '../../pairing/cli-lane.js'
 import { decodePairingCode, type PairingCode, type PairRole } from '../../pairing/protocol/code.js'
 import { PairError } from '../../pairing/protocol/errors.js'
 import { PairingRun, pending } from '../../pairing/run.js'
-import { JoinerSession, type Enrollment, type PairMessage } from '../../pairing/protocol/session.js'
+import {
+  JoinerHandshake,
+  type Enrollment,
+  type PairMessage,
+} from '../../pairing/protocol/handshake.js'
 import type { Out } from '../io.js'
 import { npub } from '../key-text.js'
 import { askYesNo, closePrompt, discardTypedAhead, readLine } from '../prompt.js'
@@ -36,7 +40,7 @@ export async function runJoinExchange(
 ): Promise<{ code: PairingCode; hubs: string[]; enrollment: Enrollment }> {
   const now = () => Math.floor(Date.now() / 1000)
   let channel: CliPairingLane | undefined
-  let session: JoinerSession | undefined
+  let handshake: JoinerHandshake | undefined
   const run = new PairingRun()
   try {
     const text = spec.text === '-' ? ((await readLine()) ?? '') : spec.text
@@ -51,8 +55,8 @@ export async function runJoinExchange(
     }
     spec.check(code)
     const hub = normalizeRelayUrl(code.hub)
-    const s = new JoinerSession(code, { now: now() })
-    session = s
+    const s = new JoinerHandshake(code, { now: now() })
+    handshake = s
     // One question, after the digits: it says what is joined, so a person answers y once.
     out.err(`Join the fleet of ${code.name} (${npub(code.owner)})`)
     out.err(
@@ -112,11 +116,11 @@ export async function runJoinExchange(
     )
   } catch (err) {
     const failure = err instanceof PairError ? err : run.error
-    if (channel && session && !(failure?.remote ?? false)) {
+    if (channel && handshake && !(failure?.remote ?? false)) {
       await channel.abort(
         failure
-          ? session.abort(failure.reason, failure.detail)
-          : session.abort('aborted', err instanceof Error ? err.message : String(err)),
+          ? handshake.abort(failure.reason, failure.detail)
+          : handshake.abort('aborted', err instanceof Error ? err.message : String(err)),
       )
     }
     if (!(err instanceof PairError)) throw err

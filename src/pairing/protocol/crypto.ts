@@ -94,7 +94,7 @@ export function transcriptHash(f: TranscriptFields): Uint8Array {
   )
 }
 
-export interface SessionKeys {
+export interface HandshakeKeys {
   sas: string
   confirm: Uint8Array
   /** Encrypts what the joiner sends (NIP-44 v2 with this as conversation key). */
@@ -111,7 +111,7 @@ export function deriveKeys(
   qs: string,
   th: Uint8Array,
   sasModulus = 1_000_000,
-): SessionKeys {
+): HandshakeKeys {
   const prk = extract(sha256, concatBytes(shared, hexToBytes(qs)), th)
   const out = (info: string, len: number) =>
     expand(sha256, prk, text(`${protocolLabel} ${info}`), len)
@@ -133,7 +133,7 @@ export function confirmationMac(key: Uint8Array, who: 'R' | 'I' | 'ack', th: Uin
 
 /**
  * An abort sent once the keys are derived: HMAC-SHA256(kConf, F("abort", from, TH, reason,
- * detail)), `from` being "I" or "R". Only the holder of the session keys can make it, so a hub
+ * detail)), `from` being "I" or "R". Only the holder of the handshake keys can make it, so a hub
  * cannot forge the other side's reason (and cannot reflect one side's abort back to it).
  */
 export function abortMac(

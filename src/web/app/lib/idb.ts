@@ -1,8 +1,9 @@
 /**
  * The app's IndexedDB (one database per origin): the device record (its key, its grant and the
- * fleet it joined), preferences (what was read, the hubs' cursors), the outbox, and the events
- * it has verified and admitted (so a reload shows the chat at once and catches up from its
- * cursor, as a node does). A tiny promise wrapper.
+ * fleet it joined), preferences (what was read, the hubs' cursors), the outbox (each event with
+ * every hub's answer to it: lib/outbox-record.ts), and the events it has verified and admitted (so
+ * a reload shows the chat at once and catches up from its cursor, as a node does). A tiny promise
+ * wrapper.
  */
 const dbName = 'kith'
 const stores = ['device', 'prefs', 'outbox', 'events'] as const

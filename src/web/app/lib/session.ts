@@ -34,21 +34,24 @@ import {
 import type { Device } from './device.js'
 import { FleetModel, presenceSeconds } from './fleet.js'
 import { idbAll, idbDelete, idbGet, idbPut, idbWriteMany } from './idb.js'
+import {
+  done,
+  outgoing,
+  owes,
+  readRecord,
+  storedOf,
+  type HubAnswer,
+  type Outgoing,
+  type StoredOutgoing,
+} from './outbox-record.js'
 import { BrowserLink, type LinkState } from './link.js'
 import { offline } from './network.js'
-import { allowedByPolicy } from './policy.js'
+import { cspAllowedHubs } from './server-headers.js'
 
 export interface LinkView {
   url: string
   state: LinkState | 'not allowed here'
   error: string | undefined
-}
-
-/** An event of this device not yet taken by a hub, or refused by one (kept and shown). */
-export interface Outgoing {
-  event: NostrEvent
-  state: 'queued' | 'refused'
-  message?: string
 }
 
 const now = () => Math.floor(Date.now() / 1000)
@@ -86,9 +89,11 @@ function prune(events: NostrEvent[]): { keep: NostrEvent[]; drop: string[] } {
   return { keep, drop }
 }
 
+export type { Outgoing } from './outbox-record.js'
+
 /**
  * A paired browser at work: its links to the fleet's hubs, the fleet as it knows it, and what it
- * sends (kept in an outbox in IndexedDB until a hub answers, as a node's outbox is).
+ * sends (kept in an outbox in IndexedDB until every hub answered, as a node's outbox is).
  */
 export class Session {
   readonly model: FleetModel
@@ -129,12 +134,12 @@ export class Session {
     )
     this.model.intake(keep, { trusted: true })
     performance.mark('kith-phase-intake')
-    const pending = await idbAll<Outgoing>('outbox')
+    const pending = (await idbAll<StoredOutgoing>('outbox')).map(readRecord)
     this.outbox.value = new Map(pending.map((o) => [o.event.id, o]))
     this.model.intake(pending.map((o) => o.event))
     // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
     setInterval(() => this.model.presenceTick(), presenceTickMs)
-    const allowed = await allowedByPolicy()
+    const allowed = await cspAllowedHubs()
     performance.mark('kith-phase-policy')
     const r = this.device.record
     const views: LinkView[] = []
@@ -189,6 +194,9 @@ export class Session {
       views.push({ url, state: 'connecting', error: undefined })
     }
     this.links.value = views
+    // What no hub on the list is owed any more (every one answered; a hub taken off the list is
+    // owed nothing) leaves now.
+    await this.settle([...this.outbox.value.values()])
     // Offline: drop the dead sockets. Back online: dial at once and catch up from the cursor.
     offline.subscribe((isOffline) => {
       for (const l of this.active) {
@@ -295,22 +303,64 @@ export class Session {
 
   /** Keeps `event` in the outbox, shows it, and sends it to every live hub. */
   private async queue(event: NostrEvent): Promise<void> {
-    const out: Outgoing = { event, state: 'queued' }
-    await idbPut('outbox', event.id, out)
+    const out = outgoing(event, {})
+    await idbPut('outbox', event.id, storedOf(out))
     this.setOutgoing(out)
     this.take([event])
     for (const l of this.active) if (l.state === 'live') this.deliver(l, out)
   }
 
-  private setOutgoing(o: Outgoing | { event: NostrEvent; state: 'sent' }): void {
+  /** Shows `o` (or, with `gone`, that it left the outbox). */
+  private setOutgoing(o: Outgoing, gone = false): void {
     const next = new Map(this.outbox.value)
-    if (o.state === 'sent') next.delete(o.event.id)
+    if (gone) next.delete(o.event.id)
     else next.set(o.event.id, o)
     this.outbox.value = next
   }
 
+  /**
+   * The hubs an event is owed to: those this page links to. A hub taken off the device's list, or
+   * one this page may not reach (`not allowed here`), is owed nothing: the event would otherwise
+   * wait for it for ever.
+   */
+  private get owedHubs(): string[] {
+    return this.active.map((l) => l.url)
+  }
+
+  /** Drops from the outbox (IndexedDB and view) those of `records` no hub is owed any more. */
+  private async settle(records: Outgoing[]): Promise<void> {
+    const hubs = this.owedHubs
+    const gone = records.filter((o) => done(o, hubs))
+    if (gone.length === 0) return
+    const next = new Map(this.outbox.value)
+    for (const o of gone) next.delete(o.event.id)
+    this.outbox.value = next
+    await idbWriteMany(
+      'outbox',
+      gone.map((o) => [o.event.id, undefined]),
+    )
+  }
+
+  /**
+   * Records `hub`'s answer for good to the event `id`: shown at once (sent as soon as one hub
+   * took it), kept in IndexedDB, and the event leaves once every hub answered and one took it.
+   */
+  private async answered(id: string, hub: string, answer: HubAnswer): Promise<void> {
+    const was = this.outbox.value.get(id)
+    if (was === undefined) return // dismissed meanwhile
+    const o = outgoing(was.event, { ...was.answers, [hub]: answer }, was.legacyRefusal)
+    if (done(o, this.owedHubs)) {
+      this.setOutgoing(o, true)
+      await idbDelete('outbox', id)
+      return
+    }
+    this.setOutgoing(o)
+    await idbPut('outbox', id, storedOf(o))
+  }
+
+  /** Sends `link` what its hub is still owed. */
   private flush(link: BrowserLink): void {
-    for (const o of this.outbox.value.values()) if (o.state === 'queued') this.deliver(link, o)
+    for (const o of this.outbox.value.values()) if (owes(o, link.url)) this.deliver(link, o)
   }
 
   /**
@@ -348,6 +398,8 @@ export class Session {
     return undefined
   }
   private readonly hubHolds = new WeakMap<BrowserLink, Set<string>>()
+  /** Per link: the events sent to it and not yet answered (a flush does not send them twice). */
+  private readonly sending = new WeakMap<BrowserLink, Set<string>>()
   /** Per link: `retry` answers in a row (link/outbox-answer.ts), and the flush waiting for it. */
   private readonly retries = new WeakMap<
     BrowserLink,
@@ -356,34 +408,38 @@ export class Session {
 
   /**
    * Sends `o` to `link` and acts on what the answer means (link/outbox-answer.ts, as the node's
-   * outbox). Unlike a node's, this outbox lets an event go once one hub took it: IndexedDB keeps
-   * the event and one state, no per-hub record. It went to every hub live at the time; one that
-   * was not does not get it from here (hub peering, `kith hub --peer`, may carry it). Whether the
-   * browser should keep per-hub answers as a node does is open (issue 32).
+   * outbox): delivered and refused are recorded for this hub (`answered`), and the event stays in
+   * the outbox until every hub answered so; a hub down or saying "not now" gets it when it is
+   * next live or after the backoff, as a node's outbox does.
    */
   private deliver(link: BrowserLink, o: Outgoing): void {
+    let sending = this.sending.get(link)
+    if (sending === undefined) this.sending.set(link, (sending = new Set()))
+    const inFlight = sending
+    const id = o.event.id
+    if (inFlight.has(id)) return
+    inFlight.add(id)
     this.definitionsTo(link, o.event)
       .then(
         (first) => first ?? link.publish(o.event).then(outboxOutcome, outboxFailure),
         outboxFailure,
       )
+      .finally(() => inFlight.delete(id))
       .then(async (d) => {
         const retry = this.retries.get(link) ?? { attempt: 0, timer: undefined }
         this.retries.set(link, retry)
         if (d.outcome === 'delivered' || d.outcome === 'refused') retry.attempt = 0
-        if (!this.outbox.value.has(o.event.id)) return
+        if (!this.outbox.value.has(id)) return
         switch (d.outcome) {
           case 'delivered':
-            await idbDelete('outbox', o.event.id)
-            this.setOutgoing({ event: o.event, state: 'sent' })
+            await this.answered(id, link.url, { outcome: 'delivered', message: d.message })
             return
-          case 'refused': {
-            // A refusal is kept and shown, never retried blindly.
-            const refused: Outgoing = { event: o.event, state: 'refused', message: d.message }
-            await idbPut('outbox', o.event.id, refused)
-            this.setOutgoing(refused)
+          case 'refused':
+            // A refusal is recorded for this hub and shown (while no hub took the event), never
+            // retried blindly.
+            console.info(`kith: ${link.url} refused ${id.slice(0, 12)}…: ${d.message}`)
+            await this.answered(id, link.url, { outcome: 'refused', message: d.message })
             return
-          }
           case 'retry':
             // Stays queued: sent again after the backoff, or on the next live link.
             console.info(`kith: ${link.url}: ${d.message}`)
@@ -402,12 +458,15 @@ export class Session {
       .catch((err: unknown) => console.error(`kith: outbox to ${link.url}: ${String(err)}`))
   }
 
-  /** Removes a refused event from the outbox (the person has read why). */
+  /**
+   * Removes a refused event from the outbox (the person has read why): no hub still owed it gets
+   * it from here.
+   */
   async dismiss(id: string): Promise<void> {
     const o = this.outbox.value.get(id)
     if (o === undefined) return
     await idbDelete('outbox', id)
-    this.setOutgoing({ event: o.event, state: 'sent' })
+    this.setOutgoing(o, true)
   }
 
   /**

@@ -12,7 +12,7 @@ import {
   type PairingCode,
 } from '../../../browser-core.js'
 import { newDeviceKey, saveDevice, type Device } from '../lib/device.js'
-import { allowedByPolicy, servedByServer } from '../lib/policy.js'
+import { cspAllowedHubs, servedByServer } from '../lib/server-headers.js'
 import { cameraAvailable, scanCamera, scanImage } from '../lib/qr.js'
 import { formatSas, shortNpub } from './format.js'
 
@@ -79,7 +79,7 @@ export function Pairing({ onPaired }: { onPaired: (device: Device) => void }) {
   const join = async (code: PairingCode) => {
     step.value = { at: 'connecting', code }
     const hub = normalizeRelayUrl(code.hub)
-    const allowed = await allowedByPolicy()
+    const allowed = await cspAllowedHubs()
     if (allowed !== undefined && !allowed.has(hub)) {
       step.value = {
         at: 'failed',

@@ -1,12 +1,15 @@
 import { normalizeRelayUrl, parseServedBy, type ServedBy } from '../../../browser-core.js'
 import { offline } from './network.js'
 
+// What this page's server says in its headers (HEAD /): the hubs its CSP lets the page reach, and
+// whose machine served it.
+
 /**
  * The hub URLs this page may connect to: its own origin, and what its Content-Security-Policy
  * names in connect-src (the server puts the fleet's hubs there). Asked of the server, since a
- * page cannot read its own policy; undefined when it is unknown (offline, an old cached page).
+ * page cannot read its own CSP; undefined when it is unknown (offline, an old cached page).
  */
-export async function allowedByPolicy(): Promise<Set<string> | undefined> {
+export async function cspAllowedHubs(): Promise<Set<string> | undefined> {
   let csp: string | null
   if (offline.value) return undefined
   try {

@@ -1,6 +1,9 @@
 import type { PermissionsMode } from '../identity/permissions-mode.js'
 import type { PermissionAsk } from './agent-process.js'
 
+// The tool calls the host allows on its own under an agent's permissions mode; every other call
+// goes to a person.
+
 // The mode itself is part of an agent's record, so it lives in identity/.
 export {
   parsePermissionsMode,

@@ -7,15 +7,15 @@ import { RelayClient, type OkAnswer } from './relay-client.js'
 
 export type { OkAnswer } from './relay-client.js'
 
-/** Largest frame a CLI session takes from a hub (a page of grants and definitions). */
-const maxSessionFrameBytes = 4 * 1024 * 1024
+/** Largest frame a one-off call takes from a hub (a page of grants and definitions). */
+const maxCallFrameBytes = 4 * 1024 * 1024
 
 /**
- * Half the relay client's `defaultRelayTimeoutMs`, on purpose: a one-off session has a person
+ * Half the relay client's `defaultRelayTimeoutMs`, on purpose: a one-off call has a person
  * (or a node's sync, which retries) waiting on each answer, where a node's long-lived link rides
  * out a hub under load.
  */
-export const sessionTimeoutMs = 5000
+export const hubCallTimeoutMs = 5000
 
 /**
  * One short-lived connection to a hub for one-off work (publish, authenticate, query): CLI
@@ -23,7 +23,7 @@ export const sessionTimeoutMs = 5000
  * over the shared relay client: every request has a timeout, and a closed connection rejects every
  * pending request.
  */
-export class HubSession {
+export class HubCall {
   private constructor(
     private readonly client: RelayClient,
     private readonly timeoutMs: number,
@@ -34,18 +34,18 @@ export class HubSession {
   }
 
   /** `target` may carry a connect ticket (withConnectTicket); AUTH and messages name the bare URL. */
-  static async open(target: string, opts: { timeoutMs?: number } = {}): Promise<HubSession> {
-    const timeoutMs = opts.timeoutMs ?? sessionTimeoutMs
+  static async open(target: string, opts: { timeoutMs?: number } = {}): Promise<HubCall> {
+    const timeoutMs = opts.timeoutMs ?? hubCallTimeoutMs
     const url = withoutConnectTicket(target)
     const ws = new WebSocket(target, {
       handshakeTimeout: timeoutMs,
-      maxPayload: maxSessionFrameBytes,
+      maxPayload: maxCallFrameBytes,
     })
     // A failed handshake is reported through connect's rejection; this keeps it from being an
     // unhandled 'error' event on the socket.
     ws.on('error', () => undefined)
     try {
-      return new HubSession(await RelayClient.connect(ws, { url, timeoutMs }), timeoutMs)
+      return new HubCall(await RelayClient.connect(ws, { url, timeoutMs }), timeoutMs)
     } catch (err) {
       if (!(err instanceof KithError)) throw err
       throw new KithError(

@@ -13,12 +13,12 @@ import {
   rejectPairingEvent,
   rejectReq,
   rejectSubscriptionId,
-} from '../../src/hub/policy.js'
+} from '../../src/hub/refusals.js'
 import { startTestHub } from '../helpers/hub.js'
 import { newSecret } from '../helpers/secrets.js'
 
 /**
- * What a refusal of policy.ts's lists says is what a client reads, prefix and all: each case
+ * What a refusal of refusals.ts's lists says is what a client reads, prefix and all: each case
  * sends a real hub the frame that one check refuses, and compares the OK, CLOSED, NEG-ERR or
  * NOTICE it gets with that list's answer for the same input, and with the text nips/kith-hub.md
  * documents.
@@ -27,7 +27,7 @@ const now = () => Math.floor(Date.now() / 1000)
 const limits = { ...defaultHubLimits, maxContentBytes: 10 }
 const authRequired = 'auth-required: authenticate (NIP-42) as a fleet member first'
 
-describe('policy refusals on the wire', () => {
+describe('refusals on the wire', () => {
   it('EVENT: OK false with the refusal of rejectEventBeforeSignature and rejectEventBeforeStore', async () => {
     const t = await startTestHub({ limits: { maxContentBytes: 10 } })
     const stranger = await t.connect()

@@ -30,12 +30,12 @@ import {
   type NegOpenArrival,
   type PairingArrival,
   type ReqArrival,
-} from '../../src/hub/policy.js'
+} from '../../src/hub/refusals.js'
 import { toNostrMessage } from '../../src/errors.js'
 import { newSecret } from '../helpers/secrets.js'
 
 /**
- * The hub's policy lists (src/hub/policy.ts) run their checks in the order policy.ts and
+ * The hub's refusal lists (src/hub/refusals.ts) run their checks in the order refusals.ts and
  * nips/kith-hub.md document. For each list, step k is an input that every check from k on
  * refuses: the answer must be check k's refusal, word for word as clients see it, and no check
  * after it may run (a check after it may take something: a rate token, a room).
@@ -72,7 +72,7 @@ const limits = defaultHubLimits
 const authRequired = 'auth-required: authenticate (NIP-42) as a fleet member first'
 const awaiting = `rate-limited: more than ${limits.maxPendingVerifications} events awaiting verification on this connection; wait for OKs`
 
-describe('policy lists', () => {
+describe('refusal lists', () => {
   it('every frame: its size', () => {
     holdsOrder(
       rejectFrame,

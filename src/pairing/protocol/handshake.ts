@@ -18,7 +18,7 @@ import {
   signTranscript,
   transcriptHash,
   verifyTranscriptSignature,
-  type SessionKeys,
+  type HandshakeKeys,
 } from './crypto.js'
 import { PairError, pairMessages, type PairCode_ } from './errors.js'
 import {
@@ -37,7 +37,7 @@ export type PairMessage =
   | { t: 'confirm-i'; mac: string; box: string }
   | { t: 'part'; box: string }
   | { t: 'ack'; mac: string }
-  /** `mac` once the sender holds the session keys (abortMac); `detail`: the specific reason. */
+  /** `mac` once the sender holds the handshake keys (abortMac); `detail`: the specific reason. */
   | { t: 'abort'; reason: string; detail?: string; mac?: string }
 
 export interface ProtocolOptions {
@@ -152,7 +152,7 @@ const reportable = (reason: string): reason is PairCode_ =>
   reason in pairMessages && !['locked', 'bad-code', 'cancelled', 'unconfirmed'].includes(reason)
 
 /**
- * The other side stopped. With a valid MAC (it holds the session keys): its reason, shown with
+ * The other side stopped. With a valid MAC (it holds the handshake keys): its reason, shown with
  * the same words it shows (a Ctrl-C there is "cancelled by the other side"). Without one — no
  * keys yet on either side, or a hub injecting it — it is only an interrupted connection, which
  * does not count toward the lockout; the claimed reason is shown as unverified.
@@ -175,9 +175,9 @@ function abortError(
   )
 }
 
-/** The abort to send: with a MAC once the session keys exist. */
+/** The abort to send: with a MAC once the handshake keys exist. */
 function makeAbort(
-  keys: SessionKeys | undefined,
+  keys: HandshakeKeys | undefined,
   th: Uint8Array | undefined,
   from: 'I' | 'R',
   reason: PairCode_,
@@ -213,14 +213,14 @@ type InviterState =
   'waiting-commit' | 'waiting-reveal' | 'compare' | 'confirmed-r' | 'sent-confirm' | 'done'
 
 /** The inviter (holds the owner key): makes the code, answers COMMIT, checks REVEAL, grants. */
-export class InviterSession {
+export class InviterHandshake {
   readonly code: PairingCode
   private state: InviterState = 'waiting-commit'
   private readonly eph: { secret: Uint8Array; pub: string }
   private readonly nI: string
   private commit = ''
   private th: Uint8Array | undefined
-  private keys: SessionKeys | undefined
+  private keys: HandshakeKeys | undefined
   proof: JoinerProof | undefined
 
   constructor(
@@ -387,12 +387,12 @@ export class InviterSession {
 type JoinerState = 'new' | 'committed' | 'compare' | 'sent-confirm' | 'receiving' | 'done'
 
 /** The joiner (the new device): commits, reveals after the nonce, proves its device key. */
-export class JoinerSession {
+export class JoinerHandshake {
   private state: JoinerState = 'new'
   private readonly eph: { secret: Uint8Array; pub: string }
   private readonly nR: string
   private th: Uint8Array | undefined
-  private keys: SessionKeys | undefined
+  private keys: HandshakeKeys | undefined
   private epkI: string
   /** The enrollment's pieces received so far, and how many there are. */
   private pieces: string[] = []

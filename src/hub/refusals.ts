@@ -9,14 +9,14 @@ import type { EventLimits, Reservation } from './event-limits.js'
 import { filterLimitsOf, type HubLimits } from './limits.js'
 
 /**
- * The hub's policy: every refusal a client can get for what it sends, as named lists of plain
+ * The hub's refusals: every refusal a client can get for what it sends, as named lists of plain
  * checks (khatru's `RejectEvent` lists are the model). A check returns its refusal, the exact
  * text the client sees after `OK false`, `CLOSED`, `NEG-ERR` or `NOTICE` (a NIP-01 prefix, then
  * why), or nothing when the input passes. A list runs in order and the first refusal is the
  * answer; a check may take something (a rate token, a room, parsed filters) only once every check
  * before it has passed, so a refused input costs what it got to and no more.
  *
- * The order, verb by verb (nips/kith-hub.md states the same for clients; `test/hub/policy.test.ts`
+ * The order, verb by verb (nips/kith-hub.md states the same for clients; `test/hub/refusals.test.ts`
  * holds each list to it):
  *
  * - Before any frame: `upgrade-gate.ts` (a member's connect ticket, or a token of the address's
@@ -32,8 +32,9 @@ import { filterLimitsOf, type HubLimits } from './limits.js'
  *   `rejectAuthAfterSignature` (membership may have ended meanwhile, and the person's cap).
  * - REQ: `rejectSubscriptionId` (a NOTICE: there is no id to close); a pairing-lane REQ leaves for
  *   `rejectLaneSubscription`; `rejectReq`.
- * - NEG-OPEN: `rejectSubscriptionId`, `rejectNegOpen`, then negentropy.ts's own caps (sessions per
- *   connection and per person, the set's size). NEG-MSG: `rejectNegMessage`.
+ * - NEG-OPEN: `rejectSubscriptionId`, `rejectNegOpen`, then negentropy.ts's own caps
+ *   (reconciliations open per connection and per person, the set's size). NEG-MSG:
+ *   `rejectNegMessage`.
  * - An accepted event, to each live subscription it matches: `preventDelivery` (skipped in
  *   silence; a REQ's stored part hides the same private channels in its query).
  */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { PermissionAsk } from '../../src/acp/agent-process.js'
-import { autoAllowOption, parsePermissionsMode } from '../../src/acp/permission-policy.js'
+import { autoAllowOption, parsePermissionsMode } from '../../src/acp/auto-allow.js'
 import { askingMode, reportedModel } from '../../src/acp/session-calls.js'
 import { isKithError } from '../../src/errors.js'
 
@@ -43,7 +43,7 @@ describe('autoAllowOption', () => {
       toolKind,
       options: kinds.map((kind, i) => ({ optionId: `o${i}`, name: kind, kind })),
     }) satisfies PermissionAsk
-  it('chooses allow_once by kind, only where the policy allows the tool kind', () => {
+  it('chooses allow_once by kind, only where the permissions mode allows the tool kind', () => {
     expect(autoAllowOption('ask', ask('read'))).toBeUndefined()
     expect(autoAllowOption('allow-reads', ask('read'))).toBe('o1')
     expect(autoAllowOption('allow-reads', ask('edit'))).toBeUndefined()
@@ -53,7 +53,7 @@ describe('autoAllowOption', () => {
       undefined,
     )
   })
-  it('rejects an unknown policy name as a usage error', () => {
+  it('rejects an unknown permissions mode as a usage error', () => {
     let caught: unknown
     try {
       parsePermissionsMode('yolo')
