@@ -1,5 +1,6 @@
 // npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW --attacker-nice N --sync full|normal]
-// What strangers and greedy members cost the others: a real `kith hub` subprocess, one honest
+// What strangers and greedy members cost the others: a real `kith hub` subprocess (its default
+// limits, rate limits included), one honest
 // member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
 // first quiet and then during each abuse in turn:
 //   auth-flood   strangers send forged AUTH frames naming the founder's key (they pass every
@@ -14,7 +15,10 @@
 //                the per-address connection rate answers most with 429 before a WebSocket
 //                exists, while the member, carrying a connect ticket, is never charged
 //                (issue 30, item 5);
-//   held-revocations  a plain member publishing revocations naming 999 keys, 50/s (item 1);
+//   held-revocations  a plain member publishing revocations naming as many keys as one may (256,
+//                maxRevocationTargets), 50/s (item 1);
+//   tag-flood    that member posting messages of 1000 `p` tags (each a row of the hub's tag index),
+//                every 5 ms: its bucket charges 1 token per 10 such tags;
 //   neg-flood    that member re-opening NIP-77 reconciliations over every stored event on 4
 //                connections (item 4).
 // (Items 2 and 3, a node's pending set and a peer bridge, have no hub-side row: their bounds are
@@ -40,7 +44,7 @@ import { nip77 } from 'nostr-tools'
 import { signAuthEvent } from '../dist/events/nip42.js'
 import { withConnectTicket } from '../dist/events/connect-ticket.js'
 import { signGrant } from '../dist/grants/grant.js'
-import { makeRevocation } from '../dist/grants/revocation.js'
+import { makeRevocation, maxRevocationTargets } from '../dist/grants/revocation.js'
 import { signEvent } from '../dist/events/event.js'
 import { spawnHub } from './hub-process.js'
 import { scriptArgs } from './script-args.js'
@@ -81,12 +85,9 @@ const founderSk = given ? bytesOf(given.founderSk) : generateSecretKey()
 const founder = getPublicKey(founderSk)
 const hub = given
   ? { url: given.url }
-  : await spawnHub(
-      ['--db', join(dir, 'hub.db'), '--owner', founder, '--rate', '0', '--sync', values.sync],
-      {
-        env: { KITH_HOME: join(dir, 'home') },
-      },
-    )
+  : await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--sync', values.sync], {
+      env: { KITH_HOME: join(dir, 'home') },
+    })
 // A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
@@ -139,25 +140,50 @@ function open({ auth = true, url = hub.url, localAddress = undefined, sk = found
   })
 }
 
-// Stored events for the REQ abuses: `stored` kind-9 events of ~300 bytes.
+// Stored events for the REQ abuses: `stored` kind-9 events of ~300 bytes. The hub runs with its
+// default rate limits (a person may send a burst of 1000, then 100/s), so they are written by
+// several people, each admitted by the founder, at most `perAuthor` each.
 if (!given) {
   progress(`storing ${values.stored} events`)
   const ws = await open()
-  const n = Number(values.stored)
-  const base = Math.floor(Date.now() / 1000) - n
-  let acked = 0
-  await new Promise((resolve) => {
-    ws.on('message', (d) => {
-      if (JSON.parse(d.toString())[0] === 'OK' && ++acked === n) resolve()
-    })
-    for (let i = 0; i < n; i++) {
-      const e = finalizeEvent(
-        { kind: 9, created_at: base + i, tags: [['h', 'big']], content: `${i} ${'x'.repeat(240)}` },
-        founderSk,
-      )
-      ws.send(JSON.stringify(['EVENT', e]))
-    }
+  const answers = new Map()
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString())
+    if (m[0] === 'OK') answers.get(m[1])?.(m)
   })
+  // In windows under the hub's max_pending_verifications (256 a connection).
+  const publishAll = async (events) => {
+    for (let i = 0; i < events.length; i += 200) {
+      await Promise.all(
+        events.slice(i, i + 200).map(
+          (e) =>
+            new Promise((resolve, reject) => {
+              answers.set(e.id, (m) =>
+                m[2] ? resolve() : reject(new Error(`history refused: ${m[3]}`)),
+              )
+              ws.send(JSON.stringify(['EVENT', e]))
+            }),
+        ),
+      )
+    }
+  }
+  const n = Number(values.stored)
+  const perAuthor = 900
+  const authors = Array.from({ length: Math.ceil(n / perAuthor) }, () => generateSecretKey())
+  const base = Math.floor(Date.now() / 1000) - n
+  await publishAll(
+    authors.map((sk) =>
+      signGrant({ subject: getPublicKey(sk), role: 'owner', fleet: founder }, founderSk, sk, base),
+    ),
+  )
+  await publishAll(
+    Array.from({ length: n }, (_, i) =>
+      finalizeEvent(
+        { kind: 9, created_at: base + i, tags: [['h', 'big']], content: `${i} ${'x'.repeat(240)}` },
+        authors[Math.floor(i / perAuthor)],
+      ),
+    ),
+  )
   ws.close()
 }
 
@@ -373,13 +399,41 @@ Object.assign(abuses, {
     })
     const loop = (async () => {
       while (!stop && ws.readyState === WebSocket.OPEN) {
-        const keys = Array.from({ length: 999 }, randomHex)
+        const keys = Array.from({ length: maxRevocationTargets }, randomHex)
         const rev = signEvent(
           makeRevocation({ fleet: founder, keys }, Math.floor(Date.now() / 1000)),
           plainSk,
         )
         ws.send(JSON.stringify(['EVENT', rev]))
         await sleep(20)
+      }
+    })()
+    return async () => {
+      stop = true
+      await loop
+      ws.terminate()
+      return { answers }
+    }
+  },
+  'tag-flood': async () => {
+    const ws = await open({ sk: plainSk })
+    let stop = false
+    const answers = {}
+    ws.on('message', (d) => {
+      const m = JSON.parse(d.toString())
+      if (m[0] !== 'OK') return
+      const k = m[2] ? 'ok' : String(m[3]).split(':')[0]
+      answers[k] = (answers[k] ?? 0) + 1
+    })
+    const loop = (async () => {
+      while (!stop && ws.readyState === WebSocket.OPEN) {
+        const tags = Array.from({ length: 1000 }, () => ['p', randomHex()])
+        const e = finalizeEvent(
+          { kind: 9, created_at: Math.floor(Date.now() / 1000), tags, content: 'tags' },
+          plainSk,
+        )
+        ws.send(JSON.stringify(['EVENT', e]))
+        await sleep(5)
       }
     })()
     return async () => {

@@ -14,6 +14,14 @@ export interface Revocation {
   createdAt: number
 }
 
+/**
+ * `e` and `p` tags one revocation may carry. Kith's tools name one target per revocation; the
+ * bound is what a stranger to the target pays: every hub and node parses and judges every target
+ * of every revocation it is sent, and a refused one of 999 keys cost a hub ~4 ms of its main
+ * thread (bench:abuse, held-revocations). More targets go in several revocations.
+ */
+export const maxRevocationTargets = 256
+
 export function makeRevocation(
   spec: { fleet: string; grants?: string[]; keys?: string[]; reason?: string },
   createdAt: number,
@@ -32,6 +40,15 @@ export function parseRevocation(event: NostrEvent): Revocation {
   const fleet = fleets[0]?.[1]
   if (fleets.length !== 1 || !isHex64(fleet)) {
     throw new GrantError('malformed', 'one fleet tag with the founder pubkey is required')
+  }
+  // Counted before any is checked, so an oversized one costs a pass over its tag names only.
+  let targets = 0
+  for (const tag of event.tags) if (tag[0] === 'e' || tag[0] === 'p') targets++
+  if (targets > maxRevocationTargets) {
+    throw new GrantError(
+      'malformed',
+      `a revocation names at most ${maxRevocationTargets} targets (e and p tags), got ${targets}; publish several`,
+    )
   }
   const grants = new Set<string>()
   const keys = new Set<string>()

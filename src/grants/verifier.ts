@@ -110,6 +110,11 @@ export class GrantVerifier {
   recordAccepted = false
   /** Bumped on every change; lets callers cache decisions. */
   generation = 0
+  /**
+   * Revocations parsed, by event: a hub asks `wouldHold` (its quota) and then `add` of the same
+   * event, and a revocation's targets are the costly part to parse.
+   */
+  private readonly parsedRevocations = new WeakMap<NostrEvent, Revocation | GrantError>()
 
   constructor(opts: VerifierOptions) {
     this.founder = opts.founder
@@ -153,7 +158,7 @@ export class GrantVerifier {
   private tryAdd(event: NostrEvent): AddResult {
     try {
       if (event.kind === Kind.Grant) return this.addGrant(parseGrant(event))
-      if (event.kind === Kind.Revocation) return this.addRevocation(parseRevocation(event))
+      if (event.kind === Kind.Revocation) return this.addRevocation(this.revocationOf(event))
       return { status: 'rejected', code: 'malformed', reason: 'not a grant or revocation' }
     } catch (err) {
       if (err instanceof GrantError)
@@ -276,11 +281,27 @@ export class GrantVerifier {
     return standing
   }
 
+  /** `parseRevocation(event)`, once per event object (its refusal too). */
+  private revocationOf(event: NostrEvent): Revocation {
+    let parsed = this.parsedRevocations.get(event)
+    if (parsed === undefined) {
+      try {
+        parsed = parseRevocation(event)
+      } catch (err) {
+        if (!(err instanceof GrantError)) throw err
+        parsed = err
+      }
+      this.parsedRevocations.set(event, parsed)
+    }
+    if (parsed instanceof GrantError) throw parsed
+    return parsed
+  }
+
   /** True when `event` is a revocation this verifier would keep as held (revoking nothing). */
   wouldHold(event: NostrEvent): boolean {
     if (event.kind !== Kind.Revocation) return false
     try {
-      const r = this.judgeRevocation(parseRevocation(event))
+      const r = this.judgeRevocation(this.revocationOf(event))
       return r.status === 'accepted' && r.held === true
     } catch (err) {
       if (err instanceof GrantError) return false

@@ -7,8 +7,11 @@ export class RateLimiter {
     private readonly burst: number,
   ) {}
 
-  /** Takes one token for `name`; false when its bucket is empty. perSecond 0: always true. */
-  take(name: string, nowMs: number): boolean {
+  /**
+   * Takes `n` tokens (at most the burst, so any single event can pass) for `name`; false when its
+   * bucket holds fewer. perSecond 0: always true.
+   */
+  take(name: string, nowMs: number, n = 1): boolean {
     if (this.perSecond <= 0) return true
     let bucket = this.buckets.get(name)
     if (bucket === undefined) {
@@ -21,15 +24,17 @@ export class RateLimiter {
       bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
     )
     bucket.at = nowMs
-    if (bucket.tokens < 1) return false
-    bucket.tokens -= 1
+    const cost = Math.min(n, this.burst)
+    if (bucket.tokens < cost) return false
+    bucket.tokens -= cost
     return true
   }
 
-  /** Gives back a token taken for an event refused by a later check. */
-  refund(name: string): void {
+  /** Gives back the `n` tokens taken for an event refused by a later check. */
+  refund(name: string, n = 1): void {
     const bucket = this.buckets.get(name)
-    if (bucket !== undefined) bucket.tokens = Math.min(this.burst, bucket.tokens + 1)
+    if (bucket !== undefined)
+      bucket.tokens = Math.min(this.burst, bucket.tokens + Math.min(n, this.burst))
   }
 
   /** Forgets buckets that have refilled; they would start full again anyway. */

@@ -78,6 +78,36 @@ describe('rate limits by person', () => {
     ])
   })
 
+  it('counts an event with many tags as the index rows it makes: 1 token plus 1 per 10 tags', async () => {
+    const t = await startTestHub({
+      limits: { eventsPerSecond: 1, eventBurst: 50, hubEventBurst: 10_000 },
+    })
+    const p = await person(t, 1)
+    const agent = p.agentSks[0]!
+    // 200 p tags: 200 rows in the tag index, 21 tokens. Before, it cost what a plain message
+    // does, so a person's 100 events/s of 1000 tags each held a hub's main thread most of every second.
+    const heavy = (i: number) =>
+      signEvent(
+        {
+          kind: 9,
+          created_at: now(),
+          tags: Array.from({ length: 200 }, (_, j) => [
+            'p',
+            (i * 1000 + j).toString(16).padStart(64, '0'),
+          ]),
+          content: `heavy ${i}`,
+        },
+        agent,
+      )
+    const answers = await burst(p.founder, [heavy(0), heavy(1), heavy(2)])
+    expect(answers.map((f) => f[2])).toEqual([true, true, false])
+    expect(answers[2]![3]).toBe(
+      "rate-limited: person: more than 1 events/s from this person's keys together (this event counts 21: 1 + 1 per 10 tags); slow down",
+    )
+    // What is left of the bucket (50 - 42) still takes a plain message.
+    expect((await publish(p.founder, chat(agent, 'plain')))[2]).toBe(true)
+  })
+
   it('still takes a revocation from a person whose agent floods their bucket', async () => {
     const t = await startTestHub({ limits: { eventsPerSecond: 1, eventBurst: 5 } })
     const p = await person(t, 1)

@@ -167,4 +167,52 @@ describe('NIP-77 reconciliations', () => {
     neg.closeAll()
     store.close()
   })
+
+  it('reconciliations whose budgets refill together still read one slice a turn', async () => {
+    const store = new EventStore(join(tempDir(), 'events.db'))
+    const sk = generateSecretKey()
+    store.insertBatch(
+      Array.from({ length: 20 }, (_, i) =>
+        signEvent({ kind: 9, created_at: 1000 + i, tags: [], content: `m${i}` }, sk),
+      ),
+    )
+    // Eight people, each out of work budget by the same amount: their waits end in the same
+    // timers phase. Before, each slice ran in that phase, all eight back to back before any
+    // other connection's frame was read.
+    const budget = {
+      work: new WorkBudget(1000, 1),
+      open: new Map<string, number>(),
+      maxOpenPerPerson: 8,
+      turns: new TurnQueue(),
+    }
+    let loopTurn = 0
+    let probing = true
+    const probe = () => {
+      loopTurn++
+      if (probing) setImmediate(probe)
+    }
+    probe()
+    const firstReadAt = new Map<string, number>()
+    const people = Array.from({ length: 8 }, (_, i) => `person${i}`)
+    const sessions = people.map((who) => {
+      const peer: NegPeer = {
+        send: () => {},
+        hidden: () => {
+          if (!firstReadAt.has(who)) firstReadAt.set(who, loopTurn)
+          return []
+        },
+        payer: () => who,
+      }
+      return new NegReconciliations(store, defaultHubLimits, peer, budget)
+    })
+    const now = Date.now()
+    for (const who of people) budget.work.charge(who, 3, now)
+    sessions.forEach((neg) => neg.open('a', {}, '61'))
+    while (firstReadAt.size < people.length) await turn()
+    probing = false
+    // Each person's first slice in a loop turn of its own.
+    expect(new Set(firstReadAt.values()).size).toBe(people.length)
+    for (const neg of sessions) neg.closeAll()
+    store.close()
+  })
 })
