@@ -9,19 +9,23 @@ import type { HubLimits } from './limits.js'
 import { RateLimiter } from './rate-limiter.js'
 
 /**
- * Tag-index rows that cost as much of the hub's main thread as one event: each single-letter tag
- * is a row in the tag index (three B-tree inserts, ~5 µs), against ~100 µs for an event's own
- * checks. An event counts 1 token plus one per this many such tags, so a person's bucket bounds
- * the index rows they make as well as their events: at 1 token each, 100 events/s of 1000 `p`
- * tags held a hub's main thread for 0.5–0.8 s of every second.
+ * What an event's tag-index rows cost in rate tokens. Each one-letter tag is a row of the hub's
+ * tag index (three B-tree inserts), and the rows of one event are inserted in one go on the main
+ * thread: 1000 of them held it ~5–8 ms, longer than a member's whole EVENT→OK on an idle hub. At
+ * 1 token an event, 100 events/s of 1000 `p` tags held the hub most of every second, and an
+ * honest member's OK p99 rose to 2.3× idle even at 1 token per 10 tags (bench:abuse tag-flood).
+ * So an event's first `freeIndexedTags` rows are free (what ordinary events carry), and each
+ * `indexedTagsPerToken` more cost a token: a 1000-tag event is ~500 tokens, two a second per
+ * person at most, and a person's bucket bounds the rows they make as well as their events.
  */
-export const indexedTagsPerToken = 10
+export const freeIndexedTags = 10
+export const indexedTagsPerToken = 2
 
 /** Tokens `event` takes from each rate bucket it pays into (see indexedTagsPerToken). */
 export function eventTokens(event: NostrEvent): number {
   let indexed = 0
   for (const tag of event.tags) if (tag[0]?.length === 1 && tag[1] !== undefined) indexed++
-  return 1 + Math.floor(indexed / indexedTagsPerToken)
+  return 1 + Math.floor(Math.max(0, indexed - freeIndexedTags) / indexedTagsPerToken)
 }
 
 /** A stored event on its way to the store, counted against its person's quota until it lands. */
@@ -59,6 +63,44 @@ export class EventLimits {
   }
 
   /**
+   * The refusal `take` would give `event` now for the hub's or its person's bucket, taking
+   * nothing: asked before the signature check, so a person past their rate does not make the hub
+   * parse and verify each event it then refuses (a flood of 1000-tag events cost ~0.7 ms each).
+   * Taking nothing, a forged event naming someone else's key cannot spend their tokens. Authority
+   * kinds are left to `take` (whether a revocation is held needs it parsed).
+   */
+  wouldRefuse(event: NostrEvent, now: number, nowMs: number): KithError | undefined {
+    if (quotaExemptKinds.has(event.kind)) return undefined
+    const tokens = eventTokens(event)
+    if (!this.hub.has('hub', nowMs, tokens)) return this.hubRefusal(tokens)
+    const person = personOf(this.grants, event.pubkey, now) ?? event.pubkey
+    if (!this.persons.has(person, nowMs, tokens)) return this.personRefusal(tokens)
+    return undefined
+  }
+
+  private counts(tokens: number): string {
+    return tokens === 1
+      ? ''
+      : ` (this event counts ${tokens}: 1 + 1 per ${indexedTagsPerToken} tags past the first ${freeIndexedTags})`
+  }
+
+  private hubRefusal(tokens: number): KithError {
+    return new KithError(
+      'rate-limited',
+      `hub: more than ${this.limits.hubEventsPerSecond} events/s on this hub from everyone${this.counts(tokens)}; ` +
+        'try again shortly',
+    )
+  }
+
+  private personRefusal(tokens: number): KithError {
+    return new KithError(
+      'rate-limited',
+      `person: more than ${this.limits.eventsPerSecond} events/s from this person's keys ` +
+        `together${this.counts(tokens)}; slow down`,
+    )
+  }
+
+  /**
    * Admits `event` (already verified and authorized) or throws KithError('rate-limited') naming
    * the limit. For an event to be stored it returns the reservation to `settle` after the commit.
    */
@@ -66,14 +108,12 @@ export class EventLimits {
     // A revocation that revokes nothing yet (held) is a person's ordinary storage: quota and
     // bucket. One that takes effect keeps the authority lane, so a key can be cut during a flood.
     const tokens = eventTokens(event)
-    const counts =
-      tokens === 1 ? '' : ` (this event counts ${tokens}: 1 + 1 per ${indexedTagsPerToken} tags)`
     if (quotaExemptKinds.has(event.kind) && !this.grants.wouldHold(event)) {
       if (!this.keys.take(event.pubkey, nowMs, tokens)) {
         throw new KithError(
           'rate-limited',
           `key: more than ${this.limits.eventsPerSecond} grants, revocations and channel ` +
-            `definitions/s from this key${counts}; slow down`,
+            `definitions/s from this key${this.counts(tokens)}; slow down`,
         )
       }
       return undefined
@@ -82,20 +122,10 @@ export class EventLimits {
     const stored = !isEphemeralKind(event.kind)
     const bytes = stored ? Buffer.byteLength(raw, 'utf8') : 0
     if (stored) this.checkQuota(person, bytes, now)
-    if (!this.hub.take('hub', nowMs, tokens)) {
-      throw new KithError(
-        'rate-limited',
-        `hub: more than ${this.limits.hubEventsPerSecond} events/s on this hub from everyone${counts}; ` +
-          'try again shortly',
-      )
-    }
+    if (!this.hub.take('hub', nowMs, tokens)) throw this.hubRefusal(tokens)
     if (!this.persons.take(person, nowMs, tokens)) {
       this.hub.refund('hub', tokens)
-      throw new KithError(
-        'rate-limited',
-        `person: more than ${this.limits.eventsPerSecond} events/s from this person's keys ` +
-          `together${counts}; slow down`,
-      )
+      throw this.personRefusal(tokens)
     }
     if (!stored) return undefined
     const p = this.pending.get(person)

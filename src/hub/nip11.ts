@@ -1,6 +1,6 @@
 import type { HubLimits } from './limits.js'
 import { maxRevocationTargets } from '../grants/revocation.js'
-import { indexedTagsPerToken } from './event-limits.js'
+import { freeIndexedTags, indexedTagsPerToken } from './event-limits.js'
 import { heldTargetsPerSigner } from '../grants/verifier.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 
@@ -42,6 +42,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       quota_exempt_kinds: [...quotaExemptKinds],
       held_revocation_targets_per_signer: heldTargetsPerSigner,
       revocation_targets_max: maxRevocationTargets,
+      free_indexed_tags_per_event: freeIndexedTags,
       indexed_tags_per_event_token: indexedTagsPerToken,
       max_filter_values: limits.maxFilterValues,
       max_filter_tag_conditions: limits.maxFilterTagConditions,

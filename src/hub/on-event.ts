@@ -31,6 +31,10 @@ export function onEvent(conn: Connection, value: unknown, frameBytes: number): v
       ctx.grants.authorize(event.pubkey, { now: ctx.now(), kind: event.kind }).ok,
     verifying: conn.verifying,
     limits: ctx.limits,
+    rateRefusal: () => {
+      const err = ctx.eventLimits.wouldRefuse(event, ctx.now(), Date.now())
+      return err === undefined ? undefined : toNostrMessage(err)
+    },
   })
   if (refused !== undefined) {
     conn.ok(event.id, false, refused)

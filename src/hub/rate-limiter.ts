@@ -30,6 +30,18 @@ export class RateLimiter {
     return true
   }
 
+  /** Whether `take(name, nowMs, n)` would pass now; takes nothing. */
+  has(name: string, nowMs: number, n = 1): boolean {
+    if (this.perSecond <= 0) return true
+    const bucket = this.buckets.get(name)
+    if (bucket === undefined) return true
+    const tokens = Math.min(
+      this.burst,
+      bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
+    )
+    return tokens >= Math.min(n, this.burst)
+  }
+
   /** Gives back the `n` tokens taken for an event refused by a later check. */
   refund(name: string, n = 1): void {
     const bucket = this.buckets.get(name)

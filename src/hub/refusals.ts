@@ -23,7 +23,8 @@ import { filterLimitsOf, type HubLimits } from './limits.js'
  *   connection rate; else HTTP 429), then `admission.ts` (strangers' deadline and caps).
  * - Every frame: `rejectFrame`, then JSON and the verb (connection.ts).
  * - EVENT: its shape (`events/event.ts` parseEvent); a pairing event (24140) leaves for
- *   `rejectPairingEvent`; `rejectEventBeforeSignature`; the signature (`signatureRefusal`, in the
+ *   `rejectPairingEvent`; `rejectEventBeforeSignature` (its last check asks the rate buckets, taking
+ *   nothing); the signature (`signatureRefusal`, in the
  *   verify pool); then `FleetState.admit` (grants/fleet-state.ts: grants, channels, who may post,
  *   no plaintext in a sealed fleet), which runs `rejectEventBeforeStore` after its read-only
  *   checks and before anything changes; then the store (group-commit.ts).
@@ -128,6 +129,8 @@ export interface EventArrival {
   authorityLane: () => boolean
   verifying: number
   limits: Pick<HubLimits, 'maxPendingVerifications'>
+  /** The refusal the rate buckets would give the event now, taking nothing (EventLimits.wouldRefuse). */
+  rateRefusal: () => Refusal | undefined
 }
 
 export function authSentAsEvent(c: EventArrival): Refusal | undefined {
@@ -147,11 +150,20 @@ export function strangerOutsideAuthorityLane(c: EventArrival): Refusal | undefin
   return authority && c.authorityLane() ? undefined : authRequired
 }
 
+/**
+ * A person already past their rate (or the hub past its own) is refused before the hub parses
+ * and verifies the event only to refuse it after (`overRateOrQuota` still takes the tokens).
+ */
+export function overRateBeforeSignature(c: EventArrival): Refusal | undefined {
+  return c.rateRefusal()
+}
+
 /** EVENT, before its signature is checked: cheap checks, so strangers cost the hub little. */
 export const rejectEventBeforeSignature: readonly Check<EventArrival>[] = [
   authSentAsEvent,
   strangerOutsideAuthorityLane,
   verifyQueueFull,
+  overRateBeforeSignature,
 ]
 
 export interface EventBeforeStore {

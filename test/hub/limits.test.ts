@@ -78,13 +78,13 @@ describe('rate limits by person', () => {
     ])
   })
 
-  it('counts an event with many tags as the index rows it makes: 1 token plus 1 per 10 tags', async () => {
+  it('counts an event with many tags as the index rows it makes: 1 token plus 1 per 2 tags past 10', async () => {
     const t = await startTestHub({
-      limits: { eventsPerSecond: 1, eventBurst: 50, hubEventBurst: 10_000 },
+      limits: { eventsPerSecond: 1, eventBurst: 250, hubEventBurst: 10_000 },
     })
     const p = await person(t, 1)
     const agent = p.agentSks[0]!
-    // 200 p tags: 200 rows in the tag index, 21 tokens. Before, it cost what a plain message
+    // 200 p tags: 200 rows in the tag index, 96 tokens. Before, it cost what a plain message
     // does, so a person's 100 events/s of 1000 tags each held a hub's main thread most of every second.
     const heavy = (i: number) =>
       signEvent(
@@ -102,10 +102,34 @@ describe('rate limits by person', () => {
     const answers = await burst(p.founder, [heavy(0), heavy(1), heavy(2)])
     expect(answers.map((f) => f[2])).toEqual([true, true, false])
     expect(answers[2]![3]).toBe(
-      "rate-limited: person: more than 1 events/s from this person's keys together (this event counts 21: 1 + 1 per 10 tags); slow down",
+      "rate-limited: person: more than 1 events/s from this person's keys together (this event counts 96: 1 + 1 per 2 tags past the first 10); slow down",
     )
-    // What is left of the bucket (50 - 42) still takes a plain message.
+    // What is left of the bucket (250 - 192) still takes a plain message.
     expect((await publish(p.founder, chat(agent, 'plain')))[2]).toBe(true)
+  })
+
+  it('refuses a person past their rate before checking the signature, and spends nobody’s tokens on a forgery', async () => {
+    const t = await startTestHub({
+      limits: { eventsPerSecond: 1, eventBurst: 2, hubEventBurst: 10_000 },
+    })
+    const p = await person(t, 1)
+    const agent = p.agentSks[0]!
+    expect((await burst(p.founder, [chat(agent, 'a'), chat(agent, 'b')])).map((f) => f[2])).toEqual(
+      [true, true],
+    )
+    // Its bucket is empty: the next is refused as over the rate without its signature being
+    // checked (a broken signature still gets the rate's refusal). Before, the hub verified each
+    // such event only to refuse it after.
+    const broken = { ...chat(agent, 'c'), sig: 'ab'.repeat(64) }
+    expect((await publish(p.founder, broken))[3]).toMatch(/^rate-limited: person: /)
+    // A forgery naming another person's key takes nothing from that person's bucket.
+    const forged = { ...t.sign({ content: 'not the founder' }), sig: 'ab'.repeat(64) }
+    expect((await publish(p.founder, forged))[3]).toMatch(/^invalid: /)
+    expect(
+      (await burst(p.founder, [t.sign({ content: '1' }), t.sign({ content: '2' })])).map(
+        (f) => f[2],
+      ),
+    ).toEqual([true, true])
   })
 
   it('still takes a revocation from a person whose agent floods their bucket', async () => {

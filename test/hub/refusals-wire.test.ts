@@ -38,6 +38,7 @@ describe('refusals on the wire', () => {
       event: chat,
       member: false,
       authorityLane: () => false,
+      rateRefusal: () => undefined,
       verifying: 0,
       limits,
     })

@@ -98,11 +98,18 @@ describe('refusal lists', () => {
       },
       verifying: limits.maxPendingVerifications,
       limits,
+      rateRefusal: () => overRate,
       ...over,
     })
+    const overRate = 'rate-limited: person: more than 100 events/s; slow down'
     holdsOrder(
       rejectEventBeforeSignature,
-      ['authSentAsEvent', 'strangerOutsideAuthorityLane', 'verifyQueueFull'],
+      [
+        'authSentAsEvent',
+        'strangerOutsideAuthorityLane',
+        'verifyQueueFull',
+        'overRateBeforeSignature',
+      ],
       [
         {
           input: () => arrival({}),
@@ -112,12 +119,22 @@ describe('refusal lists', () => {
         { input: () => arrival({ event: event(), member: true }), refusal: awaiting },
         {
           input: () => arrival({ event: event(), member: true, verifying: 0 }),
+          refusal: overRate,
+        },
+        {
+          input: () =>
+            arrival({ event: event(), member: true, verifying: 0, rateRefusal: () => undefined }),
           refusal: undefined,
         },
       ],
     )
     // A stranger's grant passes when its issuer may publish it now; a member's never asks.
-    const grant = arrival({ event: event({ kind: 4140 }), verifying: 0, authorityLane: () => true })
+    const grant = arrival({
+      event: event({ kind: 4140 }),
+      verifying: 0,
+      authorityLane: () => true,
+      rateRefusal: () => undefined,
+    })
     expect(firstRefusal(rejectEventBeforeSignature, grant)).toBeUndefined()
     asked = 0
     firstRefusal(rejectEventBeforeSignature, arrival({ event: event(), member: true }))
