@@ -88,7 +88,9 @@ const hub = given
   : await spawnHub(['--db', join(dir, 'hub.db'), '--owner', founder, '--sync', values.sync], {
       env: { KITH_HOME: join(dir, 'home') },
     })
-// A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running.
+// A hub left busy by an abuse may not stop on SIGTERM in time; never leave it running, nor after
+// this script fails.
+process.on('exit', () => hub.child?.kill('SIGKILL'))
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
     hub.child?.kill('SIGKILL')
