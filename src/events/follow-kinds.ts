@@ -2,7 +2,7 @@ import { Kind } from './kinds.js'
 
 /**
  * Which of Kith's kinds a device asks its hubs for, and how: the one list, read by the node
- * (`node/kith-node.ts`), the web app (`web/app/lib/session.ts`) and the service worker
+ * (`node/kith-node.ts`), the web app (`web/app/lib/fleet-client.ts`) and the service worker
  * (`web/sw/seal.ts`). Every kind in `Kind` is decided here: followed, fetched whole, or named in
  * `notFollowed` with why; test/events/follow-kinds.test.ts fails on a kind nobody decided.
  *

@@ -3,7 +3,7 @@ import { relayVerdict, saysRevoked, type OkAnswer } from './relay-client.js'
 
 /**
  * What a hub's answer to a kept (outbox) event means, decided once for the node's outbox
- * (`node/outbox-pump.ts`) and the browser's (`web/app/lib/session.ts`); each keeps its own I/O
+ * (`node/outbox-pump.ts`) and the browser's (`web/app/lib/fleet-client.ts`); each keeps its own I/O
  * (node.db, IndexedDB) and acts on the outcome. Pure and browser-safe.
  *
  * - `delivered`: OK true, or a refusal that only says the hub already holds it (NIP-01

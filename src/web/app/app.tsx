@@ -9,7 +9,7 @@ export function App() {
   const b = boot.value
   return (
     <>
-      <OfflineBanner session={b.state === 'ready' ? b.session : undefined} />
+      <OfflineBanner client={b.state === 'ready' ? b.client : undefined} />
       {b.state === 'loading' && <p class="boot">Kith is loading…</p>}
       {b.state === 'failed' && (
         <main class="center">
@@ -22,7 +22,7 @@ export function App() {
         </main>
       )}
       {b.state === 'pairing' && <Pairing onPaired={(d) => void open(d)} />}
-      {b.state === 'ready' && <Shell session={b.session} />}
+      {b.state === 'ready' && <Shell client={b.client} />}
     </>
   )
 }

@@ -1,22 +1,22 @@
 import { signal } from '@preact/signals'
 import { forgetDevice, loadDevice, type Device } from './device.js'
-import { Session } from './session.js'
+import { FleetClient } from './fleet-client.js'
 
-/** The app's life: loading, pairing (no device yet), ready (a session), or failed. */
+/** The app's life: loading, pairing (no device yet), ready (a client), or failed. */
 export type Boot =
   | { state: 'loading' }
   | { state: 'pairing' }
-  | { state: 'ready'; session: Session }
+  | { state: 'ready'; client: FleetClient }
   | { state: 'failed'; message: string }
 
 export const boot = signal<Boot>({ state: 'loading' })
 
-/** Starts the session of a paired device: its links, its outbox, its fleet. */
+/** Starts the fleet client of a paired device: its links, its outbox, its fleet. */
 export async function open(device: Device): Promise<void> {
   performance.mark('kith-phase-device')
-  const session = new Session(device)
-  boot.value = { state: 'ready', session }
-  await session.start()
+  const client = new FleetClient(device)
+  boot.value = { state: 'ready', client }
+  await client.start()
 }
 
 export async function start(): Promise<void> {
@@ -31,7 +31,7 @@ export async function start(): Promise<void> {
 
 /** Forgets this browser's key and grant, and starts over with a new pairing. */
 export async function startOver(): Promise<void> {
-  if (boot.value.state === 'ready') boot.value.session.stop()
+  if (boot.value.state === 'ready') boot.value.client.stop()
   await forgetDevice()
   boot.value = { state: 'pairing' }
 }

@@ -10,7 +10,7 @@ import {
   type NostrEvent,
 } from '../../../browser-core.js'
 import { idbAll } from '../lib/idb.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 
 /**
  * The Audit view (kith-agents, "Audit"): `kith audit` over what this browser holds, checked
@@ -18,15 +18,15 @@ import type { Session } from '../lib/session.js'
  * opened one is taken as this page checked it when it arrived (its signature is the sealed
  * form's), and what no key here opens is counted and said.
  */
-export function AuditView({ session }: { session: Session }) {
-  const m = session.model
+export function AuditView({ client }: { client: FleetClient }) {
+  const m = client.model
   const report = useSignal<AuditReport | undefined>(undefined)
   const error = useSignal<string | undefined>(undefined)
   const run = async () => {
     error.value = undefined
     try {
       // The device's own grant and its chain come with its enrollment, not from a hub.
-      const { record } = session.device
+      const { record } = client.device
       const stored = [
         ...(await idbAll<NostrEvent>('events')),
         record.grant,
@@ -42,7 +42,7 @@ export function AuditView({ session }: { session: Session }) {
         return o
       })
       report.value = audit({
-        fleet: session.device.record.fleet,
+        fleet: client.device.record.fleet,
         events,
         verifySignature: verifyEventSignature,
         vouched: (e) => opened.has(e.id) && sealedKinds.has(e.kind),

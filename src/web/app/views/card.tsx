@@ -1,7 +1,7 @@
 import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
 import { optionLabel, optionsInOrder, tallyText } from '../../../browser-core.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { unifiedLineClass } from '../lib/diff.js'
 import { when } from './format.js'
 
@@ -10,8 +10,8 @@ import { when } from './format.js'
  * will do (its preview: a diff, a command, a path), and its options as buttons; one tap signs a kind-4143 decision with this device's key. Then it shows
  * who decided what, or that it expired.
  */
-export function PermissionCard({ session, id }: { session: Session; id: string }) {
-  const m = session.model
+export function PermissionCard({ client, id }: { client: FleetClient; id: string }) {
+  const m = client.model
   void m.revision.value
   const clock = useClock()
   const sending = useSignal<string | undefined>(undefined)
@@ -65,7 +65,7 @@ export function PermissionCard({ session, id }: { session: Session; id: string }
               onClick={() => {
                 sending.value = o.optionId
                 error.value = undefined
-                session.decide(r, o.optionId).catch((err: unknown) => {
+                client.decide(r, o.optionId).catch((err: unknown) => {
                   sending.value = undefined
                   error.value = err instanceof Error ? err.message : String(err)
                 })

@@ -1,7 +1,7 @@
 import { useSignal } from '@preact/signals'
 import { useEffect, useLayoutEffect, useRef } from 'preact/hooks'
 import { Kind, type NostrEvent } from '../../../browser-core.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { PermissionCard } from './card.js'
 import { Composer } from './composer.js'
 import { Message } from './message.js'
@@ -9,32 +9,32 @@ import { go } from './route.js'
 import { TurnProgress } from './turn.js'
 
 /** The agents a prompt mentions (its `p` tags that name agents). */
-function promptedAgents(session: Session, e: NostrEvent): string[] {
-  if (e.kind !== Kind.ChatMessage || session.model.isAgent(e.pubkey)) return []
+function promptedAgents(client: FleetClient, e: NostrEvent): string[] {
+  if (e.kind !== Kind.ChatMessage || client.model.isAgent(e.pubkey)) return []
   return e.tags
-    .filter((t) => t[0] === 'p' && t[1] !== undefined && session.model.isAgent(t[1]))
+    .filter((t) => t[0] === 'p' && t[1] !== undefined && client.model.isAgent(t[1]))
     .map((t) => t[1]!)
 }
 
 /** One channel: its timeline with cards and live turns, a composer, and a thread beside it. */
 export function ChatView({
-  session,
+  client,
   channel,
   thread,
 }: {
-  session: Session
+  client: FleetClient
   channel: string
   thread?: string
 }) {
-  const m = session.model
+  const m = client.model
   void m.revision.value
   const events = m.timeline(channel)
   const replyTo = useSignal<string | undefined>(undefined)
   useEffect(() => {
     // What is on screen is read (the unread count of the channel drops).
-    if (document.visibilityState === 'visible') void session.markRead(channel)
+    if (document.visibilityState === 'visible') void client.markRead(channel)
   }, [events.length, channel])
-  const live = session.wasLive.value
+  const live = client.wasLive.value
   useEffect(() => {
     // Time to a usable chat (docs/performance.md): the channel is shown, caught up and live.
     if (live && performance.getEntriesByName('kith-chat-usable').length === 0)
@@ -42,7 +42,7 @@ export function ChatView({
   }, [live])
   const privateChannel = m.state.channels.isPrivate(channel, Date.now() / 1000)
   const mayPost =
-    !privateChannel || m.state.channels.isMember(session.me, channel, Date.now() / 1000)
+    !privateChannel || m.state.channels.isMember(client.me, channel, Date.now() / 1000)
   return (
     <div class={`chat ${thread === undefined ? '' : 'with-thread'}`}>
       <section class="timeline-pane" aria-label={`#${channel}`}>
@@ -51,10 +51,10 @@ export function ChatView({
             #{channel} {privateChannel && <span class="lock">private</span>}
           </h2>
         </div>
-        <Timeline session={session} events={events} onReply={(id) => (replyTo.value = id)} />
+        <Timeline client={client} events={events} onReply={(id) => (replyTo.value = id)} />
         {mayPost ? (
           <Composer
-            session={session}
+            client={client}
             channel={channel}
             replyTo={replyTo.value}
             onClearReply={() => (replyTo.value = undefined)}
@@ -65,18 +65,18 @@ export function ChatView({
           </p>
         )}
       </section>
-      {thread !== undefined && <ThreadPane session={session} channel={channel} root={thread} />}
+      {thread !== undefined && <ThreadPane client={client} channel={channel} root={thread} />}
     </div>
   )
 }
 
 function Timeline({
-  session,
+  client,
   events,
   onReply,
   inThread = false,
 }: {
-  session: Session
+  client: FleetClient
   events: NostrEvent[]
   onReply: (id: string) => void
   inThread?: boolean
@@ -104,12 +104,12 @@ function Timeline({
     >
       {events.map((e) =>
         e.kind === Kind.PermissionRequest ? (
-          <PermissionCard key={e.id} session={session} id={e.id} />
+          <PermissionCard key={e.id} client={client} id={e.id} />
         ) : (
           <div key={e.id} class="item">
-            <Message session={session} event={e} onReply={onReply} inThread={inThread} />
-            {promptedAgents(session, e).map((agent) => (
-              <TurnProgress key={agent} session={session} prompt={e} agent={agent} />
+            <Message client={client} event={e} onReply={onReply} inThread={inThread} />
+            {promptedAgents(client, e).map((agent) => (
+              <TurnProgress key={agent} client={client} prompt={e} agent={agent} />
             ))}
           </div>
         ),
@@ -119,15 +119,15 @@ function Timeline({
 }
 
 function ThreadPane({
-  session,
+  client,
   channel,
   root,
 }: {
-  session: Session
+  client: FleetClient
   channel: string
   root: string
 }) {
-  const m = session.model
+  const m = client.model
   void m.revision.value
   const events = m.thread(root)
   const replyTo = useSignal<string | undefined>(root)
@@ -139,9 +139,9 @@ function ThreadPane({
           Close
         </button>
       </div>
-      <Timeline session={session} events={events} onReply={(id) => (replyTo.value = id)} />
+      <Timeline client={client} events={events} onReply={(id) => (replyTo.value = id)} />
       <Composer
-        session={session}
+        client={client}
         channel={channel}
         replyTo={replyTo.value ?? root}
         onClearReply={() => (replyTo.value = root)}

@@ -1,6 +1,6 @@
 import { useSignal } from '@preact/signals'
 import { useRef } from 'preact/hooks'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { roleLabel } from './format.js'
 
 /** The @name being typed before the caret, if any. */
@@ -16,19 +16,19 @@ function mentionAt(text: string, caret: number): { start: number; query: string 
  * asks the mentioned agents to stop their running turn and take this one next.
  */
 export function Composer({
-  session,
+  client,
   channel,
   replyTo,
   onClearReply,
   inThread = false,
 }: {
-  session: Session
+  client: FleetClient
   channel: string
   replyTo: string | undefined
   onClearReply: () => void
   inThread?: boolean
 }) {
-  const m = session.model
+  const m = client.model
   const text = useSignal('')
   const caret = useSignal(0)
   const interrupt = useSignal(false)
@@ -43,7 +43,7 @@ export function Composer({
           .mentionable()
           .filter(
             (c) =>
-              c.pubkey !== session.me &&
+              c.pubkey !== client.me &&
               (c.handle.toLowerCase().startsWith(mention.query) ||
                 c.who.name.toLowerCase().startsWith(mention.query)),
           )
@@ -78,7 +78,7 @@ export function Composer({
       body = body.slice('/interrupt '.length).trim()
     }
     error.value = undefined
-    session
+    client
       .post(channel, body, {
         ...(replyTo === undefined ? {} : { reply: replyTo }),
         ...(asInterrupt ? { interrupt: true } : {}),

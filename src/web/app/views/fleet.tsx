@@ -1,5 +1,5 @@
 import { fleetPeople, type GrantVerifier, type MemberKey } from '../../../browser-core.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { shortNpub, when } from './format.js'
 import { NotifySettings } from './notify.js'
 import { SessionsView } from './sessions.js'
@@ -29,8 +29,8 @@ function seen(at: number | undefined): string {
  * The fleet: its people, their devices and agents, with their state (a device's presence, an
  * agent's work as seen from its prompts and cards) and what each key's grant allows.
  */
-export function FleetView({ session }: { session: Session }) {
-  const m = session.model
+export function FleetView({ client }: { client: FleetClient }) {
+  const m = client.model
   void m.revision.value
   const v = m.state.grants
   const now = Math.floor(Date.now() / 1000)
@@ -44,7 +44,7 @@ export function FleetView({ session }: { session: Session }) {
         ? m.hostOf(k.pubkey) !== undefined && !m.online(m.hostOf(k.pubkey)!)
           ? 'host offline'
           : m.agentState(k.pubkey)
-        : k.pubkey === session.me
+        : k.pubkey === client.me
           ? 'this browser'
           : m.online(k.pubkey)
             ? 'online'
@@ -88,8 +88,8 @@ export function FleetView({ session }: { session: Session }) {
         kept by the node that hosts it and is not published: by default, only its owner's devices. A
         refused prompt or answer gets a reply that names the policy.
       </p>
-      <SessionsView session={session} />
-      <NotifySettings session={session} />
+      <SessionsView client={client} />
+      <NotifySettings client={client} />
     </main>
   )
 }

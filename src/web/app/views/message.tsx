@@ -1,30 +1,30 @@
 import { isNotice, threadOf, type NostrEvent } from '../../../browser-core.js'
 import { renderMarkdown } from '../lib/markdown.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { roleLabel, when } from './format.js'
 import { href, route } from './route.js'
 
 /** One chat message: who (always whose), when, its text as sanitized markdown, its thread. */
 export function Message({
-  session,
+  client,
   event,
   onReply,
   inThread = false,
 }: {
-  session: Session
+  client: FleetClient
   event: NostrEvent
   onReply: (id: string) => void
   /** Shown in a thread pane: no quote of the parent, no link to the thread. */
   inThread?: boolean
 }) {
-  const m = session.model
+  const m = client.model
   const who = m.who(event.pubkey)
   const { root, parent } = threadOf(event)
   const parentEvent = parent === undefined ? undefined : m.event(parent)
   const r = route.value
   const replies = root === undefined ? m.threadSize(event.id) : 0
-  const out = session.outbox.value.get(event.id)
-  const mine = event.pubkey === session.me
+  const out = client.outbox.value.get(event.id)
+  const mine = event.pubkey === client.me
   const channel = r.view === 'channel' ? r.channel : ''
   return (
     <article
@@ -58,7 +58,7 @@ export function Message({
         {out?.state === 'refused' && (
           <span class="error">
             refused: {out.message}{' '}
-            <button type="button" class="link" onClick={() => void session.dismiss(event.id)}>
+            <button type="button" class="link" onClick={() => void client.dismiss(event.id)}>
               dismiss
             </button>
           </span>

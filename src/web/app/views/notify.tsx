@@ -5,7 +5,7 @@ import {
   notifyClasses,
   type NotifyClass,
 } from '../../../browser-core.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 
 const labels: Record<NotifyClass, string> = {
   cards: 'Permission cards (Reject from the notification; Allow in the app)',
@@ -23,13 +23,13 @@ function keyBytes(base64url: string): Uint8Array<ArrayBuffer> {
 
 /** What this browser chose last time (its own subscription opens with its own key). */
 function current(
-  session: Session,
+  client: FleetClient,
 ): { sender: string; classes: NotifyClass[]; after: number; on: boolean } | undefined {
-  const sub = session.model.pushSubscription()
+  const sub = client.model.pushSubscription()
   if (sub === undefined) return undefined
   try {
     const body = JSON.parse(
-      nip44Decrypt(sub.event.content, getConversationKey(session.device.secret, sub.sender)),
+      nip44Decrypt(sub.event.content, getConversationKey(client.device.secret, sub.sender)),
     ) as { off?: boolean; classes?: NotifyClass[]; finishedAfter?: number }
     return {
       sender: sub.sender,
@@ -47,11 +47,11 @@ function current(
  * what notifies. Turning them on asks the browser for a push subscription and hands it, sealed,
  * to that node; cards arrive with Reject, answered by the service worker; Allow opens the app.
  */
-export function NotifySettings({ session }: { session: Session }) {
-  const m = session.model
+export function NotifySettings({ client }: { client: FleetClient }) {
+  const m = client.model
   void m.revision.value
   const senders = m.pushSendersOfMine()
-  const was = current(session)
+  const was = current(client)
   const chosen = useSignal<string | undefined>(undefined)
   const classes = useSignal<NotifyClass[] | undefined>(undefined)
   const after = useSignal<number | undefined>(undefined)
@@ -79,7 +79,7 @@ export function NotifySettings({ session }: { session: Session }) {
           applicationServerKey: keyBytes(s.vapid),
         })
       const json = sub.toJSON() as { endpoint: string; keys: { p256dh: string; auth: string } }
-      await session.setPush(
+      await client.setPush(
         {
           subscription: { endpoint: json.endpoint, keys: json.keys },
           classes: picked,
@@ -99,7 +99,7 @@ export function NotifySettings({ session }: { session: Session }) {
     if (was === undefined) return
     busy.value = true
     try {
-      await session.setPush({ off: true }, was.sender)
+      await client.setPush({ off: true }, was.sender)
       const reg = await navigator.serviceWorker.ready
       await (await reg.pushManager.getSubscription())?.unsubscribe()
       status.value = 'off'

@@ -1,13 +1,13 @@
 import { offline } from '../lib/network.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 
 /**
  * Says plainly when this page is offline: no network (or the page came from the cache because
  * its server could not be reached), or no hub of the fleet answers. The links reconnect by
  * themselves and catch up what was missed.
  */
-export function OfflineBanner({ session }: { session: Session | undefined }) {
-  const links = session?.links.value ?? []
+export function OfflineBanner({ client }: { client: FleetClient | undefined }) {
+  const links = client?.links.value ?? []
   const noHub =
     links.length > 0 && links.every((l) => l.state === 'waiting' || l.state === 'not allowed here')
   if (!offline.value && !noHub) return null

@@ -1,7 +1,7 @@
 import { useSignal } from '@preact/signals'
 import type { SessionAction, SessionState } from '../../../browser-core.js'
 import { unifiedLineClass } from '../lib/diff.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { when } from './format.js'
 import { href } from './route.js'
 
@@ -24,15 +24,15 @@ const message = (err: unknown) => (err instanceof Error ? err.message : String(e
  * does (kind 4150: its mode or model set, closed, its branch diff shown); a new one can be
  * started in one of a host's projects.
  */
-export function SessionsView({ session }: { session: Session }) {
-  const m = session.model
+export function SessionsView({ client }: { client: FleetClient }) {
+  const m = client.model
   void m.revision.value
   const all = useSignal(false)
   const list = m.sessions(all.value)
   return (
     <section class="sessions" aria-labelledby="sessions-title">
       <h3 id="sessions-title">Sessions</h3>
-      <NewSession session={session} />
+      <NewSession client={client} />
       <label class="muted">
         <input
           type="checkbox"
@@ -44,15 +44,15 @@ export function SessionsView({ session }: { session: Session }) {
       {list.length === 0 && <p class="muted">No agent is working on anything yet.</p>}
       <ul>
         {list.map((s) => (
-          <SessionItem key={`${s.host}:${s.address}`} session={session} s={s} />
+          <SessionItem key={`${s.host}:${s.address}`} client={client} s={s} />
         ))}
       </ul>
     </section>
   )
 }
 
-function SessionItem({ session, s }: { session: Session; s: SessionState }) {
-  const m = session.model
+function SessionItem({ client, s }: { client: FleetClient; s: SessionState }) {
+  const m = client.model
   // The host's answer arrives as any event does: this item reads it on every revision.
   void m.revision.value
   const where = s.worktree?.path ?? s.cwd
@@ -64,7 +64,7 @@ function SessionItem({ session, s }: { session: Session; s: SessionState }) {
   const modelPick = useSignal('')
   const ask = (request: SessionAction) => {
     error.value = undefined
-    session.sessionRequest(s, request).then(
+    client.sessionRequest(s, request).then(
       (e) => (asked.value = { id: e.id, action: request.action }),
       (err: unknown) => (error.value = message(err)),
     )
@@ -197,8 +197,8 @@ function Answer({ text }: { text: string }) {
  * Starts a session as `kith session new` does: a prompt to the agent carrying where it starts
  * (one of its host's projects, a worktree of it) and, optionally, its mode and model.
  */
-function NewSession({ session }: { session: Session }) {
-  const m = session.model
+function NewSession({ client }: { client: FleetClient }) {
+  const m = client.model
   const shown = useSignal(false)
   const agent = useSignal('')
   const project = useSignal('')
@@ -212,7 +212,7 @@ function NewSession({ session }: { session: Session }) {
   if (!shown.value)
     return (
       <button type="button" class="secondary" onClick={() => (shown.value = true)}>
-        New session
+        New client
       </button>
     )
   const agents = m.mentionable().filter((x) => x.who.role === 'agent')
@@ -238,7 +238,7 @@ function NewSession({ session }: { session: Session }) {
           error.value = 'no agent in this fleet to start a session with'
           return
         }
-        session
+        client
           .post(channel.value.replace(/^#/, ''), `@${handle} ${prompt.value}`, {
             start: {
               project: project.value.trim(),

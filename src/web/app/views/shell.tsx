@@ -1,7 +1,7 @@
 import { useSignal } from '@preact/signals'
 import { useEffect } from 'preact/hooks'
 import { isChannelName } from '../../../browser-core.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import { AuditView } from './audit.js'
 import { ChatView } from './chat.js'
 import { FleetView } from './fleet.js'
@@ -13,11 +13,11 @@ import { go, href, route } from './route.js'
  * (on a newly paired device, where the fleet talks), else the most recent; undefined when no
  * channel has anything in it yet (the history may still be coming: sealed messages open later).
  */
-function firstChannel(session: Session): string | undefined {
+function firstChannel(client: FleetClient): string | undefined {
   const last = localStorage.getItem('kith.channel')
   if (last !== null && isChannelName(last)) return last
-  const m = session.model
-  const read = session.lastRead.value
+  const m = client.model
+  const read = client.lastRead.value
   const recent = [...m.channels()]
     .filter((c) => m.lastActivity(c) > 0)
     .sort((a, b) => m.lastActivity(b) - m.lastActivity(a))
@@ -31,15 +31,15 @@ function firstChannel(session: Session): string | undefined {
 let provisional: string | undefined
 
 /** The app once paired: channels, chat, the fleet; one pane at a time on a phone. */
-export function Shell({ session }: { session: Session }) {
-  const m = session.model
+export function Shell({ client }: { client: FleetClient }) {
+  const m = client.model
   const r = route.value
   const wide = useWide()
   const revision = m.revision.value
   useEffect(() => {
     // On a wide screen there is no bare channel list: open a channel.
     if (r.view === 'home' && wide) {
-      const first = firstChannel(session)
+      const first = firstChannel(client)
       provisional = first === undefined ? 'general' : undefined
       go({ view: 'channel', channel: first ?? 'general' })
       return
@@ -47,30 +47,30 @@ export function Shell({ session }: { session: Session }) {
     if (r.view !== 'channel') return
     if (r.channel === provisional && m.lastActivity(r.channel) === 0) {
       // Chosen before the history came: go where it came, once it has.
-      const better = firstChannel(session)
+      const better = firstChannel(client)
       if (better !== undefined) go({ view: 'channel', channel: better })
       return
     }
     provisional = undefined
     localStorage.setItem('kith.channel', r.channel)
   }, [r, wide, revision])
-  if (m.removed.value !== undefined) return <Removed session={session} />
+  if (m.removed.value !== undefined) return <Removed client={client} />
   const showList = wide || r.view === 'home'
   return (
     <div class={`shell ${wide ? 'wide' : 'narrow'}`}>
-      <TopBar session={session} />
+      <TopBar client={client} />
       <div class="panes">
-        {showList && <ChannelList session={session} />}
+        {showList && <ChannelList client={client} />}
         {r.view === 'channel' && (
           <ChatView
             key={r.channel}
-            session={session}
+            client={client}
             channel={r.channel}
             {...(r.thread === undefined ? {} : { thread: r.thread })}
           />
         )}
-        {r.view === 'fleet' && <FleetView session={session} />}
-        {r.view === 'audit' && <AuditView session={session} />}
+        {r.view === 'fleet' && <FleetView client={client} />}
+        {r.view === 'audit' && <AuditView client={client} />}
       </div>
     </div>
   )
@@ -87,11 +87,11 @@ function useWide(): boolean {
   return wide.value
 }
 
-function TopBar({ session }: { session: Session }) {
+function TopBar({ client }: { client: FleetClient }) {
   const r = route.value
-  const links = session.links.value
-  void session.model.revision.value
-  const sealed = session.model.e2e.encrypts()
+  const links = client.links.value
+  void client.model.revision.value
+  const sealed = client.model.e2e.encrypts()
   const live = links.filter((l) => l.state === 'live').length
   const status =
     live > 0
@@ -112,7 +112,7 @@ function TopBar({ session }: { session: Session }) {
       <a class="brand" href="#/">
         Kith
       </a>
-      <span class="fleet-name">{session.device.record.ownerName}'s fleet</span>
+      <span class="fleet-name">{client.device.record.ownerName}'s fleet</span>
       <span
         class={`status ${live > 0 ? 'ok' : 'warn'}`}
         title={links.map((l) => `${l.url}: ${l.state}${l.error ? ` (${l.error})` : ''}`).join('\n')}
@@ -142,8 +142,8 @@ function TopBar({ session }: { session: Session }) {
   )
 }
 
-function ChannelList({ session }: { session: Session }) {
-  const m = session.model
+function ChannelList({ client }: { client: FleetClient }) {
+  const m = client.model
   void m.revision.value
   const r = route.value
   const current = r.view === 'channel' ? r.channel : undefined
@@ -151,7 +151,7 @@ function ChannelList({ session }: { session: Session }) {
   const error = useSignal<string | undefined>(undefined)
   const names = new Set(m.channels())
   if (current !== undefined) names.add(current)
-  const read = session.lastRead.value
+  const read = client.lastRead.value
   return (
     <aside class="channels">
       <h2>Channels</h2>

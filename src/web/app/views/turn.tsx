@@ -1,7 +1,7 @@
 import { useSignal } from '@preact/signals'
 import { channelOf, type NostrEvent } from '../../../browser-core.js'
 import { lineDiff, unifiedLineClass } from '../lib/diff.js'
-import type { Session } from '../lib/session.js'
+import type { FleetClient } from '../lib/fleet-client.js'
 import type { ToolCall, Turn } from '../lib/turns.js'
 
 const statusIcon: Record<string, string> = {
@@ -17,15 +17,15 @@ const statusIcon: Record<string, string> = {
  * (a kind-4144 cancel) while the prompt is open. Once answered it folds into one line.
  */
 export function TurnProgress({
-  session,
+  client,
   prompt,
   agent,
 }: {
-  session: Session
+  client: FleetClient
   prompt: NostrEvent
   agent: string
 }) {
-  const m = session.model
+  const m = client.model
   void m.revision.value
   const expanded = useSignal(false)
   const error = useSignal<string | undefined>(undefined)
@@ -70,7 +70,7 @@ export function TurnProgress({
             class="danger small"
             onClick={() => {
               error.value = undefined
-              session.cancel(channel, agent).catch((err: unknown) => {
+              client.cancel(channel, agent).catch((err: unknown) => {
                 error.value = err instanceof Error ? err.message : String(err)
               })
             }}

@@ -95,7 +95,7 @@ export type { Outgoing } from './outbox-record.js'
  * A paired browser at work: its links to the fleet's hubs, the fleet as it knows it, and what it
  * sends (kept in an outbox in IndexedDB until every hub answered, as a node's outbox is).
  */
-export class Session {
+export class FleetClient {
   readonly model: FleetModel
   readonly links = signal<LinkView[]>([])
   readonly outbox = signal<Map<string, Outgoing>>(new Map())
@@ -140,7 +140,7 @@ export class Session {
     // A host that falls silent says nothing: its going is seen by looking (kith-chat/1).
     setInterval(() => this.model.presenceTick(), presenceTickMs)
     const allowed = await cspAllowedHubs()
-    performance.mark('kith-phase-policy')
+    performance.mark('kith-phase-csp')
     const r = this.device.record
     const views: LinkView[] = []
     for (const url of r.hubs) {
