@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/store/db.js'
-import { keptVersionsMigration } from '../../src/store/event-schema.js'
+import { channelFirstsMigration, keptVersionsMigration } from '../../src/store/event-schema.js'
 import { nodeDbFile, NodeStore } from '../../src/store/node-store.js'
 import { nodeMigrations } from '../../src/store/node-schema.js'
 import { threadSessionsMigration } from '../../src/store/session-schema.js'
@@ -101,7 +101,10 @@ describe('node.db agent sessions', () => {
     const msg = (at: number, sk: Uint8Array) =>
       signEvent({ kind: 9, created_at: at, tags: [['h', 'ops']], content: `at ${at}` }, sk)
     // A node.db from before it kept channel_firsts, holding channel messages.
-    const oldDb = openDatabase(join(home, nodeDbFile), nodeMigrations.slice(0, -1))
+    const oldDb = openDatabase(
+      join(home, nodeDbFile),
+      nodeMigrations.slice(0, nodeMigrations.indexOf(channelFirstsMigration)),
+    )
     new EventStore(oldDb).insertBatch([msg(30, a), msg(20, a), msg(25, b)])
     oldDb.close()
     const store = new NodeStore(home)
