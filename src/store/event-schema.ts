@@ -96,10 +96,11 @@ export const channelFirstsTable = 'channel_firsts'
 
 /**
  * Each key's earliest event in each channel (`h` tag), kept as events are stored, so a hub's
- * start-up reads ~one row per (channel, key) instead of grouping every `h` tag row joined to its
- * event: that query took 2.6–3.9 s of the hub's start on a 1M-event store (issue 34,
- * docs/performance.md). A row outlives the event that made it (a replaced version): the hub's
- * channel book, which this rebuilds, never forgets evidence of use either (channels.ts noteEvent).
+ * start-up (and a node's grant book, node-schema.ts) reads ~one row per (channel, key) instead of
+ * grouping every `h` tag row joined to its event: that query took 2.6–3.9 s of the hub's start on
+ * a 1M-event store (issue 34, docs/performance.md). A row outlives the event that made it (a
+ * replaced version): the channel book, which this rebuilds, never forgets evidence of use either
+ * (channels.ts noteEvent).
  * It can run again on a file that has the table (a schema version set back): it refills it.
  */
 export const channelFirstsMigration: Migration = (db) => {

@@ -131,7 +131,7 @@ export class EventStore {
    * first, instead of collecting every tagged event and sorting them.
    */
   private readonly tagJoin: boolean
-  /** Set when the schema keeps `channel_firsts` (hub.db): each stored `h` tag updates it. */
+  /** Set when the schema keeps `channel_firsts` (hub.db, node.db): each stored `h` tag updates it. */
   private readonly noteFirst: Statement<[string, string, number]> | undefined
   private byId:
     { current: Statement<[string], string>; kept: Statement<[string], string> } | undefined
@@ -613,7 +613,7 @@ export class EventStore {
   /**
    * For each channel (`h` tag value) and each key that posted in it, the earliest created_at:
    * the evidence that a channel was in use before someone defined it (kith-channels). Read from
-   * `channel_firsts` where the schema keeps it (hub.db); else one pass over the tag index.
+   * `channel_firsts` where the schema keeps it (hub.db, node.db); else one pass over the tag index.
    */
   earliestInChannels(): ChannelFirst[] {
     if (this.noteFirst !== undefined) {

@@ -1,6 +1,10 @@
 import type { Migration } from './db.js'
 import { e2eEpochSinceMigration, e2eMigration, e2eSureHoldersMigration } from './e2e-store.js'
-import { eventTablesMigration, keptVersionsMigration } from './event-schema.js'
+import {
+  channelFirstsMigration,
+  eventTablesMigration,
+  keptVersionsMigration,
+} from './event-schema.js'
 import { threadSessionsMigration } from './session-schema.js'
 
 /**
@@ -138,4 +142,9 @@ export const nodeMigrations: readonly Migration[] = [
     db.exec('CREATE TABLE authority_cursors (hub TEXT PRIMARY KEY, since INTEGER NOT NULL)')
   },
   e2eEpochSinceMigration,
+  // Issue 34: the node's grant book is rebuilt from node.db at start and after each CLI change
+  // to grants or agents (GrantBook.reload), and its channel-use query grouped every `h` tag row:
+  // ~0.4 s on a node.db of 100k channel messages, growing with the file. Kept as events are
+  // stored instead, as hub.db does (event-schema.ts).
+  channelFirstsMigration,
 ]

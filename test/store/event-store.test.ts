@@ -147,7 +147,7 @@ describe('EventStore', () => {
   })
 
   it.each([
-    ['the tag index (node.db)', eventStoreMigrations],
+    ['the tag index (a store without the kept table)', eventStoreMigrations],
     ['channel_firsts (hub.db)', hubMigrations],
   ])('answers the earliest event of each key in each channel, from %s', (_, migrations) => {
     const store = new EventStore(join(tempDir(), 'events.db'), { migrations })

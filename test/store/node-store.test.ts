@@ -1,13 +1,14 @@
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/store/db.js'
-import { keptVersionsMigration } from '../../src/store/event-schema.js'
+import { channelFirstsMigration, keptVersionsMigration } from '../../src/store/event-schema.js'
 import { nodeDbFile, NodeStore } from '../../src/store/node-store.js'
 import { nodeMigrations } from '../../src/store/node-schema.js'
 import { threadSessionsMigration } from '../../src/store/session-schema.js'
+import { EventStore } from '../../src/store/event-store.js'
 import { tempDir } from '../helpers/tmp.js'
 import { generateSecretKey } from 'nostr-tools/pure'
-import { signEvent } from '../../src/events/event.js'
+import { publicKeyOf, signEvent } from '../../src/events/event.js'
 
 describe('node.db agent sessions', () => {
   it('keeps a session saved before mode and model were kept, and stores both after', () => {
@@ -89,6 +90,33 @@ describe('node.db agent sessions', () => {
         store.hubHolds(v2.id, 'ws://b'),
         store.hubHolds(v1.id, 'ws://b'),
       ]).toEqual([true, false, true, false])
+    } finally {
+      store.close()
+    }
+  })
+
+  it("keeps each key's earliest event per channel (issue 34): filled from an older node.db, then as events come", () => {
+    const home = tempDir()
+    const [a, b] = [generateSecretKey(), generateSecretKey()]
+    const msg = (at: number, sk: Uint8Array) =>
+      signEvent({ kind: 9, created_at: at, tags: [['h', 'ops']], content: `at ${at}` }, sk)
+    // A node.db from before it kept channel_firsts, holding channel messages.
+    const oldDb = openDatabase(
+      join(home, nodeDbFile),
+      nodeMigrations.slice(0, nodeMigrations.indexOf(channelFirstsMigration)),
+    )
+    new EventStore(oldDb).insertBatch([msg(30, a), msg(20, a), msg(25, b)])
+    oldDb.close()
+    const store = new NodeStore(home)
+    try {
+      store.events.insertBatch([msg(10, b), msg(40, a)])
+      // Read from the kept table, not grouped from the tag rows: with those gone it still answers.
+      store.events.db.prepare('DELETE FROM tags').run()
+      const firsts = store.events
+        .earliestInChannels()
+        .map((f) => `${f.channel} ${f.pubkey === publicKeyOf(a) ? 'a' : 'b'} ${f.createdAt}`)
+        .sort()
+      expect(firsts).toEqual(['ops a 20', 'ops b 10'])
     } finally {
       store.close()
     }

@@ -131,6 +131,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/process.test.ts',
     'test/node/hub-revoked.test.ts',
     'test/node/stop.test.ts',
+    'test/node/embedded-hub-damage.test.ts',
     'test/node/worktree-filters.test.ts',
     'test/notify/*.test.ts',
     'test/notify/notify-quorum.test.ts',

@@ -215,7 +215,21 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
     web: web?.url ?? null,
     acp: acpServer?.url ?? null,
   })
-  await stopped
+  // The embedded hub's check in the background (after a clean stop) may find hub.db damaged: the
+  // hub then closes itself. The node stops too, with the error a check before serving would have
+  // given (exit 1): a node whose only hub is gone serves nobody, and running on would hide the
+  // damage in a log line while every send queued for a hub that is not coming back.
+  const damage = await Promise.race([
+    stopped.then(() => undefined),
+    (node.embedded?.checked ?? stopped).then((err) => err ?? stopped.then(() => undefined)),
+  ])
+  if (damage !== undefined) {
+    say('log', { message: "the embedded hub's database is damaged: stopping the node" })
+    await web?.close()
+    await acpServer?.close()
+    await node.stop()
+    throw damage
+  }
   return 0
 }
 
