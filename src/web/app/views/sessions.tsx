@@ -212,7 +212,7 @@ function NewSession({ client }: { client: FleetClient }) {
   if (!shown.value)
     return (
       <button type="button" class="secondary" onClick={() => (shown.value = true)}>
-        New client
+        New session
       </button>
     )
   const agents = m.mentionable().filter((x) => x.who.role === 'agent')
