@@ -37,10 +37,10 @@ describe('EventStore', () => {
     const { db } = store
     const prepared: string[] = []
     const prepare = db.prepare.bind(db)
-    db.prepare = ((sql: string) => {
+    db.prepare = (sql: string) => {
       prepared.push(sql)
       return prepare(sql)
-    }) as typeof db.prepare
+    }
     const filter: Filter = { since: 101, until: 108 }
     const first = store.readKeys(filter, 3, [], undefined)
     expect(first.map((r) => r[1])).toEqual([108, 107, 106])
