@@ -355,6 +355,36 @@ const negInitiate = () => {
   return new nip77.Negentropy(storage).initiate()
 }
 
+/**
+ * The plain member sending `make()` every `everyMs` on one connection; the hub's answers counted
+ * by their first words (`held`, `restricted: too-many-held`, `rate-limited: key`, …).
+ */
+async function eventFlood(everyMs, make) {
+  const ws = await open({ sk: plainSk })
+  let stop = false
+  const answers = {}
+  ws.on('message', (d) => {
+    const m = JSON.parse(d.toString())
+    if (m[0] !== 'OK') return
+    const k = m[2]
+      ? String(m[3]).split(':')[0] || 'ok'
+      : String(m[3]).split(':').slice(0, 2).join(':')
+    answers[k] = (answers[k] ?? 0) + 1
+  })
+  const loop = (async () => {
+    while (!stop && ws.readyState === WebSocket.OPEN) {
+      ws.send(JSON.stringify(['EVENT', make()]))
+      await sleep(everyMs)
+    }
+  })()
+  return async () => {
+    stop = true
+    await loop
+    ws.terminate()
+    return { answers }
+  }
+}
+
 Object.assign(abuses, {
   'lane-squatters': async () => {
     let stop = false
@@ -387,64 +417,28 @@ Object.assign(abuses, {
       return { stranger_connections_reopened: reopened, upgrades_answered_429: rateLimited }
     }
   },
-  'held-revocations': async () => {
-    const ws = await open({ sk: plainSk })
-    let stop = false
-    const answers = {}
-    ws.on('message', (d) => {
-      const m = JSON.parse(d.toString())
-      if (m[0] !== 'OK') return
-      const k = m[2]
-        ? String(m[3]).split(':')[0] || 'ok'
-        : String(m[3]).split(':').slice(0, 2).join(':')
-      answers[k] = (answers[k] ?? 0) + 1
-    })
-    const loop = (async () => {
-      while (!stop && ws.readyState === WebSocket.OPEN) {
-        const keys = Array.from({ length: maxRevocationTargets }, randomHex)
-        const rev = signEvent(
-          makeRevocation({ fleet: founder, keys }, Math.floor(Date.now() / 1000)),
-          plainSk,
-        )
-        ws.send(JSON.stringify(['EVENT', rev]))
-        await sleep(20)
-      }
-    })()
-    return async () => {
-      stop = true
-      await loop
-      ws.terminate()
-      return { answers }
-    }
-  },
-  'tag-flood': async () => {
-    const ws = await open({ sk: plainSk })
-    let stop = false
-    const answers = {}
-    ws.on('message', (d) => {
-      const m = JSON.parse(d.toString())
-      if (m[0] !== 'OK') return
-      const k = m[2] ? 'ok' : String(m[3]).split(':')[0]
-      answers[k] = (answers[k] ?? 0) + 1
-    })
-    const loop = (async () => {
-      while (!stop && ws.readyState === WebSocket.OPEN) {
-        const tags = Array.from({ length: 1000 }, () => ['p', randomHex()])
-        const e = finalizeEvent(
-          { kind: 9, created_at: Math.floor(Date.now() / 1000), tags, content: 'tags' },
-          plainSk,
-        )
-        ws.send(JSON.stringify(['EVENT', e]))
-        await sleep(5)
-      }
-    })()
-    return async () => {
-      stop = true
-      await loop
-      ws.terminate()
-      return { answers }
-    }
-  },
+  'held-revocations': () =>
+    eventFlood(20, () =>
+      signEvent(
+        makeRevocation(
+          { fleet: founder, keys: Array.from({ length: maxRevocationTargets }, randomHex) },
+          Math.floor(Date.now() / 1000),
+        ),
+        plainSk,
+      ),
+    ),
+  'tag-flood': () =>
+    eventFlood(5, () =>
+      finalizeEvent(
+        {
+          kind: 9,
+          created_at: Math.floor(Date.now() / 1000),
+          tags: Array.from({ length: 1000 }, () => ['p', randomHex()]),
+          content: 'tags',
+        },
+        plainSk,
+      ),
+    ),
   'neg-flood': async () => {
     const conns = await Promise.all(Array.from({ length: 4 }, () => open({ sk: plainSk })))
     let stop = false
