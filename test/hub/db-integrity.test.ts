@@ -1,6 +1,5 @@
-import { closeSync, existsSync, openSync, statSync, writeSync } from 'node:fs'
+import { existsSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { KithError } from '../../src/errors.js'
@@ -12,6 +11,7 @@ import { spawnHub } from '../../scripts/hub-process.js'
 import { runKith } from '../helpers/cli.js'
 import { startTestHub } from '../helpers/hub.js'
 import { RawClient } from '../helpers/raw-client.js'
+import { damage, damagePage, eventsLeafPage } from '../helpers/db-damage.js'
 import { tempDir } from '../helpers/tmp.js'
 
 const ownerSk = generateSecretKey()
@@ -35,13 +35,6 @@ function filledDb(): string {
   store.insertBatch(events)
   store.close()
   return path
-}
-
-/** Overwrites `length` bytes at `offset` with garbage, as a bad disk sector would. */
-function damage(path: string, offset: number, length: number): void {
-  const fd = openSync(path, 'r+')
-  writeSync(fd, Buffer.alloc(length, 0xa5), 0, length, offset)
-  closeSync(fd)
 }
 
 /** Starts a hub on `path` in this process, keeping its log lines in `logs`. */
@@ -72,27 +65,6 @@ async function refusal(path: string, logs: string[] = []): Promise<KithError> {
   const damage = await hub.checked
   if (damage !== undefined) return damage
   throw new Error('the hub served a damaged database')
-}
-
-/**
- * The first page of a leaf of the events table (their JSON), away from its ends: a page a hub's
- * start does not read, and a new event (appended to the last leaf) does not rewrite.
- */
-function eventsLeafPage(path: string): number {
-  const db = new Database(path, { readonly: true })
-  const pages = db
-    .prepare<[], { pageno: number }>(
-      "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno",
-    )
-    .all()
-  db.close()
-  expect(pages.length).toBeGreaterThan(4)
-  return pages[Math.floor(pages.length / 2)]!.pageno
-}
-
-/** Damages page `pageno` (1-based, 4 KiB pages) of `path`. */
-function damagePage(path: string, pageno: number): void {
-  damage(path, (pageno - 1) * 4096, 4096)
 }
 
 /** A member's event through a hub at `url`, acknowledged (so it is in the -wal, fsynced). */

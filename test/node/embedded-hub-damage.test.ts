@@ -1,12 +1,12 @@
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs'
+import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { describe, expect, it } from 'vitest'
 import { signEvent } from '../../src/events/event.js'
 import { EventStore } from '../../src/store/event-store.js'
 import { hubMigrations } from '../../src/store/hub-schema.js'
 import { runKith, setupKith } from '../helpers/cli.js'
+import { damagePage, eventsLeafPage } from '../helpers/db-damage.js'
 import { tempDir } from '../helpers/tmp.js'
 
 /**
@@ -27,22 +27,6 @@ function filledHubDb(path: string): void {
   store.close()
 }
 
-/** Overwrites a leaf page of the events table, away from its ends, as a bad sector would. */
-function damageEventsPage(path: string): void {
-  const db = new Database(path, { readonly: true })
-  const pages = db
-    .prepare<[], { pageno: number }>(
-      "SELECT pageno FROM dbstat WHERE name = 'events' AND pagetype = 'leaf' ORDER BY pageno",
-    )
-    .all()
-  db.close()
-  expect(pages.length).toBeGreaterThan(4)
-  const pageno = pages[Math.floor(pages.length / 2)]!.pageno
-  const fd = openSync(path, 'r+')
-  writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, (pageno - 1) * 4096)
-  closeSync(fd)
-}
-
 describe('kith up with an embedded hub (issue 34)', () => {
   it('stops with the damage, exit 1, when the background check finds hub.db damaged after a clean stop', async () => {
     const home = join(tempDir(), 'laptop')
@@ -50,7 +34,7 @@ describe('kith up with an embedded hub (issue 34)', () => {
     expect((await setupKith(['init', '--name', 'laptop'], { home })).code).toBe(0)
     const db = join(home, 'hub.db')
     filledHubDb(db)
-    damageEventsPage(db)
+    damagePage(db, eventsLeafPage(db))
     // Before the fix the hub stopped itself and the node ran on without it, until killed.
     const r = await runKith(['up', '--port', '0', '--no-web', '--no-acp'], { home })
     expect(r.stdout).toMatch(
