@@ -20,3 +20,16 @@ export function runUntilSignal(out: Out, label: string, stop: () => Promise<void
     process.on('SIGTERM', onSignal)
   })
 }
+
+/**
+ * Waits until `stopped` settles, or until a hub's check in the background (`Hub.checked`) finds
+ * its database damaged, whichever comes first: the damage, or undefined once stopped.
+ */
+export function stoppedOrDamaged<E>(
+  stopped: Promise<void>,
+  checked: Promise<E | undefined> | undefined,
+): Promise<E | undefined> {
+  const untilStopped = stopped.then(() => undefined)
+  if (checked === undefined) return untilStopped
+  return Promise.race([untilStopped, checked.then((err) => err ?? untilStopped)])
+}

@@ -3,7 +3,7 @@ import type { NostrEvent } from '../events/event.js'
 import { isEphemeralKind } from '../events/kinds.js'
 import { personOf } from '../grants/members.js'
 import type { GrantVerifier } from '../grants/verifier.js'
-import type { EventStore, Usage } from '../store/event-store.js'
+import { isIndexedTag, type EventStore, type Usage } from '../store/event-store.js'
 import { quotaExemptKinds } from '../store/hub-schema.js'
 import type { HubLimits } from './limits.js'
 import { RateLimiter } from './rate-limiter.js'
@@ -24,7 +24,7 @@ export const indexedTagsPerToken = 2
 /** Tokens `event` takes from each rate bucket it pays into (see indexedTagsPerToken). */
 export function eventTokens(event: NostrEvent): number {
   let indexed = 0
-  for (const tag of event.tags) if (tag[0]?.length === 1 && tag[1] !== undefined) indexed++
+  for (const tag of event.tags) if (isIndexedTag(tag)) indexed++
   return 1 + Math.floor(Math.max(0, indexed - freeIndexedTags) / indexedTagsPerToken)
 }
 

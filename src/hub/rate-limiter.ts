@@ -19,14 +19,10 @@ export class RateLimiter {
       bucket = { tokens: this.burst, at: nowMs }
       this.buckets.set(name, bucket)
     }
-    bucket.tokens = Math.min(
-      this.burst,
-      bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
-    )
+    bucket.tokens = this.level(bucket, nowMs)
     bucket.at = nowMs
-    const cost = Math.min(n, this.burst)
-    if (bucket.tokens < cost) return false
-    bucket.tokens -= cost
+    if (bucket.tokens < this.cost(n)) return false
+    bucket.tokens -= this.cost(n)
     return true
   }
 
@@ -34,26 +30,29 @@ export class RateLimiter {
   has(name: string, nowMs: number, n = 1): boolean {
     if (this.perSecond <= 0) return true
     const bucket = this.buckets.get(name)
-    if (bucket === undefined) return true
-    const tokens = Math.min(
-      this.burst,
-      bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond,
-    )
-    return tokens >= Math.min(n, this.burst)
+    return bucket === undefined || this.level(bucket, nowMs) >= this.cost(n)
   }
 
   /** Gives back the `n` tokens taken for an event refused by a later check. */
   refund(name: string, n = 1): void {
     const bucket = this.buckets.get(name)
-    if (bucket !== undefined)
-      bucket.tokens = Math.min(this.burst, bucket.tokens + Math.min(n, this.burst))
+    if (bucket !== undefined) bucket.tokens = Math.min(this.burst, bucket.tokens + this.cost(n))
+  }
+
+  /** What `bucket` holds at `nowMs`, refilled since it was last looked at. */
+  private level(bucket: { tokens: number; at: number }, nowMs: number): number {
+    return Math.min(this.burst, bucket.tokens + ((nowMs - bucket.at) / 1000) * this.perSecond)
+  }
+
+  /** Tokens `n` costs: never more than the burst, so any single event can pass. */
+  private cost(n: number): number {
+    return Math.min(n, this.burst)
   }
 
   /** Forgets buckets that have refilled; they would start full again anyway. */
   private prune(nowMs: number): void {
     for (const [name, b] of this.buckets) {
-      if (b.tokens + ((nowMs - b.at) / 1000) * this.perSecond >= this.burst)
-        this.buckets.delete(name)
+      if (this.level(b, nowMs) >= this.burst) this.buckets.delete(name)
     }
   }
 }

@@ -58,6 +58,14 @@ export interface QueryCursor {
 const maxTagValueIndexed = 1024
 
 /**
+ * Whether a tag is a row of the tag index: a single-letter name with a value up to
+ * `maxTagValueIndexed` (an event's repeats of one (name, value) make one row).
+ */
+export function isIndexedTag(tag: readonly string[]): boolean {
+  return tag[0]?.length === 1 && tag[1] !== undefined && tag[1].length <= maxTagValueIndexed
+}
+
+/**
  * Addressable kinds whose every version is also kept in `kept_versions` (see event-schema.ts):
  * channel definitions, fleet settings and agent policies, whose meaning depends on the whole set of them (an
  * admin's later "off" that does not count must not erase their "on" that does).
@@ -187,16 +195,13 @@ export class EventStore {
         .all()
       for (const r of rows) this.usage.set(r.pubkey, { events: r.events, bytes: r.bytes })
     }
-    this.tagJoin =
+    const inSchema = (type: 'index' | 'table', name: string) =>
       this.db
-        .prepare("SELECT 1 AS one FROM sqlite_master WHERE type = 'index' AND name = ?")
-        .get(orderedIndexName) !== undefined
-    const keepsFirsts =
-      this.db
-        .prepare("SELECT 1 AS one FROM sqlite_master WHERE type = 'table' AND name = ?")
-        .get(channelFirstsTable) !== undefined
+        .prepare('SELECT 1 AS one FROM sqlite_master WHERE type = ? AND name = ?')
+        .get(type, name) !== undefined
+    this.tagJoin = inSchema('index', orderedIndexName)
     // The WHERE leaves the row (and its page) unwritten unless the event is earlier.
-    this.noteFirst = keepsFirsts
+    this.noteFirst = inSchema('table', channelFirstsTable)
       ? this.db.prepare(
           `INSERT INTO ${channelFirstsTable} (channel, pubkey, created_at) VALUES (?, ?, ?)
            ON CONFLICT(channel, pubkey) DO UPDATE SET created_at = excluded.created_at
@@ -293,14 +298,15 @@ export class EventStore {
   }
 
   /**
-   * The tag index's one rule: single-letter names, values up to `maxTagValueIndexed`, one row
-   * per (name, value) (a repeated tag would make a tag join return the event twice).
+   * The tag index: a row per tag `isIndexedTag` takes, one per (name, value) (a repeated tag would
+   * make a tag join return the event twice).
    */
   private indexTags(seq: number | bigint, event: NostrEvent): void {
     let indexed: Set<string> | undefined
     for (const tag of event.tags) {
-      const [name, value] = tag
-      if (name?.length === 1 && value !== undefined && value.length <= maxTagValueIndexed) {
+      if (isIndexedTag(tag)) {
+        const name = tag[0]!
+        const value = tag[1]!
         if (event.tags.length > 1) {
           indexed ??= new Set()
           const key = `${name}\u0000${value}`

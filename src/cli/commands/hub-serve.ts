@@ -13,7 +13,7 @@ import { parseCount, parsePort } from '../args.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
 import { didYouMean } from '../../events/did-you-mean.js'
-import { runUntilSignal } from '../signals.js'
+import { runUntilSignal, stoppedOrDamaged } from '../signals.js'
 import { npub } from '../key-text.js'
 
 export const hubServeCommand = declare({
@@ -223,10 +223,7 @@ export async function runHubServe(argv: string[], out: Out): Promise<number> {
   }
   // A damaged file found by the background check (after a clean stop) stops the hub as one found
   // before serving would have refused it: the same error, exit 1.
-  const damage = await Promise.race([
-    stopped.then(() => undefined),
-    hub.checked.then((err) => err ?? stopped.then(() => undefined)),
-  ])
+  const damage = await stoppedOrDamaged(stopped, hub.checked)
   if (damage !== undefined) {
     await Promise.all(peers.map((p) => p.close()))
     throw damage

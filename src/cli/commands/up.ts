@@ -4,7 +4,7 @@ import { KithNode } from '../../node/kith-node.js'
 import { parseCount, parsePort } from '../args.js'
 import { declare } from '../declare.js'
 import type { Out } from '../io.js'
-import { runUntilSignal } from '../signals.js'
+import { runUntilSignal, stoppedOrDamaged } from '../signals.js'
 import { defaultAcpPort, startAcpServer, type AcpServerHandle } from '../acp-server.js'
 import { npub } from '../key-text.js'
 import { KithError } from '../../errors.js'
@@ -219,10 +219,7 @@ export async function runUp(argv: string[], out: Out): Promise<number> {
   // hub then closes itself. The node stops too, with the error a check before serving would have
   // given (exit 1): a node whose only hub is gone serves nobody, and running on would hide the
   // damage in a log line while every send queued for a hub that is not coming back.
-  const damage = await Promise.race([
-    stopped.then(() => undefined),
-    (node.embedded?.checked ?? stopped).then((err) => err ?? stopped.then(() => undefined)),
-  ])
+  const damage = await stoppedOrDamaged(stopped, node.embedded?.checked)
   if (damage !== undefined) {
     say('log', { message: "the embedded hub's database is damaged: stopping the node" })
     await web?.close()
