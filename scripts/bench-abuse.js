@@ -1,4 +1,5 @@
-// npm run bench:abuse [-- --seconds S --stored N --only ROW,ROW --attacker-nice N --sync full|normal]
+// npm run bench:abuse [-- --seconds S --warm-up S --stored N --only ROW,ROW --attacker-nice N
+//   --sync full|normal]
 // What strangers and greedy members cost the others: a real `kith hub` subprocess (its default
 // limits, rate limits included), one honest
 // member publishing an event and sending a small REQ every 20 ms, timed (OK and EOSE latency),
@@ -30,8 +31,10 @@
 // second, the machine's load average at the phase's start and end, and what the hub did to the
 // abuser (closed or not).
 // The `quiet` phase is the honest member alone: the in-run baseline each other row compares to
-// (after an unreported warm-up); `quiet-again`, the same at the end, shows how much the baseline
-// itself moves within the run.
+// (after an unreported warm-up, `--warm-up S`); `busy-machine` is the control: the attacker's
+// process spins a core and sends the hub nothing. `quiet-again`, the honest member alone at the
+// end, is not a second idle baseline: on this VM the CPU runs faster for a while after load (a
+// spinner alone took quiet-again from 4.1 to 2.8 ms; docs/performance.md, session 5).
 import { fork } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { loadavg, setPriority, tmpdir } from 'node:os'
@@ -55,6 +58,8 @@ const { values } = scriptArgs(import.meta.url, {
   only: { type: 'string' },
   attacker: { type: 'string' },
   'attacker-nice': { type: 'string', default: '0' },
+  // Seconds of honest traffic before the first reported phase (default: min(seconds, 5)).
+  'warm-up': { type: 'string' },
   // The hub's --sync. With `normal` an OK no longer waits for the WAL's fsync, so a run with it
   // beside one with `full` separates the disk's jitter from the hub's own.
   sync: { type: 'string', default: 'full' },
@@ -249,6 +254,27 @@ async function honest(ms) {
 
 const abuses = {
   quiet: async () => () => ({}),
+  // The control row: nothing reaches the hub, but the machine is as busy as under an abuse (one
+  // core spun by the attacker's process). On a VM this machine's CPU runs slower when mostly idle
+  // (a fixed hash took 1.34 ms idle, 0.81 ms with both cores busy, docs/performance.md), so what a
+  // row costs the honest member is read against this row as well as against `quiet`.
+  'busy-machine': async () => {
+    let stop = false
+    let spins = 0
+    const spin = async () => {
+      while (!stop) {
+        const end = performance.now() + 50
+        while (performance.now() < end) spins++
+        await new Promise((r) => setImmediate(r))
+      }
+    }
+    const done = spin()
+    return async () => {
+      stop = true
+      await done
+      return { spins }
+    }
+  },
   'auth-flood': async () => {
     let stop = false
     let closedByHub = 0
@@ -506,6 +532,7 @@ async function main() {
     bench: 'abuse',
     node: process.version,
     seconds_per_phase: seconds,
+    warm_up_s: values['warm-up'] === undefined ? Math.min(seconds, 5) : Number(values['warm-up']),
     hub_sync: values.sync,
     attackers: 'each abuse in its own child process',
     load_average_at_start: load(),
@@ -515,12 +542,15 @@ async function main() {
   let peak = rssMb()
   // A warm-up the report leaves out: the hub has just stored the history (its WAL checkpoints,
   // its code is not yet optimized), which made the first quiet phase the noisiest of a run. And
-  // a second quiet phase at the end: how far the baseline itself moves within one run.
+  // a second quiet phase at the end (see the header for what it does and does not show).
   progress('warm-up')
-  await honest(Math.min(seconds, 5) * 1000)
+  const warmUp = values['warm-up'] === undefined ? Math.min(seconds, 5) : Number(values['warm-up'])
+  if (warmUp > 0) await honest(warmUp * 1000)
   const quietPhase = (name) => name === 'quiet' || name === 'quiet-again'
+  // The baselines run with any --only: each row is read against them.
+  const baseline = (name) => quietPhase(name) || name === 'busy-machine'
   for (const name of [...Object.keys(abuses), 'quiet-again']) {
-    if (only && !quietPhase(name) && !only.includes(name)) continue
+    if (only && !baseline(name) && !only.includes(name)) continue
     progress(name)
     const loadBefore = load()
     const stop = quietPhase(name) ? async () => ({}) : await attacker(name)

@@ -290,6 +290,8 @@ function socketKey(socket: Socket): string {
 
 /** The address a per-address cap counts by: IPv4 as is, IPv6 by its /64 (one subscriber's). */
 export function addressGroup(address: string): string {
+  // Most connections are IPv4: every connection asks this, before the pattern and parse below.
+  if (!address.includes(':')) return address
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)
   if (mapped) return mapped[1]!
   if (!isIPv6(address)) return address

@@ -114,14 +114,29 @@ function refuse(socket: Duplex, retryAfter: number): void {
     socket.destroy()
     return
   }
-  const body = `rate-limited: more than the connections per second this address may open; retry in ${retryAfter} s\n`
   socket.once('finish', () => socket.destroy())
-  socket.end(
-    'HTTP/1.1 429 Too Many Requests\r\n' +
-      `Retry-After: ${retryAfter}\r\n` +
-      'Content-Type: text/plain; charset=utf-8\r\n' +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-      'Connection: close\r\n\r\n' +
-      body,
-  )
+  socket.end(tooManyResponse(retryAfter))
+}
+
+/**
+ * The 429 answer for each Retry-After, made once: a flood of over-rate upgrades is answered
+ * thousands of times a second, each with the same bytes.
+ */
+const tooManyResponses = new Map<number, Buffer>()
+function tooManyResponse(retryAfter: number): Buffer {
+  let response = tooManyResponses.get(retryAfter)
+  if (response === undefined) {
+    const body = `rate-limited: more than the connections per second this address may open; retry in ${retryAfter} s\n`
+    response = Buffer.from(
+      'HTTP/1.1 429 Too Many Requests\r\n' +
+        `Retry-After: ${retryAfter}\r\n` +
+        'Content-Type: text/plain; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+        'Connection: close\r\n\r\n' +
+        body,
+    )
+    // Retry-After is a few seconds at most; bound the cache anyway.
+    if (tooManyResponses.size < 64) tooManyResponses.set(retryAfter, response)
+  }
+  return response
 }
