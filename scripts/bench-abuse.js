@@ -14,8 +14,8 @@
 //   lane-squatters  strangers holding pairing-room connections from 8 addresses and the member's
 //                own, re-opened as closed, as fast as the hub lets them (every 10 ms after a 429):
 //                the per-address connection rate answers most with 429 before a WebSocket
-//                exists, while the member, carrying a connect ticket, is never charged
-//                (issue 30, item 5);
+//                exists (a second after each arrives: over_rate_answer_delay_ms), while the
+//                member, carrying a connect ticket, is never charged (issue 30, item 5);
 //   held-revocations  a plain member publishing revocations naming as many keys as one may (256,
 //                maxRevocationTargets), 50/s (item 1);
 //   tag-flood    that member posting messages of 1000 `p` tags (each a row of the hub's tag index),

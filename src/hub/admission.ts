@@ -69,6 +69,11 @@ export class Admission {
       onAdmit?: (socket: Socket) => void
       /** Whether an address is past its connection rate now (connection-rate.ts). */
       overRate?: (address: string) => boolean
+      /**
+       * A socket displaced before its upgrade: true when the upgrade gate answers it (its 429
+       * was waiting; upgrade-gate.ts), else it is destroyed.
+       */
+      answerNow?: (socket: Socket) => boolean
     } = {},
   ) {}
 
@@ -243,7 +248,7 @@ export class Admission {
     if (entry === undefined) return
     this.leave(key)
     if (entry.close !== undefined) entry.close(code, reason)
-    else entry.socket.destroy()
+    else if (this.hooks.answerNow?.(entry.socket) !== true) entry.socket.destroy()
   }
 
   private leave(key: string): void {

@@ -129,6 +129,15 @@ export interface HubLimits {
    */
   connectionsPerSecondPerAddress: number
   connectionBurstPerAddress: number
+  /**
+   * An over-rate upgrade is answered 429 this long after it arrives (at most its Retry-After),
+   * its socket held meanwhile as one admission defers (bounded per address and in all). A flood
+   * that waits for each answer before opening the next connection, as floods measured here do,
+   * is slowed to one try per socket per delay, where an immediate answer let it spend the hub's
+   * main thread on ~2,000 refusals a second (docs/performance.md, session 5). A member's
+   * connect ticket is never over the rate. 0 answers at once.
+   */
+  overRateAnswerDelayMs: number
   /** Addresses the connection rate remembers (connection-rate.ts says what happens past it). */
   connectionRateAddresses: number
   /** Pairing rooms one address may have opened and not yet forgotten (pairing-lane.ts). */
@@ -178,6 +187,7 @@ export const defaultHubLimits: HubLimits = {
   negIdleMs: 60_000,
   connectionsPerSecondPerAddress: 10,
   connectionBurstPerAddress: 20,
+  overRateAnswerDelayMs: 1000,
   connectionRateAddresses: 16_384,
   maxPairingRoomsPerAddress: 64,
 }

@@ -68,6 +68,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       connections_per_second_per_address: limits.connectionsPerSecondPerAddress,
       connection_burst_per_address: limits.connectionBurstPerAddress,
       connection_rate_addresses: limits.connectionRateAddresses,
+      over_rate_answer_delay_ms: limits.overRateAnswerDelayMs,
       max_pairing_rooms_per_address: limits.maxPairingRoomsPerAddress,
     },
   }

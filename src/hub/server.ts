@@ -227,6 +227,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
   const admission = new Admission(limits, log, {
     onAdmit: (socket) => gate.refund(socket),
     overRate: (address) => gate.overRate(address),
+    answerNow: (socket) => gate.answerNow(socket),
   })
   const gate: UpgradeGate = new UpgradeGate({
     limits,
@@ -438,6 +439,7 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
         wss.close(() => resolve())
         for (const conn of conns) conn.ws.terminate()
       })
+      gate.answerAll()
       await new Promise<void>((resolve) => http.close(() => resolve()))
       if (ownVerifier) await verifier.close()
       await store.drained()

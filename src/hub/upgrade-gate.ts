@@ -12,7 +12,10 @@ import type { HubLimits } from './limits.js'
 export interface UpgradeGateOptions {
   limits: Pick<
     HubLimits,
-    'connectionsPerSecondPerAddress' | 'connectionBurstPerAddress' | 'connectionRateAddresses'
+    | 'connectionsPerSecondPerAddress'
+    | 'connectionBurstPerAddress'
+    | 'connectionRateAddresses'
+    | 'overRateAnswerDelayMs'
   >
   /** The URLs this hub answers for (a ticket's `u` names one). */
   relayUrls: ReadonlySet<string>
@@ -25,6 +28,16 @@ export interface UpgradeGateOptions {
   now: () => number
   nowMs?: () => number
 }
+
+interface Late {
+  socket: Duplex
+  retryAfter: number
+  due: number
+  answered: boolean
+}
+
+/** Over-rate upgrades that may wait for their 429 at once, hub-wide. */
+const maxLateAnswers = 1024
 
 /** How the gate decided: the outcome tests and the log see. */
 export type UpgradeVerdict = 'ticket' | 'charged' | { retryAfter: number }
@@ -44,6 +57,10 @@ export class UpgradeGate {
   private readonly rate: ConnectionRate
   /** Connections that took a token: given back if they authenticate as a member. */
   private readonly charged = new WeakMap<Duplex, string>()
+  /** Over-rate upgrades awaiting their 429, in the order they are due (one delay for all). */
+  private late: Late[] = []
+  private readonly lateBySocket = new Map<Duplex, Late>()
+  private lateTimer: NodeJS.Timeout | undefined
 
   constructor(private readonly opts: UpgradeGateOptions) {
     this.rate = new ConnectionRate(
@@ -70,8 +87,70 @@ export class UpgradeGate {
       this.opts.settle(socket as Socket)
       return 'charged'
     }
-    refuse(socket, retryAfter)
+    this.refuseLater(socket, retryAfter)
     return { retryAfter }
+  }
+
+  /** Answers every upgrade still waiting for its 429 now (the hub is stopping). */
+  answerAll(): void {
+    clearTimeout(this.lateTimer)
+    this.lateTimer = undefined
+    const late = this.late
+    this.late = []
+    for (const entry of late) this.answer(entry)
+  }
+
+  /**
+   * Answers `socket`'s 429 now if it is waiting for it (admission displaces it: the client hears
+   * why rather than a reset). False when it is not waiting.
+   */
+  answerNow(socket: Duplex): boolean {
+    const entry = this.lateBySocket.get(socket)
+    if (entry === undefined) return false
+    this.answer(entry)
+    return true
+  }
+
+  private answer(entry: Late): void {
+    if (entry.answered) return
+    entry.answered = true
+    this.lateBySocket.delete(entry.socket)
+    refuse(entry.socket, entry.retryAfter)
+  }
+
+  private refuseLater(socket: Duplex, retryAfter: number): void {
+    const delay = Math.min(this.opts.limits.overRateAnswerDelayMs, retryAfter * 1000)
+    // Past this many waiting, a flood is answered at once: what waits is bounded too.
+    if (delay <= 0 || this.late.length >= maxLateAnswers) {
+      refuse(socket, retryAfter)
+      return
+    }
+    const entry: Late = { socket, retryAfter, due: this.nowMs() + delay, answered: false }
+    this.late.push(entry)
+    this.lateBySocket.set(socket, entry)
+    if (this.lateTimer === undefined) this.armLate()
+  }
+
+  private armLate(): void {
+    const head = this.late[0]
+    if (head === undefined) return
+    this.lateTimer = setTimeout(
+      () => {
+        this.lateTimer = undefined
+        const now = this.nowMs()
+        let i = 0
+        while (i < this.late.length && this.late[i]!.due <= now) this.answer(this.late[i++]!)
+        this.late = this.late.slice(i)
+        this.armLate()
+      },
+      Math.max(0, head.due - this.nowMs()),
+    )
+    this.lateTimer.unref()
+  }
+
+  /** The delay is real time, whatever clock the rate is given (tests give it their own). */
+  private nowMs(): number {
+    return performance.now()
   }
 
   /** `socket` authenticated as a member: its address gets its token back. */
@@ -108,9 +187,12 @@ export class UpgradeGate {
   }
 }
 
-/** Answers an over-rate upgrade and closes the socket once the answer is written. */
+/**
+ * Answers an over-rate upgrade and closes the socket once the answer is written (a socket closed
+ * meanwhile, by its client or by admission, is only destroyed).
+ */
 function refuse(socket: Duplex, retryAfter: number): void {
-  if (!socket.writable) {
+  if (!socket.writable || socket.destroyed) {
     socket.destroy()
     return
   }

@@ -78,7 +78,12 @@ describe('connection rate per address', () => {
 
   it("ignores a ticket from a stranger's key, a stale one and one for another hub", async () => {
     const t = await startTestHub({
-      limits: { connectionsPerSecondPerAddress: 0.05, connectionBurstPerAddress: 2 },
+      // Answered at once: this test is about which tickets count, not when a 429 comes.
+      limits: {
+        connectionsPerSecondPerAddress: 0.05,
+        connectionBurstPerAddress: 2,
+        overRateAnswerDelayMs: 0,
+      },
     })
     expect(refused(await flood(t.url, 4))).toHaveLength(2)
     const stale = Math.floor(Date.now() / 1000) - 600
@@ -145,6 +150,45 @@ describe('connection rate per address', () => {
     expect((await held[0]!.waitClosed()).code).toBe(1013)
     expect((await member.auth(t.url, t.ownerSk))[2]).toBe(true)
     for (const c of held) c.close()
+    member.close()
+  })
+
+  it('holds an over-rate upgrade before its 429, answers it at once when displaced, and answers every held one on stop', async () => {
+    const t = await startTestHub({
+      limits: {
+        connectionsPerSecondPerAddress: 0.05,
+        connectionBurstPerAddress: 1,
+        maxUnauthenticatedPerAddress: 3,
+        // Longer than the test: only a displacement or the hub's stop answers them.
+        overRateAnswerDelayMs: 60_000,
+      },
+    })
+    const first = await upgrade(t.url)
+    expect(first.status).toBe(101)
+    const answered: number[] = []
+    const over = (n: number) =>
+      Array.from({ length: n }, () =>
+        upgrade(t.url).then((a) => {
+          answered.push(a.status)
+          return a
+        }),
+      )
+    const waiting = over(2)
+    // A member's ticketed connection from that address gets in and posts meanwhile.
+    const member = await RawClient.connect(withConnectTicket(t.url, t.ownerSk))
+    expect((await member.auth(t.url, t.ownerSk))[2]).toBe(true)
+    expect(await post(t, member)).toEqual(['OK', expect.any(String), true, ''])
+    expect(answered).toEqual([])
+    // Past the address's room for them (3), the oldest waiting one is displaced: it hears its
+    // 429 now.
+    const more = over(2)
+    expect((await waiting[0]!).status).toBe(429)
+    expect(answered).toEqual([429])
+    // Stopping answers the rest, without waiting out their delay.
+    await t.hub.close()
+    const rest = await Promise.all([...waiting.slice(1), ...more])
+    expect(rest.map((a) => a.status)).toEqual([429, 429, 429])
+    first.ws?.terminate()
     member.close()
   })
 
