@@ -70,6 +70,7 @@ if (values.sync !== 'full' && values.sync !== 'normal') {
 }
 const attackerNice = Number(values['attacker-nice'])
 const seconds = Number(values.seconds)
+const warmUp = values['warm-up'] === undefined ? Math.min(seconds, 5) : Number(values['warm-up'])
 const progress = (s) => process.stderr.write(`bench:abuse ${s}\n`)
 const round = (x, d = 2) => Math.round(x * 10 ** d) / 10 ** d
 const pct = (xs, p) => {
@@ -532,7 +533,7 @@ async function main() {
     bench: 'abuse',
     node: process.version,
     seconds_per_phase: seconds,
-    warm_up_s: values['warm-up'] === undefined ? Math.min(seconds, 5) : Number(values['warm-up']),
+    warm_up_s: warmUp,
     hub_sync: values.sync,
     attackers: 'each abuse in its own child process',
     load_average_at_start: load(),
@@ -544,7 +545,6 @@ async function main() {
   // its code is not yet optimized), which made the first quiet phase the noisiest of a run. And
   // a second quiet phase at the end (see the header for what it does and does not show).
   progress('warm-up')
-  const warmUp = values['warm-up'] === undefined ? Math.min(seconds, 5) : Number(values['warm-up'])
   if (warmUp > 0) await honest(warmUp * 1000)
   const quietPhase = (name) => name === 'quiet' || name === 'quiet-again'
   // The baselines run with any --only: each row is read against them.

@@ -30,10 +30,9 @@ export interface UpgradeGateOptions {
 }
 
 interface Late {
-  socket: Duplex
   retryAfter: number
+  /** performance.now() when its 429 is due. */
   due: number
-  answered: boolean
 }
 
 /** Over-rate upgrades that may wait for their 429 at once, hub-wide. */
@@ -57,9 +56,11 @@ export class UpgradeGate {
   private readonly rate: ConnectionRate
   /** Connections that took a token: given back if they authenticate as a member. */
   private readonly charged = new WeakMap<Duplex, string>()
-  /** Over-rate upgrades awaiting their 429, in the order they are due (one delay for all). */
-  private late: Late[] = []
-  private readonly lateBySocket = new Map<Duplex, Late>()
+  /**
+   * Over-rate upgrades awaiting their 429, in arrival order, which is the order they are due (one
+   * delay for all); each leaves when answered.
+   */
+  private readonly late = new Map<Duplex, Late>()
   private lateTimer: NodeJS.Timeout | undefined
 
   constructor(private readonly opts: UpgradeGateOptions) {
@@ -95,9 +96,7 @@ export class UpgradeGate {
   answerAll(): void {
     clearTimeout(this.lateTimer)
     this.lateTimer = undefined
-    const late = this.late
-    this.late = []
-    for (const entry of late) this.answer(entry)
+    for (const socket of this.late.keys()) this.answerNow(socket)
   }
 
   /**
@@ -105,52 +104,41 @@ export class UpgradeGate {
    * why rather than a reset). False when it is not waiting.
    */
   answerNow(socket: Duplex): boolean {
-    const entry = this.lateBySocket.get(socket)
+    const entry = this.late.get(socket)
     if (entry === undefined) return false
-    this.answer(entry)
+    this.late.delete(socket)
+    refuse(socket, entry.retryAfter)
     return true
-  }
-
-  private answer(entry: Late): void {
-    if (entry.answered) return
-    entry.answered = true
-    this.lateBySocket.delete(entry.socket)
-    refuse(entry.socket, entry.retryAfter)
   }
 
   private refuseLater(socket: Duplex, retryAfter: number): void {
     const delay = Math.min(this.opts.limits.overRateAnswerDelayMs, retryAfter * 1000)
     // Past this many waiting, a flood is answered at once: what waits is bounded too.
-    if (delay <= 0 || this.late.length >= maxLateAnswers) {
+    if (delay <= 0 || this.late.size >= maxLateAnswers) {
       refuse(socket, retryAfter)
       return
     }
-    const entry: Late = { socket, retryAfter, due: this.nowMs() + delay, answered: false }
-    this.late.push(entry)
-    this.lateBySocket.set(socket, entry)
+    // Real time, whatever clock the rate is given (tests give it their own).
+    this.late.set(socket, { retryAfter, due: performance.now() + delay })
     if (this.lateTimer === undefined) this.armLate()
   }
 
   private armLate(): void {
-    const head = this.late[0]
+    const head = this.late.values().next().value
     if (head === undefined) return
     this.lateTimer = setTimeout(
       () => {
         this.lateTimer = undefined
-        const now = this.nowMs()
-        let i = 0
-        while (i < this.late.length && this.late[i]!.due <= now) this.answer(this.late[i++]!)
-        this.late = this.late.slice(i)
+        const now = performance.now()
+        for (const [socket, { due }] of this.late) {
+          if (due > now) break
+          this.answerNow(socket)
+        }
         this.armLate()
       },
-      Math.max(0, head.due - this.nowMs()),
+      Math.max(0, head.due - performance.now()),
     )
     this.lateTimer.unref()
-  }
-
-  /** The delay is real time, whatever clock the rate is given (tests give it their own). */
-  private nowMs(): number {
-    return performance.now()
   }
 
   /** `socket` authenticated as a member: its address gets its token back. */
@@ -192,7 +180,7 @@ export class UpgradeGate {
  * meanwhile, by its client or by admission, is only destroyed).
  */
 function refuse(socket: Duplex, retryAfter: number): void {
-  if (!socket.writable || socket.destroyed) {
+  if (!socket.writable) {
     socket.destroy()
     return
   }
