@@ -14,7 +14,7 @@ import { onEvent } from './on-event.js'
 import { onNegClose, onNegMessage, onNegOpen } from './on-neg.js'
 import { onClose, onReq } from './on-req.js'
 import { firstRefusal, rejectFrame } from './refusals.js'
-import type { SliceOutcome, Streaming } from './req-scheduler.js'
+import { strangerName, type SliceOutcome, type Streaming } from './req-scheduler.js'
 import { ReqStreams } from './req-streams.js'
 
 /** Best effort: the id of an event inside a frame we will not parse, so OK can name it. */
@@ -218,11 +218,14 @@ export class Connection implements Streaming {
     }
     const startedAt = performance.now()
     const slicesBefore = this.streams.chargedMs
+    const { reqWork } = this.ctx
+    // Any frame, a stranger's or an EVENT, is someone using the hub: no one else's work is lent
+    // time past their budget for a while (WorkBudget).
+    reqWork.seen(this.authed.size === 0 ? strangerName : this.payer(), Date.now())
     const verb = this.dispatch(data)
     // EVENTs have their own rates and quotas (event-limits.ts); charging them here too would
     // slow a busy publisher's queries for what its events already paid.
     if (this.authed.size === 0 || this.done || verb === 'EVENT') return
-    const { reqWork } = this.ctx
     const payer = this.payer()
     const nowMs = Date.now()
     reqWork.charge(

@@ -71,6 +71,13 @@ export interface HubLimits {
    */
   reqWorkMsPerSecond: number
   reqWorkBurstMs: number
+  /**
+   * A person past their work budget goes on while no one else has sent the hub a frame (a
+   * stranger's included) or had work charged for this long; what they spend meanwhile is not
+   * charged past what they had (req-scheduler.ts WorkBudget). A node catching up alone on a
+   * quiet hub runs at the main thread's pace, not the budget's. 0 never lends.
+   */
+  reqWorkLendAfterQuietMs: number
   /** AUTH frames one connection may send; past it the connection is closed (1008). */
   maxAuthAttempts: number
   /**
@@ -173,6 +180,7 @@ export const defaultHubLimits: HubLimits = {
   slowReaderMs: 30_000,
   reqWorkMsPerSecond: 200,
   reqWorkBurstMs: 1000,
+  reqWorkLendAfterQuietMs: 1000,
   maxAuthAttempts: 8,
   maxPendingVerifications: 256,
   authDeadlineMs: 15_000,

@@ -60,6 +60,7 @@ export function relayInformation(opts: { limits: HubLimits; owner?: string; vers
       req_work_ms_per_second_per_person: limits.reqWorkMsPerSecond,
       req_slice_ms: limits.reqSliceMs,
       req_work_burst_ms_per_person: limits.reqWorkBurstMs,
+      req_work_lend_after_quiet_ms: limits.reqWorkLendAfterQuietMs,
       max_auth_attempts: limits.maxAuthAttempts,
       max_pending_verifications: limits.maxPendingVerifications,
       auth_deadline_seconds: seconds(limits.authDeadlineMs),

@@ -120,30 +120,76 @@ export class ReqScheduler<C extends Streaming> {
   }
 }
 
+/** Who a frame from a connection not authenticated as a member counts as (see `WorkBudget.seen`). */
+export const strangerName = ''
+
 /**
  * Main-thread time spent sending REQs' stored parts, per person (all their connections): a token
  * bucket in milliseconds. A person past it waits; one member's queries cannot take more than
  * this share of the hub, however many REQs they send or connections they open.
+ *
+ * Idle lending: the budget exists so that one person cannot starve the others, so a person past
+ * it goes on while no one else has used the hub (sent a frame, or had work charged) for
+ * `lendAfterQuietMs`, and what they spend meanwhile is not charged past what they had in hand. A
+ * node catching up alone on a quiet hub is not held to a fifth of an idle main thread; the
+ * moment anyone else sends a frame, the person is back on their budget (with no debt from the
+ * lent time), and that frame waits behind at most the one slice already running.
  */
 export class WorkBudget {
   private readonly buckets = new Map<string, { ms: number; at: number }>()
+  /** The last two people seen, most recent first, never the same name twice. */
+  private last: { name: string; at: number } | undefined
+  private beforeLast: { name: string; at: number } | undefined
 
   constructor(
     private readonly msPerSecond: number,
     private readonly burstMs: number,
+    /** 0 never lends. */
+    private readonly lendAfterQuietMs = 0,
   ) {}
 
-  /** Milliseconds `name` must wait before its next slice; 0 when it may go now. */
+  /** `name` used the hub at `nowMs`: a frame read (a stranger's as `strangerName`), or work. */
+  seen(name: string, nowMs: number): void {
+    const last = this.last
+    if (last?.name === name) last.at = nowMs
+    else {
+      // The one before keeps the most recent time of anyone but the new last.
+      this.beforeLast = last
+      this.last = { name, at: nowMs }
+    }
+  }
+
+  /** Whether `name` may work past its budget now: no one else has used the hub for a while. */
+  lends(name: string, nowMs: number): boolean {
+    return this.untilLent(name, nowMs) === 0
+  }
+
+  /** Milliseconds until `name` is lent time if no one else comes (Infinity: lending is off). */
+  private untilLent(name: string, nowMs: number): number {
+    if (this.lendAfterQuietMs <= 0) return Infinity
+    const other = this.last?.name === name ? this.beforeLast : this.last
+    if (other === undefined) return 0
+    return Math.max(0, other.at + this.lendAfterQuietMs - nowMs)
+  }
+
+  /**
+   * Milliseconds `name` must wait before its next slice; 0 when it may go now. At most until it
+   * would be lent time: one who waits asks again then (and waits on if someone came meanwhile).
+   */
   wait(name: string, nowMs: number): number {
     if (this.msPerSecond <= 0) return 0
     const b = this.refill(name, nowMs)
-    return b.ms > 0 ? 0 : Math.ceil(((1 - b.ms) * 1000) / this.msPerSecond)
+    if (b.ms > 0) return 0
+    const refilled = Math.ceil(((1 - b.ms) * 1000) / this.msPerSecond)
+    return Math.min(refilled, Math.ceil(this.untilLent(name, nowMs)))
   }
 
-  /** Charges `ms` of work to `name`. */
+  /** Charges `ms` of work to `name`; lent time is not charged past what was in hand. */
   charge(name: string, ms: number, nowMs: number): void {
     if (this.msPerSecond <= 0) return
-    this.refill(name, nowMs).ms -= ms
+    this.seen(name, nowMs)
+    const b = this.refill(name, nowMs)
+    b.ms = this.lends(name, nowMs) ? Math.min(b.ms, Math.max(0, b.ms - ms)) : b.ms - ms
   }
 
   private refill(name: string, nowMs: number): { ms: number; at: number } {

@@ -289,7 +289,11 @@ export async function startHub(opts: HubOptions): Promise<Hub> {
     eventLimits: new EventLimits(limits, grants, store),
     admission,
     reqs: new ReqScheduler<Connection>(limits.reqSliceMs, beforeBackground),
-    reqWork: new WorkBudget(limits.reqWorkMsPerSecond, limits.reqWorkBurstMs),
+    reqWork: new WorkBudget(
+      limits.reqWorkMsPerSecond,
+      limits.reqWorkBurstMs,
+      limits.reqWorkLendAfterQuietMs,
+    ),
     perPerson: { connections: new Map(), negOpen: new Map() },
     negTurns: new TurnQueue(beforeBackground),
     relayUrls,

@@ -1,6 +1,7 @@
 import { nip77 } from 'nostr-tools'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
+import { sealKeys } from '../events/nip77-set.js'
 import type { RelayClient } from './relay-client.js'
 
 /** A stored event as reconciliation sees it. */
@@ -168,10 +169,7 @@ function reconcileOnce(
   mine: readonly EventKey[],
   timeoutMs: number,
 ): Promise<{ need: string[]; have: string[]; rounds: number }> {
-  const storage = new nip77.NegentropyStorageVector()
-  for (const k of mine) storage.insert(k.created_at, k.id)
-  storage.seal()
-  const neg = new nip77.Negentropy(storage)
+  const neg = new nip77.Negentropy(sealKeys(mine))
   const need: string[] = []
   const have: string[] = []
   let rounds = 0

@@ -148,7 +148,13 @@ describe('a person past their work budget', () => {
   it('is not read until it refills, while another member is answered', async () => {
     // A budget the first frame outruns: 2 ms a second, next to nothing in hand.
     const t = await startTestHub({
-      limits: { eventsPerSecond: 0, reqWorkMsPerSecond: 2, reqWorkBurstMs: 0.001 },
+      // No idle lending: the greedy person must wait whether or not Bob has sent anything yet.
+      limits: {
+        eventsPerSecond: 0,
+        reqWorkMsPerSecond: 2,
+        reqWorkBurstMs: 0.001,
+        reqWorkLendAfterQuietMs: 0,
+      },
     })
     const greedy = await t.member()
     const bobSk = newSecret()

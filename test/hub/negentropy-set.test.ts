@@ -2,12 +2,8 @@ import { describe, expect, it } from 'vitest'
 import { nip77 } from 'nostr-tools'
 import { randomBytes } from 'node:crypto'
 import { asResponderQuery } from '../../src/hub/negentropy.js'
-import {
-  SetReader,
-  sealNewestFirst,
-  type NegentropySet,
-  type NegItem,
-} from '../../src/hub/negentropy-set.js'
+import { SetReader, sealNewestFirst } from '../../src/hub/negentropy-set.js'
+import { sealKeys, type NegentropySet, type NegItem } from '../../src/events/nip77-set.js'
 
 /** Items with many equal created_at (ties ordered by id), as a busy channel stores them. */
 function items(n: number): NegItem[] {
@@ -113,5 +109,60 @@ describe('a reconciliation set built from rows in NIP-01 order', () => {
         .sort(),
     )
     expect(have.sort()).toEqual(extra.map((x) => hex(x.id)).sort())
+  })
+})
+
+describe('an initiator’s set sealed from a node’s keys', () => {
+  const keysOf = (xs: NegItem[]) => xs.map((x) => ({ created_at: x.timestamp, id: hex(x.id) }))
+
+  it('holds nostr-tools’ order and fingerprints, any input order, a key listed twice kept once', () => {
+    const xs = items(3000)
+    const shuffled = keysOf(xs).sort(() => Math.random() - 0.5)
+    const ours = sealKeys([...shuffled, ...shuffled.slice(0, 10)])
+    const theirs = reference(xs)
+    expect(itemsOf(ours)).toEqual(itemsOf(theirs))
+    for (const [a, b] of [
+      [0, 3000],
+      [5, 2999],
+      [1000, 1001],
+    ] as const)
+      expect(hex(ours.fingerprint(a, b))).toBe(hex(theirs.fingerprint(a, b)))
+    expect(new nip77.Negentropy(ours).initiate()).toBe(new nip77.Negentropy(theirs).initiate())
+  })
+
+  it('initiates a reconciliation that finds exactly the differences against a hub’s set', () => {
+    const xs = items(6000)
+    const hub = new nip77.Negentropy(sealNewestFirst(newestFirst(xs)))
+    const extra = items(4)
+    const client = new nip77.Negentropy(
+      sealKeys(keysOf([...xs.filter((_, i) => i % 300 !== 11), ...extra])),
+    )
+    const need: string[] = []
+    const have: string[] = []
+    let msg: string | null = client.initiate()
+    while (msg !== null) {
+      const reply = hub.reconcile(asResponderQuery(msg))
+      if (reply === null) break
+      msg = client.reconcile(
+        reply,
+        (id) => have.push(id),
+        (id) => need.push(id),
+      )
+    }
+    expect(need.sort()).toEqual(
+      xs
+        .filter((_, i) => i % 300 === 11)
+        .map((x) => hex(x.id))
+        .sort(),
+    )
+    expect(have.sort()).toEqual(extra.map((x) => hex(x.id)).sort())
+  })
+
+  it('refuses an id that is not 64 lowercase hex characters', () => {
+    for (const id of ['ab', 'g'.repeat(64), '0'.repeat(63), 'A'.repeat(64)]) {
+      expect(() => sealKeys([{ created_at: 1, id }])).toThrow(
+        /an event id is 64 lowercase hex characters/,
+      )
+    }
   })
 })

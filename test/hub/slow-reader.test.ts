@@ -162,7 +162,13 @@ describe('REQ stored results sent in slices', { timeout: 60_000 }, () => {
 
   it('makes a person’s REQs wait once their work budget is spent, while others are answered', async () => {
     const t = await startTestHub({
-      limits: { reqSliceBytes: 8192, reqWorkMsPerSecond: 1, reqWorkBurstMs: 1 },
+      // No idle lending: the greedy REQs must wait however long the other person takes to come.
+      limits: {
+        reqSliceBytes: 8192,
+        reqWorkMsPerSecond: 1,
+        reqWorkBurstMs: 1,
+        reqWorkLendAfterQuietMs: 0,
+      },
     })
     fill(t, 800, 300)
     const greedy = await t.member()

@@ -94,6 +94,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/hub/sealed-intake.test.ts',
     'test/hub/semantics.test.ts',
     'test/hub/slow-reader.test.ts',
+    'test/hub/work-lending.test.ts',
     'test/link/*.test.ts',
     'test/node/authority-cursor.test.ts',
     'test/node/channel-outbox.test.ts',
