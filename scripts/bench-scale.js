@@ -17,7 +17,8 @@
 // devices: on a fresh relay, --devices (default 2,000) connections held open, each a device key
 //          of one of 40 people (a kith hub caps a person at 64 connections), half subscribed to
 //          one busy channel: RSS per connection, a member's EVENT→OK with none held and with all
-//          held, and send→deliver to the subscribers.
+//          held, and send→deliver to the subscribers. Then the same on two kith hubs, the second
+//          started with --peer the first (the scale-out path), half the connections on each.
 // catchup: a node that lacks 1% of the history (every 100th event) finds them by NIP-77 with
 //          this project's client (src/link/reconcile.ts; strfry serves NIP-77 too) and fetches
 //          them by id: time and bytes on the wire.
@@ -25,7 +26,7 @@
 // --strfry PATH runs that strfry binary itself (config below: compression off, db in a temp
 // dir), so every row is measured for it; --against URL measures a relay started apart, and the
 // rows that need to restart it (start-up, cold queries) are left out for it.
-import { spawn } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
@@ -38,10 +39,11 @@ import { setNostrWasm, finalizeEvent } from 'nostr-tools/wasm'
 import { generateSecretKey, getPublicKey } from 'nostr-tools/pure'
 import { SPACING, channels, defaultCacheDir, keyOf, openHistory } from './bench-scale-history.js'
 import { signAuthEvent } from '../dist/events/nip42.js'
-import { signGrant } from '../dist/grants/grant.js'
+import { signEvent } from '../dist/events/event.js'
+import { makeGrant, signGrant } from '../dist/grants/grant.js'
 import { RelayClient } from '../dist/link/relay-client.js'
 import { fetchIds, reconcile } from '../dist/link/reconcile.js'
-import { spawnHub } from './hub-process.js'
+import { kithBin, spawnHub } from './hub-process.js'
 import {
   connect,
   cpuSpent,
@@ -70,6 +72,7 @@ const { values } = parseArgs({
     cache: { type: 'string', default: defaultCacheDir() },
     report: { type: 'string' },
     help: { type: 'boolean' },
+    'no-peered': { type: 'boolean' },
     svg: {
       type: 'string',
       default: fileURLToPath(new URL('../docs/bench-scale.svg', import.meta.url)),
@@ -81,7 +84,9 @@ if (values.help) {
   --max N            events in the size run (default 1,000,000; checkpoints at 10k, 100k, 1M)
   --only WHAT        size | devices | catchup (size, then catch-up only) | history (make the cache)
   --queries Q        queries per shape and pass (default 100)
-  --devices D        connections held in the devices run (default 2,000)
+  --devices D        connections held in the devices run (default 2,000); the run is made on
+                     a kith hub, the other relay, and two kith hubs peered (--peer), half the
+                     connections on each (--no-peered leaves that row out)
   --strfry PATH      run that strfry binary too, with its own db in a temp dir
   --against URL      measure a relay started apart (--against-pid PID, --against-db DIR)
   --seed S           the history's seed (default 1): the same keys, events and ids every run
@@ -150,11 +155,15 @@ function kithRelay(name, founder) {
   const relay = {
     name: 'kith',
     restartable: true,
+    home: join(dir, `${name}-home`),
+    /** More `kith hub` arguments (`--peer URL`). */
+    args: [],
     async start() {
       const t0 = performance.now()
-      const hub = await spawnHub(['--db', join(db, 'hub.db'), '--owner', founder, '--rate', '0'], {
-        env: { KITH_HOME: join(dir, `${name}-home`) },
-      })
+      const hub = await spawnHub(
+        ['--db', join(db, 'hub.db'), '--owner', founder, '--rate', '0', ...relay.args],
+        { env: { KITH_HOME: relay.home } },
+      )
       relay.hub = hub
       relay.url = hub.url
       relay.pid = hub.child.pid
@@ -164,6 +173,70 @@ function kithRelay(name, founder) {
     dbBytes: () => diskBytes(db),
   }
   return relay
+}
+
+/**
+ * Two kith hubs, the second started with `--peer` the first (kith-hub "Peers"): the scale-out
+ * path for more devices than one hub should hold. The second hub's key is made by `kith hub key`
+ * and granted by the founder at the first hub; the second learns the fleet's grants from it.
+ */
+function peeredKithRelays(name, founder) {
+  const a = kithRelay(`${name}-a`, founder)
+  const b = kithRelay(`${name}-b`, founder)
+  const relay = {
+    name: 'kith, 2 peered hubs',
+    hubs: [a, b],
+    extraGrants: [],
+    async start() {
+      await a.start()
+      relay.url = a.url
+      relay.pid = a.pid
+      const key = spawnSync(kithBin, ['hub', 'key', '--owner', founder, '--json'], {
+        env: { ...process.env, KITH_HOME: b.home },
+        encoding: 'utf8',
+      })
+      if (key.status !== 0) throw new Error(`kith hub key: ${key.stderr}`)
+      const [, subject, proof] = JSON.parse(key.stdout).request.split(':')
+      relay.extraGrants = [
+        signEvent(makeGrant({ subject, role: 'hub', fleet: founder, proof }, grantTime), founderSk),
+      ]
+    },
+    /** Once the first hub holds the grants: the second starts, and has them from its peer. */
+    async afterGrants(lastKey) {
+      b.args = ['--peer', a.url]
+      await b.start()
+      const deadline = performance.now() + 120_000
+      for (;;) {
+        const answer = await authAnswer(b.url, lastKey)
+        if (answer.ok) return
+        if (performance.now() > deadline)
+          throw new Error(`${b.url} never had the grants: ${answer.message}`)
+        await new Promise((r) => setTimeout(r, 250))
+      }
+    },
+    stop: async () => {
+      await b.stop()
+      await a.stop()
+    },
+  }
+  return relay
+}
+
+/** Whether `url` takes `sk`'s AUTH; the socket is closed either way. */
+function authAnswer(url, sk) {
+  return new Promise((resolve) => {
+    const ws = openSocket(url)
+    const done = (answer) => {
+      ws.close()
+      resolve(answer)
+    }
+    ws.once('error', (err) => done({ ok: false, message: err.message }))
+    ws.on('message', (data) => {
+      const msg = JSON.parse(data.toString())
+      if (msg[0] === 'AUTH') ws.send(JSON.stringify(['AUTH', signAuthEvent(url, msg[1], sk)]))
+      else if (msg[0] === 'OK') done({ ok: msg[2], message: msg[3] })
+    })
+  })
 }
 
 /** strfry's shipped config but: db here, compression off (see bench-relay.js), no fd limit. */
@@ -508,18 +581,28 @@ async function devicesRun(relay) {
   const poster = makeFleet(1, 1, 0)
   await relay.start()
   const admin = await connect(relay.url, founderSk, { quietMs: 100 })
-  for (const g of [...fleet.grants, ...poster.grants]) await publishOne(admin, g)
+  for (const g of [...fleet.grants, ...poster.grants, ...(relay.extraGrants ?? [])])
+    await publishOne(admin, g)
+  await relay.afterGrants?.(fleet.authors.at(-1).sk)
+  // Peered hubs: connections two by two to each hub in turn, so each holds half the
+  // connections and half the subscribers; the member posts at the first.
+  const hubs = relay.hubs ?? [relay]
+  const memory = () => sumMemory(hubs.map((h) => memoryOf(h.pid)))
   const member = await connect(relay.url, poster.authors[0].sk, { quietMs: 100 })
   const K = 200
   const idle = await postSeries(member, poster.authors[0], 'quiet', K, 'idle')
-  const before = memoryOf(relay.pid)
+  const before = memory()
   progress(`${relay.name}: opening ${D} connections`)
   const held = []
   const subscribers = []
   const delivered = new Map()
   for (let i = 0; i < D; i += 20) {
     const batch = fleet.authors.slice(i, Math.min(D, i + 20))
-    const socks = await Promise.all(batch.map((a) => connect(relay.url, a.sk, { quietMs: 100 })))
+    const socks = await Promise.all(
+      batch.map((a, j) =>
+        connect(hubs[Math.floor((i + j) / 2) % hubs.length].url, a.sk, { quietMs: 100 }),
+      ),
+    )
     held.push(...socks)
   }
   for (let i = 0; i < held.length; i += 2) {
@@ -540,7 +623,7 @@ async function devicesRun(relay) {
     })
     subscribers.push(ws)
   }
-  const after = memoryOf(relay.pid)
+  const after = memory()
   const loaded = await postSeries(member, poster.authors[0], 'quiet', K, 'held')
   progress(`${relay.name}: fan-out to ${subscribers.length} subscribers`)
   const deliver = []
@@ -570,10 +653,12 @@ async function devicesRun(relay) {
   }
   const row = {
     relay: relay.name,
+    hubs: hubs.length,
     connections: held.length,
     subscribers: subscribers.length,
-    authenticated:
-      relay.name === 'kith' ? 'every connection (NIP-42, a device key each)' : 'none asked',
+    authenticated: relay.name.startsWith('kith')
+      ? 'every connection (NIP-42, a device key each)'
+      : 'none asked',
     rss_before_mb: before,
     rss_held_mb: after,
     rss_per_connection_kb: round(((after.rss_mb - before.rss_mb) * 1024) / held.length, 1),
@@ -592,6 +677,13 @@ async function devicesRun(relay) {
   for (const ws of [...held, member, admin]) ws.close()
   await relay.stop()
   return row
+}
+
+/** The memory of several processes added up (each field summed; per process in `each`). */
+function sumMemory(list) {
+  const out = {}
+  for (const m of list) for (const [k, v] of Object.entries(m)) out[k] = round((out[k] ?? 0) + v, 1)
+  return list.length > 1 ? { ...out, each: list } : out
 }
 
 // ---- plot -------------------------------------------------------------------------------------
@@ -762,7 +854,11 @@ if (only === undefined || only === 'devices') {
   const relays = [kithRelay('devices-kith', founder)]
   const other = otherRelay('devices-other')
   if (other) relays.push(other)
-  for (const relay of relays) report.devices.push(await devicesRun(relay))
+  if (!values['no-peered']) relays.push(peeredKithRelays('devices-peered', founder))
+  for (const relay of relays) {
+    report.devices.push(await devicesRun(relay))
+    saveReport()
+  }
 }
 report.seconds = round((performance.now() - t0) / 1000, 1)
 saveReport()

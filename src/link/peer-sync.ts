@@ -309,20 +309,35 @@ export class PeerSync {
       }
       need += wanted.length
       have += diff.have.length
+      // Refused once, tried again in this round while others are accepted: a grant whose parent
+      // came later (the same second, the next batch, or in flight beside it) is refused only
+      // until the parent is stored. Without this a new hub lacked such grants for
+      // `refusedQuietRounds` rounds (half an hour), and their keys could not connect to it.
+      let again: NostrEvent[] = []
+      const publishIn = async (events: NostrEvent[]) => {
+        const r = await this.publishAll(local, events, (e) => again.push(e))
+        this.received += r.accepted
+        acceptedIn += r.accepted
+        return r.accepted
+      }
       await fetchIds(
         peer,
         wanted,
         async (events) => {
           events.sort((a, b) => a.created_at - b.created_at)
           for (const e of events) this.seen.add(e.id)
-          const r = await this.publishAll(local, events, (e) => this.noteRefused(e.id))
-          this.received += r.accepted
-          acceptedIn += r.accepted
-          refusedIn += r.refused
-          refused += r.refused
+          await publishIn(events)
         },
         requestTimeoutMs,
       )
+      for (let progress = true; progress && again.length > 0;) {
+        const retry = again
+        again = []
+        progress = (await publishIn(retry)) > 0
+      }
+      for (const e of again) this.noteRefused(e.id)
+      refusedIn += again.length
+      refused += again.length
       for (let i = 0; i < diff.have.length; i += 500) {
         const events = diff.have
           .slice(i, i + 500)

@@ -168,6 +168,46 @@ describe('hub-to-hub replication (kith hub --peer)', () => {
     }
   })
 
+  it('brings a new hub grants made in one second, children fetched before parents, in its first round', async () => {
+    const { a, b, hubKey, ownerSk } = await fleetOfThree()
+    const founderAtA = await a.member()
+    // 20 owners and a device under each, all signed in the same second: a REQ by ids returns
+    // them by id within that second, so many a device grant comes before its owner's.
+    const at = now() - 5
+    const devices: ReturnType<typeof newKey>[] = []
+    const grants: NostrEvent[] = []
+    for (let i = 0; i < 20; i++) {
+      const owner = newKey()
+      const device = newKey()
+      const ownerGrant = signTestGrant(
+        { subject: owner.pk, role: 'owner', fleet: a.owner },
+        ownerSk,
+        at,
+      )
+      grants.push(
+        ownerGrant,
+        signTestGrant(
+          { subject: device.pk, role: 'device', fleet: a.owner, parent: ownerGrant.id },
+          owner.sk,
+          at,
+        ),
+      )
+      devices.push(device)
+    }
+    for (const g of grants) {
+      founderAtA.send(['EVENT', g])
+      expect((await founderAtA.ok(g.id))[2]).toBe(true)
+    }
+    const toA = bridge(b, a.url, hubKey.sk)
+    const first = await toA.synced()
+    expect(first.refused).toBe(0)
+    // Every device can connect to the new hub at once, not after the refused grants' half hour.
+    for (const d of devices) {
+      const c = await b.connect()
+      expect((await c.auth(b.url, d.sk))[2]).toBe(true)
+    }
+  })
+
   it('applies a revocation that arrives through a peer: the revoked key is cut off on the far hub', async () => {
     const { a, b, c, hubKey, ownerSk } = await fleetOfThree()
     const toA = bridge(b, a.url, hubKey.sk)
