@@ -10,6 +10,7 @@ import {
 import { startHub, type Hub, type HubOptions } from '../../src/hub/server.js'
 import type { VerifyPool } from '../../src/verify/pool.js'
 import { RawClient } from './raw-client.js'
+import { newSecret, signTestGrant } from './secrets.js'
 import { dirFiles, scanHub } from './sentinel.js'
 import { tempDir } from './tmp.js'
 
@@ -138,4 +139,32 @@ export async function workerPool(workers = 1): Promise<VerifyPool> {
   const pool = await Built.create(workers, { verifier: { kind: 'wasm', reason: 'test' } })
   onTestFinished(() => pool.close())
   return pool
+}
+
+/**
+ * A second person: a new key granted the owner role by the founder (published over a founder
+ * connection, its OK awaited). Returns the key and a way to connect authenticated as them.
+ */
+export async function grantOwner(
+  t: TestHub,
+): Promise<{ sk: Uint8Array; client: () => Promise<RawClient> }> {
+  const sk = newSecret()
+  const founder = await t.member()
+  const grant = signTestGrant(
+    { subject: publicKeyOf(sk), role: 'owner', fleet: t.owner },
+    t.ownerSk,
+    Math.floor(Date.now() / 1000),
+  )
+  founder.send(['EVENT', grant])
+  const ok = await founder.ok(grant.id)
+  if (ok[2] !== true) throw new Error(`the owner grant was refused: ${String(ok[3])}`)
+  return {
+    sk,
+    client: async () => {
+      const c = await t.connect()
+      const answer = await c.auth(t.url, sk)
+      if (answer[2] !== true) throw new Error(`AUTH refused: ${String(answer[3])}`)
+      return c
+    },
+  }
 }

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { nip77 } from 'nostr-tools'
-import { startTestHub } from '../helpers/hub.js'
-import { publicKeyOf } from '../../src/events/event.js'
+import { grantOwner, startTestHub } from '../helpers/hub.js'
 import type { RawClient } from '../helpers/raw-client.js'
-import { newSecret, signTestGrant } from '../helpers/secrets.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -83,14 +81,7 @@ describe('NIP-77 work is bounded per person', () => {
       },
     })
     const founder = await t.member()
-    const bobSk = newSecret()
-    const grant = signTestGrant(
-      { subject: publicKeyOf(bobSk), role: 'owner', fleet: t.owner },
-      t.ownerSk,
-      now(),
-    )
-    founder.send(['EVENT', grant])
-    expect((await founder.ok(grant.id))[2]).toBe(true)
+    const { sk: bobSk, client: bobClient } = await grantOwner(t)
     const stored = Array.from({ length: 1000 }, (_, i) =>
       t.sign({ kind: 1, created_at: now() - 1000 + (i % 300), content: `e${i}` }),
     )
@@ -99,8 +90,7 @@ describe('NIP-77 work is bounded per person', () => {
       for (const e of window) founder.send(['EVENT', e])
       for (const e of window) expect((await founder.ok(e.id))[2]).toBe(true)
     }
-    const bob = await t.connect()
-    expect((await bob.auth(t.url, bobSk))[2]).toBe(true)
+    const bob = await bobClient()
 
     // The founder opens a reconciliation over 1,000 events (100 slices of 10); Bob publishes,
     // one EVENT after each OK, until the founder's first answer comes.
@@ -157,16 +147,8 @@ describe('a person past their work budget', () => {
       },
     })
     const greedy = await t.member()
-    const bobSk = newSecret()
-    const grant = signTestGrant(
-      { subject: publicKeyOf(bobSk), role: 'owner', fleet: t.owner },
-      t.ownerSk,
-      now(),
-    )
-    greedy.send(['EVENT', grant])
-    expect((await greedy.ok(grant.id))[2]).toBe(true)
-    const bob = await t.connect()
-    expect((await bob.auth(t.url, bobSk))[2]).toBe(true)
+    const { sk: bobSk, client: bobClient } = await grantOwner(t)
+    const bob = await bobClient()
 
     // The REQ's frame spends the greedy person's budget; the EVENT sent right behind it waits in
     // the socket until the budget has refilled (~0.5 s), where it was read and answered at once.

@@ -48,6 +48,23 @@ function reference(xs: NegItem[]): nip77.NegentropyStorageVector {
   return s
 }
 
+/** Runs `client` (the initiator) against `hub` (the responder, as the hub answers) to the end. */
+function reconcileWith(hub: nip77.Negentropy, client: nip77.Negentropy) {
+  const need: string[] = []
+  const have: string[] = []
+  let msg: string | null = client.initiate()
+  while (msg !== null) {
+    const reply = hub.reconcile(asResponderQuery(msg))
+    if (reply === null) break
+    msg = client.reconcile(
+      reply,
+      (id) => have.push(id),
+      (id) => need.push(id),
+    )
+  }
+  return { need, have }
+}
+
 describe('a reconciliation set built from rows in NIP-01 order', () => {
   it('puts rows read newest first into NIP-77 order without sorting', () => {
     const xs = items(3000)
@@ -90,18 +107,7 @@ describe('a reconciliation set built from rows in NIP-01 order', () => {
     const mine = xs.filter((_, i) => i % 500 !== 7)
     const extra = items(3)
     const client = new nip77.Negentropy(reference([...mine, ...extra]))
-    const need: string[] = []
-    const have: string[] = []
-    let msg: string | null = client.initiate()
-    while (msg !== null) {
-      const reply = hub.reconcile(asResponderQuery(msg))
-      if (reply === null) break
-      msg = client.reconcile(
-        reply,
-        (id) => have.push(id),
-        (id) => need.push(id),
-      )
-    }
+    const { need, have } = reconcileWith(hub, client)
     expect(need.sort()).toEqual(
       xs
         .filter((_, i) => i % 500 === 7)
@@ -137,18 +143,7 @@ describe('an initiator’s set sealed from a node’s keys', () => {
     const client = new nip77.Negentropy(
       sealKeys(keysOf([...xs.filter((_, i) => i % 300 !== 11), ...extra])),
     )
-    const need: string[] = []
-    const have: string[] = []
-    let msg: string | null = client.initiate()
-    while (msg !== null) {
-      const reply = hub.reconcile(asResponderQuery(msg))
-      if (reply === null) break
-      msg = client.reconcile(
-        reply,
-        (id) => have.push(id),
-        (id) => need.push(id),
-      )
-    }
+    const { need, have } = reconcileWith(hub, client)
     expect(need.sort()).toEqual(
       xs
         .filter((_, i) => i % 300 === 11)

@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { bytesToHex, randomBytes } from '@noble/hashes/utils.js'
-import { publicKeyOf, signEvent, type NostrEvent } from '../../src/events/event.js'
-import { newSecret, signTestGrant } from '../helpers/secrets.js'
-import { startTestHub, type TestHub } from '../helpers/hub.js'
+import { signEvent, type NostrEvent } from '../../src/events/event.js'
+import { grantOwner, startTestHub, type TestHub } from '../helpers/hub.js'
 import type { RawClient } from '../helpers/raw-client.js'
 
 /** Stores `n` events of ~`size` bytes by the owner (setup: straight into the hub's store). */
@@ -14,26 +13,6 @@ function fill(t: TestHub, n: number, size: number): NostrEvent[] {
   )
   t.hub.store.insertBatch(events)
   return events
-}
-
-/** A second person (an owner granted by the founder), with a connection authenticated as them. */
-async function person(t: TestHub) {
-  const sk = newSecret()
-  const founder = await t.member()
-  const grant = signTestGrant(
-    { subject: publicKeyOf(sk), role: 'owner', fleet: t.owner },
-    t.ownerSk,
-    Math.floor(Date.now() / 1000),
-  )
-  founder.send(['EVENT', grant])
-  expect((await founder.ok(grant.id))[2]).toBe(true)
-  return {
-    client: async () => {
-      const c = await t.connect()
-      expect((await c.auth(t.url, sk))[2]).toBe(true)
-      return c
-    },
-  }
 }
 
 /** Stops reading from the hub: the socket's bytes stay in the kernel, then in the hub. */
@@ -172,7 +151,7 @@ describe('REQ stored results sent in slices', { timeout: 60_000 }, () => {
     })
     fill(t, 800, 300)
     const greedy = await t.member()
-    const p = await person(t)
+    const p = await grantOwner(t)
     const wide = Array.from({ length: 10 }, (_, i) => ({ '#h': ['big'], limit: 5000, since: i }))
     for (let i = 0; i < 20; i++) greedy.send(['REQ', 'same', ...wide])
     // Another person's REQ is answered while the greedy one's is still waiting for budget.

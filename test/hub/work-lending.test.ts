@@ -1,8 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { publicKeyOf } from '../../src/events/event.js'
 import { strangerName, WorkBudget } from '../../src/hub/req-scheduler.js'
-import { startTestHub, type TestHub } from '../helpers/hub.js'
-import { newSecret, signTestGrant } from '../helpers/secrets.js'
+import { grantOwner, startTestHub, type TestHub } from '../helpers/hub.js'
 
 const now = () => Math.floor(Date.now() / 1000)
 
@@ -98,17 +96,9 @@ describe('a hub lends a lone member idle time past the work budget', { timeout: 
       },
     })
     const founder = await t.member()
-    const bobSk = newSecret()
-    const grant = signTestGrant(
-      { subject: publicKeyOf(bobSk), role: 'owner', fleet: t.owner },
-      t.ownerSk,
-      now(),
-    )
-    founder.send(['EVENT', grant])
-    expect((await founder.ok(grant.id))[2]).toBe(true)
+    const { sk: bobSk, client } = await grantOwner(t)
     fill(t, 400)
-    const bob = await t.connect()
-    expect((await bob.auth(t.url, bobSk))[2]).toBe(true)
+    const bob = await client()
 
     // Bob is quiet: the founder's REQ is lent the idle time and ends.
     founder.send(['REQ', 'alone', { '#h': ['big'], limit: 5000 }])
