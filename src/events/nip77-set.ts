@@ -81,7 +81,7 @@ function compareBytes(a: Uint8Array, aAt: number, aLength: number, b: Uint8Array
  * the sum and the count, first 16 bytes), byte for byte.
  */
 export class NegentropySet extends nip77.NegentropyStorageVector {
-  /** Items in NIP-77 order (created_at ascending, then id ascending), no duplicates. */
+  /** The ids as words, read in place (see `wordsOf`). */
   private readonly words: Uint32Array | undefined
   /** Scratch: the sums before `begin` and `end` (words 0–7, 8–15). */
   private readonly scratch = new Uint32Array(16)
@@ -94,6 +94,7 @@ export class NegentropySet extends nip77.NegentropyStorageVector {
   private lastEnd = -1
   private lastEndAt = 8
 
+  /** Items in NIP-77 order (created_at ascending, then id ascending), no duplicates. */
   constructor(
     private readonly times: Float64Array,
     private readonly ids: Uint8Array,

@@ -1,14 +1,11 @@
 import { nip77 } from 'nostr-tools'
 import { KithError } from '../errors.js'
 import type { NostrEvent } from '../events/event.js'
-import { sealKeys } from '../events/nip77-set.js'
+import { sealKeys, type SetKey } from '../events/nip77-set.js'
 import type { RelayClient } from './relay-client.js'
 
-/** A stored event as reconciliation sees it. */
-export interface EventKey {
-  created_at: number
-  id: string
-}
+/** A stored event as reconciliation sees it: the key a NIP-77 set is sealed from. */
+export type EventKey = SetKey
 
 /** Ids asked for per REQ when fetching what reconciliation found missing (hubs take 1,000). */
 export const fetchIdsPerRequest = 500
