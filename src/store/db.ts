@@ -19,6 +19,8 @@ export interface OpenOptions {
    * thread (store/wal-sync.ts). The hub does; node.db keeps sqlite's own fsync.
    */
   syncApart?: boolean
+  /** sqlite's page cache for this connection, KiB (default `pageCacheKiB`). */
+  pageCacheKiB?: number
   /**
    * Run sqlite's quick_check before use and refuse a damaged file: a damaged page would otherwise
    * fail every read while writes still succeed. It reads the whole file (~2.2 s at 2 GB): a hub
@@ -99,7 +101,7 @@ export function openDatabase(
     // the hub's main-thread write time by a fifth (docs/performance.md, issue 18).
     if (opts.syncApart === true) db.pragma('wal_autocheckpoint = 4000')
     db.pragma('busy_timeout = 5000')
-    db.pragma(`cache_size = -${pageCacheKiB}`)
+    db.pragma(`cache_size = -${opts.pageCacheKiB ?? pageCacheKiB}`)
     if (opts.check === true) {
       const rows = db.pragma('quick_check(3)') as { quick_check: string }[]
       const problems = rows.map((r) => r.quick_check).filter((r) => r !== 'ok')

@@ -31,6 +31,13 @@ export interface Usage {
   bytes: number
 }
 
+/** One committed batch: each event's outcome, and how it changed each key's usage. */
+export interface WrittenBatch {
+  outcomes: StoreOutcome[]
+  /** [pubkey, events, bytes] added (negative when a replaced version was larger). */
+  usage: [string, number, number][]
+}
+
 /** A stored match without its JSON: what paged queries sort and resume by. */
 export interface StoredKey {
   id: string
@@ -253,19 +260,37 @@ export class EventStore {
    * event's JSON.stringify (the hub has it already).
    */
   insertBatch(events: readonly NostrEvent[], raws?: readonly string[]): StoreOutcome[] {
+    const written = this.writeBatch(events, raws)
+    this.applyUsage(written.usage)
+    return written.outcomes
+  }
+
+  /**
+   * `insertBatch` without counting the usage in this object: what the hub's writer thread
+   * (batch-writer.ts) runs on its own connection, handing the usage to the main thread's store.
+   */
+  writeBatch(events: readonly NostrEvent[], raws?: readonly string[]): WrittenBatch {
     this.batchUsage = new Map()
-    const outcomes = this.insertBatchTx(events, raws)
-    // Committed: the counts in memory follow the table.
-    for (const [pubkey, d] of this.batchUsage) {
+    try {
+      const outcomes = this.insertBatchTx(events, raws)
+      const usage: [string, number, number][] = []
+      for (const [pubkey, d] of this.batchUsage) usage.push([pubkey, d.events, d.bytes])
+      return { outcomes, usage }
+    } finally {
+      this.batchUsage = new Map()
+    }
+  }
+
+  /** Counts a committed batch's usage (`writeBatch`) in memory, as the table already does. */
+  applyUsage(usage: readonly (readonly [string, number, number])[]): void {
+    for (const [pubkey, events, bytes] of usage) {
       const u = this.usage.get(pubkey)
-      if (u === undefined) this.usage.set(pubkey, d)
+      if (u === undefined) this.usage.set(pubkey, { events, bytes })
       else {
-        u.events += d.events
-        u.bytes += d.bytes
+        u.events += events
+        u.bytes += bytes
       }
     }
-    this.batchUsage = new Map()
-    return outcomes
   }
 
   private insertOne(event: NostrEvent, raw: string): StoreOutcome {

@@ -46,10 +46,10 @@ export interface VerifyPoolOptions {
   /** Which verifier runs; by default `pickVerifier()` (KITH_VERIFY, else native if present). */
   verifier?: ChosenVerifier
   /**
-   * With the native verifier, verify in worker threads anyway instead of inline (for measuring
-   * the split; see `verifyInline`).
+   * With the native verifier, verify on the main thread only (no worker), as before issue 34.
+   * By default native runs beside the main thread when there is a backlog (`create`).
    */
-  nativeInWorkers?: boolean
+  nativeInline?: boolean
 }
 
 /** Idle workers cost ~20 MB each; starting one again costs ~40 ms once, after a quiet spell. */
@@ -73,19 +73,21 @@ const wasmPerTurn = 16
 const maxBatchBytes = 1024 * 1024
 
 /**
- * Signature verification. With the native libsecp256k1 it runs inline on the main thread: at
- * ~100 µs an event (id hash included) a hand-off to a worker (serialize, post, parse, post back,
- * resolve) costs a good part of the check itself, and every worker holds ~20 MB. Measured with
- * bench:hub on 2 busy cores (issue 18, docs/performance.md), 20,000 events, two alternating
- * rounds: inline, the hub spent 2.4–2.5 CPU-s in all and ingested 2.0–2.6× the single-core
- * wasm rate of the same run; with one native worker (the main thread helping), 3.1–3.2 CPU-s
- * and 1.6×.
+ * Signature verification, with the native libsecp256k1 (~60–100 µs an event) or wasm (~250 µs).
  *
- * With wasm (~250 µs an event) it runs off the main thread. Requests that arrive in the same
- * turn of the event loop are batched (one postMessage per worker, not per event) and spread over
- * the workers by load. Workers start on demand, one more whenever a backlog builds, up to
- * `size`, and exit after `idleMs` without work, so an idle node holds none. With `workers: 0`
- * it verifies inline, for embedded and test use.
+ * Native, with one or more workers allowed: an event that arrives when nothing else waits is
+ * checked inline at once (a hand-off to a worker, serialize, post, parse, post back, resolve,
+ * would cost a good part of the check and add its latency). Under a backlog the workers take
+ * events in batches and the main thread checks what they have no room for, so a busy hub
+ * verifies on two cores (issue 34: ingest +15–20% on 2 cores, docs/performance.md). Native
+ * with `nativeInline`, no workers or one core: inline only (issue 18's measure on a busy machine: inline
+ * spent less CPU in all).
+ *
+ * Wasm runs off the main thread. Requests that arrive in the same turn of the event loop are
+ * batched (one postMessage per worker, not per event) and spread over the workers by load.
+ * Workers start on demand, one more whenever a backlog builds, up to `size`, and exit after
+ * `idleMs` without work, so an idle node holds none. With `workers: 0` it verifies inline,
+ * for embedded and test use.
  */
 export class VerifyPool {
   private readonly slots: Slot[] = []
@@ -127,7 +129,7 @@ export class VerifyPool {
       this.description =
         workerCount === 0
           ? `native libsecp256k1 (${native.library}), inline on the main thread`
-          : `native libsecp256k1 (${native.library}) in up to ${workerCount} worker thread(s)`
+          : `native libsecp256k1 (${native.library}), inline when idle, with up to ${workerCount} worker thread(s) under load`
     } else {
       this.native = undefined
       this.check = verifyWithWasm
@@ -138,16 +140,15 @@ export class VerifyPool {
     }
   }
 
-  /**
-   * `workers` applies to wasm only (and to native with `nativeInWorkers`): the native verifier
-   * runs inline, since a worker costs more than it saves there.
-   */
+  /** `workers: 0` (or native with `nativeInline`) checks every event on the main thread. */
   static async create(
     workers = defaultWorkerCount(),
     opts: VerifyPoolOptions = {},
   ): Promise<VerifyPool> {
     const chosen = opts.verifier ?? (await pickVerifier())
-    const inline = chosen.kind === 'native' && opts.nativeInWorkers !== true
+    // On one core a worker would only take turns with the main thread.
+    const inline =
+      chosen.kind === 'native' && (opts.nativeInline === true || availableParallelism() < 2)
     const pool = new VerifyPool(inline ? 0 : workers, opts, chosen)
     if (chosen.kind === 'wasm' && (workers === 0 || opts.helpInline === true))
       await loadWasmVerifier()
@@ -191,9 +192,11 @@ export class VerifyPool {
     priority: VerifyPriority = 'member',
   ): Promise<VerifyResult> {
     if (this.closed) return Promise.reject(new KithError('error', 'verifier is closed'))
-    if (this.workerCount === 0) {
+    if (this.workerCount === 0 || (this.native !== undefined && priority === 'stranger')) {
       // Inline: strangers' events are checked at once too; at native speed that is ~100 µs each
-      // and admission (hub/admission.ts) already bounds how many strangers may send.
+      // and admission (hub/admission.ts) already bounds how many strangers may send. Native
+      // workers are for members' ingest: a flood of AUTHs (2,000 devices reconnecting) starts
+      // none, so it costs no worker's memory.
       if (this.turnChecks === 0) setImmediate(() => (this.turnChecks = 0))
       if (this.inline.length === 0 && this.turnChecks < this.perTurn) {
         this.turnChecks++
@@ -205,6 +208,13 @@ export class VerifyPool {
         this.inline.push({ event, raw, resolve, reject })
         this.scheduleInline()
       })
+    }
+    if (this.native !== undefined && this.inFlight === 0 && this.turnChecks === 0) {
+      // Nothing waits: a hand-off would only add latency. One a turn, so a burst goes to workers.
+      setImmediate(() => (this.turnChecks = 0))
+      this.turnChecks++
+      this.done++
+      return Promise.resolve(this.check(event))
     }
     return new Promise((resolve, reject) => {
       const queue = priority === 'member' ? this.members : this.strangers

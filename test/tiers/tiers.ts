@@ -74,6 +74,7 @@ export const tiers: Record<Tier, string[]> = {
     'test/tiers/unit-guard.test.ts',
   ],
   network: [
+    'test/hub/store-writer.test.ts',
     'test/grants/hub-agrees.test.ts',
     'test/grants/held-revocations.test.ts',
     'test/grants/hub-revocation.test.ts',

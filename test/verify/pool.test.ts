@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { describe, expect, it } from 'vitest'
 import { generateSecretKey } from 'nostr-tools/pure'
 import { signEvent } from '../../src/events/event.js'
@@ -131,7 +132,7 @@ describe('VerifyPool (worker threads)', () => {
 describe.skipIf(native === undefined)('the pool with the native verifier', () => {
   it('verifies inline (no worker) with the same answers as the wasm workers', async () => {
     const inline = await VerifyPool.create(2, {
-      helpInline: true,
+      nativeInline: true,
       verifier: await pickVerifier('native'),
     })
     const workers = await VerifyPool.create(2, {
@@ -171,19 +172,51 @@ describe.skipIf(native === undefined)('the pool with the native verifier', () =>
     }
   })
 
-  it('can run native in worker threads too, with the same answers', async () => {
-    const pool = await VerifyPool.create(1, {
-      nativeInWorkers: true,
-      verifier: await pickVerifier('native'),
-    })
-    try {
-      const vs = vectors()
-      expect(await Promise.all(vs.map((v) => pool.verify(v.event)))).toEqual(
-        vs.map((v) => v.expect),
-      )
-      expect(pool.running).toBe(1)
-    } finally {
-      await pool.close()
-    }
-  })
+  // On one core native checks stay on the main thread (pool.ts).
+  it.skipIf(availableParallelism() < 2)(
+    'checks a lone event inline at once, a burst of members’ beside the main thread, strangers’ on it',
+    async () => {
+      const pool = await VerifyPool.create(1, {
+        helpInline: true,
+        verifier: await pickVerifier('native'),
+      })
+      try {
+        expect(pool.description).toMatch(
+          /inline when idle, with up to 1 worker thread\(s\) under load$/,
+        )
+        const vs = vectors()
+        // Nothing waits: checked in this call, no worker started.
+        const lone = pool.verify(vs[0]!.event)
+        expect(pool.verified).toBe(1)
+        expect(pool.running).toBe(0)
+        expect(await lone).toBe(vs[0]!.expect)
+        const burst = Array.from({ length: 20 }, () => vs).flat()
+        const got = await Promise.all(burst.map((v) => pool.verify(v.event)))
+        expect(got).toEqual(burst.map((v) => v.expect))
+        expect(pool.running).toBe(1)
+        expect(pool.inFlight).toBe(0)
+      } finally {
+        await pool.close()
+      }
+    },
+  )
+
+  it.skipIf(availableParallelism() < 2)(
+    'can run native in worker threads too, with the same answers',
+    async () => {
+      const pool = await VerifyPool.create(1, {
+        helpInline: true,
+        verifier: await pickVerifier('native'),
+      })
+      try {
+        const vs = vectors()
+        expect(await Promise.all(vs.map((v) => pool.verify(v.event)))).toEqual(
+          vs.map((v) => v.expect),
+        )
+        expect(pool.running).toBe(1)
+      } finally {
+        await pool.close()
+      }
+    },
+  )
 })

@@ -75,7 +75,8 @@ export const hubServeCommand = declare({
     workers: {
       type: 'string',
       value: 'N',
-      description: 'signature-verification threads (default: one per core)',
+      description:
+        'threads that check signatures beside the main thread under load (default: cores - 1)',
     },
     sync: {
       type: 'string',
