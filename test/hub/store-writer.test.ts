@@ -25,6 +25,17 @@ function hubStore(path: string): EventStore {
   })
 }
 
+/** Group commit as the hub has it, its first batch waking `writer`. */
+function committingOn(store: EventStore, writer: BatchWriter): GroupCommit {
+  return new GroupCommit(store, {
+    maxBatch: 512,
+    maxDelayMs: 4,
+    moreComing: () => false,
+    writer,
+    wakeAt: 1,
+  })
+}
+
 function submit(commit: GroupCommit, e: NostrEvent): Promise<StoreOutcome> {
   return new Promise((resolve, reject) =>
     commit.submit(e, JSON.stringify(e), (o) => (o instanceof Error ? reject(o) : resolve(o))),
@@ -37,13 +48,7 @@ describe("the store's writer thread", () => {
     const store = hubStore(path)
     const lines: string[] = []
     const writer = new BatchWriter({ path, synchronous: 'full', log: (l) => lines.push(l) })
-    const commit = new GroupCommit(store, {
-      maxBatch: 512,
-      maxDelayMs: 4,
-      moreComing: () => false,
-      writer,
-      wakeAt: 1,
-    })
+    const commit = committingOn(store, writer)
     // The first batch is written here and wakes the thread.
     const first = ev('first')
     expect(await submit(commit, first)).toBe('stored')
@@ -149,13 +154,7 @@ describe("the store's writer thread", () => {
       synchronous: 'full',
       log: (l) => lines.push(l),
     })
-    const commit = new GroupCommit(store, {
-      maxBatch: 512,
-      maxDelayMs: 4,
-      moreComing: () => false,
-      writer,
-      wakeAt: 1,
-    })
+    const commit = committingOn(store, writer)
     expect(await submit(commit, ev('a'))).toBe('stored')
     await vi.waitFor(() => expect(lines.join('\n')).toMatch(/writing on the main thread/))
     expect(await submit(commit, ev('b'))).toBe('stored')
