@@ -68,6 +68,8 @@ const inlineChunk = 8
  * turns, so sockets and timers are served between; order is kept.
  */
 const nativePerTurn = 64
+/** Native checks inline in a turn while nothing waits (~0.5–0.8 ms); more go to the workers. */
+const idleInlinePerTurn = 8
 const wasmPerTurn = 16
 /** Raw JSON per batch posted to a worker: bounds a worker's heap whatever the events' size. */
 const maxBatchBytes = 1024 * 1024
@@ -75,13 +77,13 @@ const maxBatchBytes = 1024 * 1024
 /**
  * Signature verification, with the native libsecp256k1 (~60–100 µs an event) or wasm (~250 µs).
  *
- * Native, with one or more workers allowed: an event that arrives when nothing else waits is
- * checked inline at once (a hand-off to a worker, serialize, post, parse, post back, resolve,
- * would cost a good part of the check and add its latency). Under a backlog the workers take
- * events in batches and the main thread checks what they have no room for, so a busy hub
- * verifies on two cores (issue 34: ingest +15–20% on 2 cores, docs/performance.md). Native
- * with `nativeInline`, no workers or one core: inline only (issue 18's measure on a busy machine: inline
- * spent less CPU in all).
+ * Native, with one or more workers allowed: events that arrive when nothing else waits are
+ * checked inline at once, up to `idleInlinePerTurn` a turn (a hand-off to a worker, serialize,
+ * post, parse, post back, resolve, would cost a good part of the check and add its latency).
+ * Under a backlog the workers take members' events in batches and the main thread checks what
+ * they have no room for, so a busy hub verifies on two cores (issue 34: ingest +15–20% on 2
+ * cores, docs/performance.md). Native with `nativeInline`, no workers or one core: inline only
+ * (issue 18's measure on a busy machine: inline spent less CPU in all).
  *
  * Wasm runs off the main thread. Requests that arrive in the same turn of the event loop are
  * batched (one postMessage per worker, not per event) and spread over the workers by load.
@@ -209,9 +211,11 @@ export class VerifyPool {
         this.scheduleInline()
       })
     }
-    if (this.native !== undefined && this.inFlight === 0 && this.turnChecks === 0) {
-      // Nothing waits: a hand-off would only add latency. One a turn, so a burst goes to workers.
-      setImmediate(() => (this.turnChecks = 0))
+    if (this.native !== undefined && this.inFlight === 0 && this.turnChecks < idleInlinePerTurn) {
+      // Nothing waits: a hand-off would only add latency. A few a turn, so a small burst stays
+      // together (one commit, one fan-out: a node's notifier sums five mentions sent at once)
+      // and a large one goes to the workers.
+      if (this.turnChecks === 0) setImmediate(() => (this.turnChecks = 0))
       this.turnChecks++
       this.done++
       return Promise.resolve(this.check(event))
