@@ -199,13 +199,8 @@ export class VerifyPool {
       // and admission (hub/admission.ts) already bounds how many strangers may send. Native
       // workers are for members' ingest: a flood of AUTHs (2,000 devices reconnecting) starts
       // none, so it costs no worker's memory.
-      if (this.turnChecks === 0) setImmediate(() => (this.turnChecks = 0))
-      if (this.inline.length === 0 && this.turnChecks < this.perTurn) {
-        this.turnChecks++
-        this.done++
-        return Promise.resolve(this.check(event))
-      }
-      this.turnChecks++
+      if (this.inline.length === 0 && this.turnChecks < this.perTurn) return this.checkNow(event)
+      this.countTurn()
       return new Promise((resolve, reject) => {
         this.inline.push({ event, raw, resolve, reject })
         this.scheduleInline()
@@ -215,16 +210,26 @@ export class VerifyPool {
       // Nothing waits: a hand-off would only add latency. A few a turn, so a small burst stays
       // together (one commit, one fan-out: a node's notifier sums five mentions sent at once)
       // and a large one goes to the workers.
-      if (this.turnChecks === 0) setImmediate(() => (this.turnChecks = 0))
-      this.turnChecks++
-      this.done++
-      return Promise.resolve(this.check(event))
+      return this.checkNow(event)
     }
     return new Promise((resolve, reject) => {
       const queue = priority === 'member' ? this.members : this.strangers
       queue.push({ event, raw, resolve, reject })
       this.schedule()
     })
+  }
+
+  /** Counts a check in this turn of the event loop (the count starts again next turn). */
+  private countTurn(): void {
+    if (this.turnChecks === 0) setImmediate(() => (this.turnChecks = 0))
+    this.turnChecks++
+  }
+
+  /** Checks `event` here, now. */
+  private checkNow(event: NostrEvent): Promise<VerifyResult> {
+    this.countTurn()
+    this.done++
+    return Promise.resolve(this.check(event))
   }
 
   private schedule(): void {
